@@ -1,0 +1,137 @@
+"""mcpwire: a fast, structured Model Context Protocol client on trio.
+
+    async with mcpwire.open_client(["npx", "-y", "@modelcontextprotocol/server-everything"]) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("echo", {"message": "hi"})
+
+Names are imported lazily, so ``import mcpwire`` stays cheap; the sans-I/O core lives in
+:mod:`mcpwire.protocol`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+from .errors import (
+    ApprovalDenied,
+    CircuitOpen,
+    ClientClosed,
+    ConfigError,
+    ConnectError,
+    EraDetectionError,
+    FrameTooLarge,
+    HostError,
+    InvalidResponse,
+    LocalProtocolError,
+    MCPWireError,
+    MissingClientCapability,
+    OutputSchemaError,
+    ProtocolError,
+    RemoteProtocolError,
+    RequestTimeout,
+    RPCError,
+    ServerGone,
+    ServerNotFound,
+    ToolError,
+    ToolExecutionError,
+    TransportError,
+    UnknownTool,
+    UnsupportedVersion,
+)
+
+if TYPE_CHECKING:
+    from .client import (
+        Client,
+        ClientStatistics,
+        Progress,
+        ServerNotification,
+        Subscription,
+        connect_client,
+        open_client,
+    )
+    from .protocol.types import (
+        ContentBlock,
+        DiscoverResult,
+        GetPromptResult,
+        Implementation,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceContents,
+        ResourceTemplate,
+        ServerCapabilities,
+        TextContent,
+        Tool,
+        ToolResult,
+    )
+    from .protocol.versions import Era
+    from .transports import StdioServer
+
+_LAZY: dict[str, str] = {
+    "Client": "client",
+    "ClientStatistics": "client",
+    "Progress": "client",
+    "ServerNotification": "client",
+    "Subscription": "client",
+    "connect_client": "client",
+    "open_client": "client",
+    "ContentBlock": "protocol.types",
+    "DiscoverResult": "protocol.types",
+    "GetPromptResult": "protocol.types",
+    "Implementation": "protocol.types",
+    "Prompt": "protocol.types",
+    "ReadResourceResult": "protocol.types",
+    "Resource": "protocol.types",
+    "ResourceContents": "protocol.types",
+    "ResourceTemplate": "protocol.types",
+    "ServerCapabilities": "protocol.types",
+    "TextContent": "protocol.types",
+    "Tool": "protocol.types",
+    "ToolResult": "protocol.types",
+    "Era": "protocol.versions",
+    "StdioServer": "transports",
+}
+
+__all__ = [
+    "ApprovalDenied",
+    "CircuitOpen",
+    "ClientClosed",
+    "ConfigError",
+    "ConnectError",
+    "EraDetectionError",
+    "FrameTooLarge",
+    "HostError",
+    "InvalidResponse",
+    "LocalProtocolError",
+    "MCPWireError",
+    "MissingClientCapability",
+    "OutputSchemaError",
+    "ProtocolError",
+    "RPCError",
+    "RemoteProtocolError",
+    "RequestTimeout",
+    "ServerGone",
+    "ServerNotFound",
+    "ToolError",
+    "ToolExecutionError",
+    "TransportError",
+    "UnknownTool",
+    "UnsupportedVersion",
+    "__version__",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpwire' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

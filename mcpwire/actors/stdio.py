@@ -1,0 +1,309 @@
+"""The stdio actor: one server subprocess, its pipes, and their tasks.
+
+Theory of operation: :meth:`StdioTransport.run` spawns the process in its own process group and,
+inside its own nursery, runs two readers: stdout is split into lines and each line classified
+and handed synchronously to the *sink* (the client's dispatcher, which never awaits: the reader
+must never wait on user code, or a slow consumer would stall every answer); stderr is drained
+continuously into the ``mcpwire.server.<name>`` logger and a ring buffer of the last lines, so a
+server writing megabytes of diagnostics never blocks on a full pipe (ST-07) and its last words
+are attached to :class:`~mcpwire.errors.ServerGone`.
+
+Shutdown follows 2025-11-25 basic/lifecycle §Shutdown (LC-50, ST-18): close stdin, wait for the
+process to exit; "sending SIGTERM if the server does not exit within a reasonable time"; "Sending
+SIGKILL if the server does not exit within a reasonable time after SIGTERM". Signals go to the
+whole process group, so a server started through ``npx`` or a shell takes its children with it.
+Every step is bounded, and the process is always reaped.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import signal
+import subprocess
+import sys
+from typing import Final, Protocol
+
+import trio
+
+from ..errors import ConnectError, FrameTooLarge, ServerGone, ServerNotFound
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES, LineBuffer
+from ..protocol.jsonrpc import Message, classify
+from ..transports import StdioServer
+
+__all__ = ["MessageSink", "StdioTransport"]
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK_BYTES: Final = 256 * 1024
+STDERR_LINE_BYTES: Final = 8 * 1024  # longer stderr lines are truncated in the ring and logs
+EXIT_WAIT_AFTER_EOF: Final = 1.0  # seconds to wait for an exit status once stdout closed
+
+
+class MessageSink(Protocol):
+    """Where a transport delivers what it reads. Both methods are synchronous."""
+
+    def message_received(self, message: Message) -> None: ...
+
+    def connection_lost(self, exc: BaseException) -> None: ...
+
+
+class StdioTransport:
+    """A server subprocess speaking newline-delimited JSON-RPC.
+
+    Args:
+        spec: what to start.
+        sink: receives every message read from stdout, and the end of the connection.
+        max_message_bytes: the largest line accepted from stdout.
+        stderr_lines: how many stderr lines to keep for error reports.
+    """
+
+    def __init__(
+        self,
+        spec: StdioServer,
+        sink: MessageSink,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        stderr_lines: int = 50,
+        label: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.label = label or spec.label
+        self._sink = sink
+        self._max = max_message_bytes
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=stderr_lines)
+        self._stderr_log = logging.getLogger(f"mcpwire.server.{self.label}")
+        self._proc: trio.Process | None = None
+        self._send_lock = trio.Lock()
+        self._closing = False
+        self._lost = False
+        self._stdout_done = trio.Event()
+        self._exited = trio.Event()
+        self.bytes_received = 0
+        self.bytes_sent = 0
+
+    # -- introspection ----------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc else None
+
+    def stderr_tail(self) -> list[str]:
+        """The last lines the server wrote to stderr, oldest first."""
+        return list(self._stderr_tail)
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[StdioTransport] = trio.TASK_STATUS_IGNORED) -> None:
+        """Spawns the server and runs its readers until the process is gone.
+
+        Raises:
+            ServerNotFound: the command does not exist.
+            ConnectError: it could not be started (permissions, bad cwd).
+        """
+        spec = self.spec
+        try:
+            self._proc = await trio.lowlevel.open_process(
+                spec.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=spec.environment(),
+                cwd=spec.cwd,
+                start_new_session=sys.platform != "win32",
+            )
+        except FileNotFoundError as exc:
+            missing = spec.command if exc.filename in (None, spec.command) else exc.filename
+            if spec.cwd is not None and not os.path.isdir(spec.cwd):
+                raise ConnectError(
+                    f"cannot start server '{self.label}': working directory {spec.cwd!r} does not exist"
+                ) from exc
+            raise ServerNotFound(
+                f"cannot start server '{self.label}': command {missing!r} not found"
+                " (is it installed and on PATH?)"
+            ) from exc
+        except OSError as exc:
+            raise ConnectError(f"cannot start server '{self.label}' ({spec.command!r}): {exc}") from exc
+        log.debug("%s: started pid %s", self.label, self._proc.pid)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._read_stdout)
+                nursery.start_soon(self._drain_stderr)
+                nursery.start_soon(self._watch_exit)
+                task_status.started(self)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._terminate()
+
+    async def send(self, data: bytes) -> None:
+        """Writes one encoded message (a newline is appended).
+
+        Raises:
+            ServerGone: the server's stdin is closed (it exited or is exiting).
+        """
+        proc = self._proc
+        if proc is None or proc.stdin is None or self._lost:
+            raise self._gone("cannot send: the server is not running")
+        try:
+            async with self._send_lock:
+                await proc.stdin.send_all(data + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise self._gone("the server closed its stdin") from exc
+        self.bytes_sent += len(data) + 1
+
+    async def aclose(self) -> None:
+        """Shuts the server down in order; idempotent. Shielded, and bounded by the grace times."""
+        self._closing = True
+        with trio.CancelScope(shield=True):
+            await self._terminate()
+
+    async def wait_closed(self) -> None:
+        await self._exited.wait()
+
+    # -- tasks ----------------------------------------------------------------------------------
+
+    async def _read_stdout(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stream = self._proc.stdout
+        buffer = LineBuffer(self._max)
+        sink = self._sink
+        error: BaseException | None = None
+        try:
+            while True:
+                try:
+                    data = await stream.receive_some(READ_CHUNK_BYTES)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                if not data:
+                    last = buffer.close()
+                    if last is not None:
+                        sink.message_received(classify(last))
+                    break
+                self.bytes_received += len(data)
+                for line in buffer.feed(data):
+                    sink.message_received(classify(line))
+        except FrameTooLarge as exc:
+            error = exc
+            log.warning("%s: %s; closing the connection", self.label, exc)
+        self._stdout_done.set()
+        if error is None and not self._closing:
+            with trio.move_on_after(EXIT_WAIT_AFTER_EOF):
+                await self._exited.wait()
+        self._lose(error)
+        if error is not None:
+            await self._terminate()
+
+    async def _drain_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        stream = self._proc.stderr
+        pending = bytearray()
+        emit = self._stderr_line
+        while True:
+            try:
+                data = await stream.receive_some(READ_CHUNK_BYTES)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                break
+            if not data:
+                break
+            pending += data
+            start = 0
+            pos = pending.find(b"\n")
+            while pos != -1:
+                emit(pending[start:pos])
+                start = pos + 1
+                pos = pending.find(b"\n", start)
+            del pending[:start]
+            if len(pending) > 8 * STDERR_LINE_BYTES:  # a never-ending line: cut it
+                emit(pending)
+                pending.clear()
+        if pending:
+            emit(pending)
+
+    def _stderr_line(self, raw: bytes | bytearray) -> None:
+        text = bytes(raw[:STDERR_LINE_BYTES]).decode("utf-8", "replace").rstrip("\r")
+        if len(raw) > STDERR_LINE_BYTES:
+            text += f"... [{len(raw) - STDERR_LINE_BYTES} more bytes]"
+        self._stderr_tail.append(text)
+        self._stderr_log.info("%s", text)
+
+    async def _watch_exit(self) -> None:
+        assert self._proc is not None
+        await self._proc.wait()
+        self._exited.set()
+        if not self._closing:
+            # stdout may stay open in a grandchild; the exit itself ends the connection, but let
+            # the reader deliver what was already written first.
+            with trio.move_on_after(EXIT_WAIT_AFTER_EOF):
+                await self._stdout_done.wait()
+            self._lose(None)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _gone(self, what: str) -> ServerGone:
+        code = self.returncode
+        status = f"exited with status {code}" if code is not None else "is no longer reachable"
+        return ServerGone(
+            f"server '{self.label}' {status}: {what}",
+            server=self.label,
+            returncode=code,
+            stderr_tail=self.stderr_tail(),
+        )
+
+    def _lose(self, error: BaseException | None) -> None:
+        if self._lost:
+            return
+        self._lost = True
+        if self._closing and error is None:
+            exc: BaseException = self._gone("the connection was closed")
+        else:
+            exc = self._gone(str(error) if error else "it closed its output")
+            if error is not None:
+                exc.__cause__ = error
+        self._sink.connection_lost(exc)
+
+    async def _terminate(self) -> None:
+        """Close stdin, wait; SIGTERM, wait; SIGKILL; reap. Every step bounded."""
+        proc = self._proc
+        if proc is None:
+            return
+        grace = self.spec.shutdown_grace
+        if proc.returncode is None and proc.stdin is not None:
+            with trio.move_on_after(grace):
+                await proc.stdin.aclose()
+        if proc.returncode is None:
+            with trio.move_on_after(grace):
+                await proc.wait()
+        if proc.returncode is None:
+            log.info("%s: did not exit %.1fs after stdin closed; sending SIGTERM", self.label, grace)
+            self._signal(signal.SIGTERM)
+            with trio.move_on_after(grace):
+                await proc.wait()
+        if proc.returncode is None:
+            log.warning("%s: did not exit %.1fs after SIGTERM; sending SIGKILL", self.label, grace)
+            self._signal(signal.SIGKILL if sys.platform != "win32" else signal.SIGTERM)
+            with trio.move_on_after(5.0):
+                await proc.wait()
+        elif sys.platform != "win32":
+            # The leader is gone; children it left in the group must not outlive the block.
+            self._signal(signal.SIGKILL, group_only=True)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                with trio.move_on_after(grace):
+                    await stream.aclose()
+
+    def _signal(self, sig: int, *, group_only: bool = False) -> None:
+        proc = self._proc
+        assert proc is not None
+        try:
+            if sys.platform != "win32":
+                os.killpg(proc.pid, sig)
+            elif not group_only:
+                proc.send_signal(sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+

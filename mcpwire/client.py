@@ -1,0 +1,1512 @@
+"""The MCP client: one typed surface over both eras and every transport.
+
+Theory of operation: a :class:`Client` owns a nursery, a transport actor (the stdio subprocess
+here) and a sans-I/O :class:`~mcpwire.protocol.session.ClientSession`. The transport calls the
+client's dispatcher synchronously for every message it reads; the dispatcher resolves waiters,
+routes progress to the caller waiting for it, pushes notifications into a bounded channel
+(dropping and counting when full) and starts a task per server request, so the reader never
+waits on user code.
+
+A call allocates an id, sends, and waits on its waiter under a deadline that progress extends,
+up to a hard cap (LC-60..LC-62). On timeout or cancellation the id is abandoned (a late answer is
+counted and dropped, JR-06) and ``notifications/cancelled`` is sent shielded and bounded (UT-C02),
+except for ``initialize`` (LC-06).
+
+Connecting detects the era with the sans-I/O :class:`~mcpwire.protocol.lifecycle.EraDetector`:
+this module only performs its actions (send the probe, send ``initialize``, restart the server)
+and feeds it the answers, timeouts and exits. In the modern era every request carries ``_meta``
+and results of ``tools/call``, ``resources/read`` and ``prompts/get`` may ask for input
+(``input_required``); the client answers with its handlers and retries with a new id, echoing
+``requestState`` byte for byte (UT-R02..UT-R07).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import re
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+
+import msgspec
+import trio
+from msgspec import UNSET, UnsetType
+
+from ._version import __version__
+from .actors.stdio import StdioTransport
+from .errors import (
+    ClientClosed,
+    ConnectError,
+    EraDetectionError,
+    InvalidResponse,
+    LocalProtocolError,
+    MCPWireError,
+    MissingClientCapability,
+    OutputSchemaError,
+    RemoteProtocolError,
+    RequestTimeout,
+    RPCError,
+    ServerGone,
+    UnsupportedVersion,
+)
+from .protocol import jsonrpc
+from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from .protocol.jsonrpc import ErrorResponse, Message, Request, RequestId, Response
+from .protocol.lifecycle import Decided, EraDetector, Failed, Restart, SendDiscover, SendInitialize, SessionState
+from .protocol.methods import METHODS
+from .protocol.pending import PendingRequest
+from .protocol.session import (
+    AnswerReceived,
+    ClientSession,
+    NotificationReceived,
+    ProgressReceived,
+    ServerRequestReceived,
+    Violation,
+)
+from .protocol.types import (
+    META_LOG_LEVEL,
+    META_SERVER_INFO,
+    CallToolWire,
+    CallToolWireLenient,
+    CompleteResult,
+    Completion,
+    DiscoverResult,
+    GetPromptResult,
+    Implementation,
+    InitializeResult,
+    JSONObject,
+    JSONValue,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    ServerCapabilities,
+    Tool,
+    ToolResult,
+    decode_content,
+    decode_tools,
+)
+from .protocol.versions import LEGACY_REVISIONS, MODERN_REVISIONS, V2025_11_25, Era, era_of, is_known
+from .transports import StdioServer, as_stdio_server
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+__all__ = [
+    "Client",
+    "ClientStatistics",
+    "ElicitationHandler",
+    "Progress",
+    "RootsHandler",
+    "SamplingHandler",
+    "ServerNotification",
+    "Subscription",
+    "connect_client",
+    "open_client",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT: Final = 30.0
+DEFAULT_MAX_TIMEOUT: Final = 600.0
+DEFAULT_CONNECT_TIMEOUT: Final = 60.0
+DEFAULT_PROBE_TIMEOUT: Final = 0.5
+CANCEL_NOTIFY_TIMEOUT: Final = 1.0
+MAX_PAGES: Final = 10_000
+NOISE_WARNINGS_PER_MINUTE: Final = 5
+
+#: ``async def handler(params) -> CreateMessageResult`` for ``sampling/createMessage``.
+SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject]]
+#: ``async def handler(params) -> ElicitResult`` for ``elicitation/create``.
+ElicitationHandler = Callable[[JSONObject], Awaitable[JSONObject]]
+#: roots: a list of ``file://`` URIs (or ``{"uri", "name"}`` objects), or an async callable returning one.
+RootsHandler = Sequence["str | JSONObject"] | Callable[[], Awaitable[Sequence["str | JSONObject"]]]
+ProgressCallback = Callable[["Progress"], "Awaitable[None] | None"]
+NoiseCallback = Callable[[bytes], None]
+
+Target = StdioServer | Sequence[str] | str | None
+
+# Era verdicts remembered per server command for the life of the process (LC-44).
+_ERA_CACHE: dict[tuple[tuple[str, ...], str | None], Era] = {}
+
+
+class Progress(msgspec.Struct, frozen=True):
+    """One ``notifications/progress`` update for a request."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+class ServerNotification(msgspec.Struct, frozen=True):
+    """A notification from the server. ``params`` is the decoded JSON object."""
+
+    method: str
+    params: JSONObject
+    subscription_id: RequestId | None = None
+
+
+class ClientStatistics(msgspec.Struct, frozen=True, kw_only=True):
+    """Counters of one client connection (a snapshot)."""
+
+    requests_sent: int
+    pending: int
+    late_responses: int
+    unknown_responses: int
+    notifications_received: int
+    notifications_dropped: int
+    server_requests: int
+    non_protocol_lines: int
+    protocol_violations: int
+    restarts: int
+    bytes_sent: int
+    bytes_received: int
+
+
+@dataclass(slots=True)
+class _Waiter:
+    event: trio.Event
+    outcome: Response | ErrorResponse | BaseException | None = None
+    progress: list[JSONObject] | None = None  # None: progress not wanted
+    channel: trio.MemorySendChannel[_Waiter] | None = None  # handshake waiters report here
+
+
+class _ResultHead(msgspec.Struct, rename="camel"):
+    result_type: str = "complete"
+    input_requests: dict[str, Any] | None = None
+    request_state: str | UnsetType = UNSET
+
+
+class _ToolsPage(msgspec.Struct, rename="camel"):
+    tools: list[Any] = msgspec.field(default_factory=list)
+    next_cursor: str | None = None
+
+
+class _ResourcesPage(msgspec.Struct, rename="camel"):
+    resources: list[Resource] = msgspec.field(default_factory=list)
+    next_cursor: str | None = None
+
+
+class _TemplatesPage(msgspec.Struct, rename="camel"):
+    resource_templates: list[ResourceTemplate] = msgspec.field(default_factory=list)
+    next_cursor: str | None = None
+
+
+class _PromptsPage(msgspec.Struct, rename="camel"):
+    prompts: list[Prompt] = msgspec.field(default_factory=list)
+    next_cursor: str | None = None
+
+
+_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def _decode(raw: msgspec.Raw, kind: type[T], method: str, server: str) -> T:
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    try:
+        return decoder.decode(raw)  # type: ignore[no-any-return]
+    except msgspec.DecodeError as exc:
+        raise InvalidResponse(f"server '{server}' answered '{method}' with an invalid result: {exc}") from exc
+
+
+_UNSAFE_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """Text from a server made safe for a log line (no terminal escapes, bounded; UT-L05)."""
+    cleaned = _UNSAFE_TEXT.sub("?", text)
+    return cleaned if len(cleaned) <= limit else cleaned[:limit] + f"... [{len(cleaned) - limit} more]"
+
+
+class Client:
+    """A connection to one MCP server. Create it with :func:`open_client`.
+
+    Attributes:
+        label: the server's name in logs and errors.
+    """
+
+    def __init__(
+        self,
+        spec: StdioServer,
+        nursery: trio.Nursery,
+        *,
+        name: str | None = None,
+        client_info: Implementation | None = None,
+        era: Literal["auto", "legacy", "modern"] | None = None,
+        protocol_version: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_timeout: float = DEFAULT_MAX_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        notification_buffer: int = 1000,
+        strict: bool = False,
+        on_stdout_noise: NoiseCallback | None = None,
+        roots: RootsHandler | None = None,
+        sampling: SamplingHandler | None = None,
+        elicitation: ElicitationHandler | None = None,
+        max_input_rounds: int = 10,
+        validate_output: bool = True,
+        era_cache: bool = True,
+    ) -> None:
+        if timeout <= 0 or max_timeout <= 0 or connect_timeout <= 0 or probe_timeout <= 0:
+            raise ValueError("timeouts must be positive numbers of seconds")
+        if protocol_version is not None and not is_known(protocol_version):
+            raise ValueError(
+                f"unknown protocol_version {protocol_version!r}; mcpwire speaks "
+                + ", ".join((*MODERN_REVISIONS, *LEGACY_REVISIONS))
+            )
+        if era not in (None, "auto", "legacy", "modern"):
+            raise ValueError(f"era must be 'auto', 'legacy', 'modern' or None, not {era!r}")
+        self.spec = spec
+        self.label = name or spec.label
+        self._nursery = nursery
+        self._timeout = timeout
+        self._max_timeout = max_timeout
+        self._connect_timeout = connect_timeout
+        self._probe_timeout = probe_timeout
+        self._max_message_bytes = max_message_bytes
+        self._strict = strict
+        self._on_noise = on_stdout_noise
+        self._roots = roots
+        self._sampling = sampling
+        self._elicitation = elicitation
+        self._max_input_rounds = max_input_rounds
+        self._validate_output = validate_output
+        self._use_era_cache = era_cache
+        self._requested_era = era or "auto"
+        self._protocol_version = protocol_version
+        info = client_info or Implementation(name="mcpwire", version=__version__)
+        self._session: ClientSession[_Waiter] = ClientSession(info, self._capabilities(None), label=self.label)
+        self._transport: StdioTransport | None = None
+        self._lost: BaseException | None = None
+        self._closed = trio.Event()
+        self._closing = False
+        self._notify_send, self._notify_recv = trio.open_memory_channel[ServerNotification](notification_buffer)
+        self._subscriptions: dict[RequestId, Subscription] = {}
+        self._legacy_subscriptions: list[Subscription] = []
+        self._server_request_scopes: dict[RequestId, trio.CancelScope] = {}
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, Validator | None] = {}
+        self._log_level: str | None = None
+        self._discover: DiscoverResult | None = None
+        self._noise_times: list[float] = []
+        # counters
+        self._requests_sent = 0
+        self._notifications = 0
+        self._dropped = 0
+        self._server_requests = 0
+        self._noise = 0
+        self._violations = 0
+        self._restarts = 0
+
+    # -- public attributes ------------------------------------------------------------------
+
+    @property
+    def era(self) -> Era | None:
+        """``Era.LEGACY`` or ``Era.MODERN`` once connected."""
+        return self._session.era
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated revision, e.g. ``"2025-11-25"``."""
+        rev = self._session.revision
+        return rev.version if rev else None
+
+    @property
+    def server_info(self) -> Implementation | None:
+        return self._session.server_info
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities:
+        return self._session.server_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model (untrusted text, DS-03)."""
+        return self._session.instructions
+
+    @property
+    def state(self) -> SessionState:
+        return self._session.state
+
+    @property
+    def pid(self) -> int | None:
+        return self._transport.pid if self._transport else None
+
+    def statistics(self) -> ClientStatistics:
+        table = self._session.table
+        transport = self._transport
+        return ClientStatistics(
+            requests_sent=self._requests_sent,
+            pending=len(table),
+            late_responses=table.late,
+            unknown_responses=table.unknown,
+            notifications_received=self._notifications,
+            notifications_dropped=self._dropped,
+            server_requests=self._server_requests,
+            non_protocol_lines=self._noise,
+            protocol_violations=self._violations,
+            restarts=self._restarts,
+            bytes_sent=transport.bytes_sent if transport else 0,
+            bytes_received=transport.bytes_received if transport else 0,
+        )
+
+    # -- capabilities -----------------------------------------------------------------------------
+
+    def _capabilities(self, version: str | None) -> dict[str, object]:
+        """What this client declares: exactly the handlers it has (LC-15)."""
+        caps: dict[str, object] = {}
+        if self._roots is not None:
+            caps["roots"] = {} if version in MODERN_REVISIONS else {"listChanged": False}
+        if self._sampling is not None:
+            caps["sampling"] = {}
+        if self._elicitation is not None:
+            caps["elicitation"] = {"form": {}} if version is None or version >= V2025_11_25 else {}
+        return caps
+
+    # -- connecting --------------------------------------------------------------------------------
+
+    def _cache_key(self) -> tuple[tuple[str, ...], str | None]:
+        return (tuple(self.spec.argv), self.spec.cwd)
+
+    def _detection_mode(self) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        version = self._protocol_version
+        if version is not None:
+            era = era_of(version)
+            if era is Era.MODERN:
+                return "modern", LEGACY_REVISIONS, (version,)
+            return "legacy", (version,), MODERN_REVISIONS
+        mode = self._requested_era
+        if mode == "auto" and self._use_era_cache:
+            cached = _ERA_CACHE.get(self._cache_key())
+            if cached is not None:
+                mode = cached.value
+        return mode, LEGACY_REVISIONS, MODERN_REVISIONS
+
+    async def _start_transport(self) -> None:
+        transport = StdioTransport(self.spec, self, max_message_bytes=self._max_message_bytes, label=self.label)
+        self._lost = None
+        self._transport = await self._nursery.start(transport.run)
+
+    async def _connect(self) -> None:
+        """Starts the server and detects the era. Bounded by ``connect_timeout``."""
+        self._session.begin_connecting()
+        await self._start_transport()
+        mode, legacy, modern = self._detection_mode()
+        cached = mode != self._requested_era and self._protocol_version is None
+        try:
+            decided = await self._detect(mode, legacy, modern)
+        except (EraDetectionError, UnsupportedVersion):
+            if not cached:
+                raise
+            # LC-44: "re-probing if the cached assumption later fails".
+            log.info("%s: cached era %s failed; probing again", self.label, mode)
+            _ERA_CACHE.pop(self._cache_key(), None)
+            await self._restart_transport()
+            decided = await self._detect("auto", legacy, modern)
+        await self._establish(decided)
+        if self._use_era_cache and self._protocol_version is None and self._requested_era == "auto":
+            _ERA_CACHE[self._cache_key()] = decided.era
+        log.info(
+            "%s: connected, era %s, revision %s, server %s",
+            self.label,
+            decided.era.value,
+            decided.version,
+            self.server_info.name if self.server_info else "?",
+        )
+
+    async def _restart_transport(self) -> None:
+        self._restarts += 1
+        if self._transport is not None:
+            await self._transport.aclose()
+        for entry in self._session.table.fail_all():
+            entry.waiter.outcome = ClientClosed("restarting the server")
+            entry.waiter.event.set()
+        await self._start_transport()
+
+    async def _detect(self, mode: str, legacy: tuple[str, ...], modern: tuple[str, ...]) -> Decided:
+        detector = EraDetector(mode, legacy, modern)
+        send, recv = trio.open_memory_channel[_Waiter](math.inf)
+        roles: dict[int, tuple[str, PendingRequest[_Waiter]]] = {}
+        probe_deadline: float | None = None
+
+        async def perform(actions: list[Any]) -> Decided | None:
+            nonlocal probe_deadline
+            for action in actions:
+                if isinstance(action, Decided):
+                    return action
+                if isinstance(action, Failed):
+                    msg = f"cannot connect to server '{self.label}': {action.reason}"
+                    if action.unsupported:
+                        raise UnsupportedVersion(msg, offered=action.offered)
+                    raise EraDetectionError(msg)
+                if isinstance(action, Restart):
+                    log.info("%s: the server exited on the server/discover probe; restarting it", self.label)
+                    await self._restart_transport()
+                    continue
+                if isinstance(action, SendDiscover):
+                    self._session.capabilities = self._capabilities(action.version)
+                    entry = await self._send_handshake("server/discover", {}, send, meta_version=action.version)
+                    roles[id(entry.waiter)] = ("discover", entry)
+                    if mode == "auto" and probe_deadline is None:
+                        probe_deadline = trio.current_time() + self._probe_timeout
+                elif isinstance(action, SendInitialize):
+                    self._session.capabilities = self._capabilities(action.version)
+                    params = self._session.initialize_params(action.version)
+                    entry = await self._send_handshake("initialize", params, send)
+                    roles[id(entry.waiter)] = ("initialize", entry)
+            return None
+
+        with trio.move_on_after(self._connect_timeout) as timeout_scope:
+            decided = await perform(detector.start())
+            while decided is None:
+                waiter: _Waiter | None = None
+                if probe_deadline is not None:
+                    with trio.move_on_at(probe_deadline):
+                        waiter = await recv.receive()
+                    if waiter is None:
+                        probe_deadline = None
+                        decided = await perform(detector.on_probe_timeout())
+                        continue
+                else:
+                    waiter = await recv.receive()
+                role, entry = roles.pop(id(waiter))
+                outcome = waiter.outcome
+                if role == "discover":
+                    probe_deadline = None
+                if isinstance(outcome, Response):
+                    if role == "discover":
+                        result = self._decode_handshake(outcome, DiscoverResult, "server/discover")
+                        self._discover = result
+                        actions = detector.on_discover_result(result)
+                    else:
+                        actions = detector.on_initialize_result(
+                            self._decode_handshake(outcome, InitializeResult, "initialize")
+                        )
+                elif isinstance(outcome, ErrorResponse):
+                    data = outcome.data_value()
+                    if role == "discover":
+                        actions = detector.on_discover_error(outcome.code, outcome.message, data)
+                    else:
+                        actions = detector.on_initialize_error(outcome.code, outcome.message, data)
+                elif isinstance(outcome, ServerGone):
+                    actions = detector.on_exit()
+                    if actions and isinstance(actions[-1], Failed) or not actions:
+                        raise ServerGone(
+                            f"server '{self.label}' exited during the handshake"
+                            + (f" ({'; '.join(detector.errors)})" if detector.errors else ""),
+                            server=self.label,
+                            returncode=outcome.returncode,
+                            stderr_tail=outcome.stderr_tail,
+                        ) from outcome
+                    # the other handshake waiter of the dead process fails too: forget it
+                    roles.clear()
+                    while True:
+                        try:
+                            recv.receive_nowait()
+                        except trio.WouldBlock:
+                            break
+                else:
+                    raise ClientClosed(f"the connection to '{self.label}' closed during the handshake")
+                decided = await perform(actions)
+        if timeout_scope.cancelled_caught:
+            tail = self._transport.stderr_tail() if self._transport else []
+            detail = "; ".join(detector.errors) or "no answer"
+            err = ConnectError(
+                f"server '{self.label}' did not complete the handshake within {self._connect_timeout:g}s ({detail})"
+                + ("\nlast stderr lines:\n  " + "\n  ".join(tail[-10:]) if tail else "")
+            )
+            raise err
+        # Abandon whatever handshake request is still open (the other era's answer, LC-45).
+        for _role, entry in roles.values():
+            self._session.table.abandon(entry.id)
+        return decided
+
+    async def _send_handshake(
+        self, method: str, params: Mapping[str, object], channel: trio.MemorySendChannel[_Waiter],
+        *, meta_version: str | None = None,
+    ) -> PendingRequest[_Waiter]:
+        waiter = _Waiter(trio.Event(), channel=channel)
+        entry, payload = self._session.prepare_request(
+            method, params, waiter, check=False, handshake=True, meta_version=meta_version
+        )
+        self._requests_sent += 1
+        try:
+            await self._send(payload)
+        except ServerGone as exc:
+            # Deliver the failure through the same channel as answers.
+            if self._session.table.resolve(entry.id) is not None:
+                waiter.outcome = exc
+                channel.send_nowait(waiter)
+        return entry
+
+    def _decode_handshake(self, response: Response, kind: type[T], method: str) -> T:
+        return _decode(response.result, kind, method, self.label)
+
+    async def _establish(self, decided: Decided) -> None:
+        session = self._session
+        if decided.era is Era.MODERN:
+            result = decided.discover
+            assert result is not None
+            info = None
+            meta = result.meta or {}
+            raw_info = meta.get(META_SERVER_INFO)
+            if isinstance(raw_info, dict):
+                try:
+                    info = msgspec.convert(raw_info, Implementation)
+                except msgspec.ValidationError:
+                    info = None
+            session.capabilities = self._capabilities(decided.version)
+            session.established(decided.version, result.capabilities, info, result.instructions)
+            return
+        init = decided.initialize
+        assert init is not None
+        session.capabilities = self._capabilities(decided.version)
+        session.established(decided.version, init.capabilities, init.server_info, init.instructions)
+        # LC-03: "the client MUST send an initialized notification".
+        await self._send(session.encode_notification("notifications/initialized"))
+
+    # -- sink (called synchronously by the transport's reader) ------------------------------------
+
+    def message_received(self, message: Message) -> None:
+        # Fast path: an answer to one of our requests.
+        if type(message) is Response:
+            entry = self._session.table.resolve(message.id)
+            if entry is not None:
+                self._resolve(entry.waiter, message)
+            return
+        for event in self._session.receive(message):
+            if isinstance(event, AnswerReceived):
+                self._resolve(event.entry.waiter, event.message)
+            elif isinstance(event, ProgressReceived):
+                waiter = event.entry.waiter
+                if waiter.progress is not None:
+                    waiter.progress.append(event.params)
+                    waiter.event.set()
+            elif isinstance(event, NotificationReceived):
+                self._on_notification(event)
+            elif isinstance(event, ServerRequestReceived):
+                self._server_requests += 1
+                self._nursery.start_soon(self._answer_server_request, event.request, event.params)
+            else:
+                self._on_violation(event)
+
+    def _resolve(self, waiter: _Waiter, outcome: Response | ErrorResponse | BaseException) -> None:
+        waiter.outcome = outcome
+        waiter.event.set()
+        if waiter.channel is not None:
+            waiter.channel.send_nowait(waiter)
+
+    def connection_lost(self, exc: BaseException) -> None:
+        self._lost = exc
+        closing = self._closing
+        for entry in self._session.table.fail_all():
+            if closing:
+                err: BaseException = ClientClosed(
+                    f"'{entry.method}' (id {entry.id}) to server '{self.label}' was pending when the client closed"
+                )
+            elif isinstance(exc, ServerGone):
+                err = ServerGone(
+                    f"{exc.args[0].splitlines()[0]} while '{entry.method}' (id {entry.id}) was pending",
+                    server=self.label,
+                    returncode=exc.returncode,
+                    stderr_tail=exc.stderr_tail,
+                )
+                err.__cause__ = exc.__cause__
+            else:  # pragma: no cover - transports only report ServerGone
+                err = exc
+            self._resolve(entry.waiter, err)
+        if self._session.state is SessionState.READY:
+            self._session.state = SessionState.CLOSED
+            if not closing:
+                log.warning("%s: %s", self.label, exc.args[0].splitlines()[0] if exc.args else exc)
+        for sub in (*self._subscriptions.values(), *self._legacy_subscriptions):
+            sub._end(exc)
+        self._notify_send.close()
+
+    def _on_notification(self, event: NotificationReceived) -> None:
+        self._notifications += 1
+        method = event.method
+        params: JSONObject = event.params  # type: ignore[assignment]
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            if isinstance(request_id, int | str):
+                scope = self._server_request_scopes.pop(request_id, None)
+                if scope is not None:
+                    scope.cancel()  # UT-C04: stop; send no response
+                sub = self._subscriptions.get(request_id)
+                if sub is not None:
+                    sub._end(None)  # UT-C05: the server tore the subscription down
+        elif method == "notifications/message":
+            self._log_server_message(params)
+        elif method == "notifications/tools/list_changed":
+            self._tools.clear()
+            self._validators.clear()
+        note = ServerNotification(method, params, event.subscription_id)
+        if event.subscription_id is not None:
+            sub = self._subscriptions.get(event.subscription_id)
+            if sub is not None:
+                sub._deliver(note)
+        for sub in self._legacy_subscriptions:
+            sub._deliver(note)
+        try:
+            self._notify_send.send_nowait(note)
+        except trio.WouldBlock:
+            self._dropped += 1
+        except trio.ClosedResourceError:
+            pass
+
+    _LOG_LEVELS: Final = {
+        "debug": logging.DEBUG,
+        "info": logging.INFO,
+        "notice": logging.INFO,
+        "warning": logging.WARNING,
+        "error": logging.ERROR,
+        "critical": logging.CRITICAL,
+        "alert": logging.CRITICAL,
+        "emergency": logging.CRITICAL,
+    }
+
+    def _log_server_message(self, params: JSONObject) -> None:
+        level = self._LOG_LEVELS.get(str(params.get("level")), logging.INFO)
+        logger = logging.getLogger(f"mcpwire.server.{self.label}")
+        if logger.isEnabledFor(level):
+            data = params.get("data")
+            text = data if isinstance(data, str) else jsonrpc.encode_json(data).decode()
+            logger.log(level, "[%s] %s", _printable(str(params.get("logger") or "log"), 60), _printable(text, 2000))
+
+    def _on_violation(self, event: Violation) -> None:
+        if event.not_protocol:
+            self._noise += 1
+            if self._on_noise is not None:
+                try:
+                    self._on_noise(event.line)
+                except Exception:
+                    log.exception("%s: the on_stdout_noise callback failed", self.label)
+            now = trio.current_time()
+            recent = [t for t in self._noise_times if now - t < 60.0]
+            if len(recent) < NOISE_WARNINGS_PER_MINUTE:
+                recent.append(now)
+                log.warning(
+                    "%s: ignoring a stdout line that is not JSON-RPC (%s): %s%s",
+                    self.label,
+                    event.reason,
+                    _printable(event.line.decode("utf-8", "replace"), 120),
+                    " (further lines this minute are counted, not logged)"
+                    if len(recent) == NOISE_WARNINGS_PER_MINUTE
+                    else "",
+                )
+            self._noise_times = recent
+            if self._strict:
+                self._fail_connection(
+                    RemoteProtocolError(
+                        f"server '{self.label}' wrote a line that is not JSON-RPC to stdout ({event.reason}): "
+                        + _printable(event.line.decode("utf-8", "replace"), 120)
+                    )
+                )
+            return
+        self._violations += 1
+        log.warning("%s: protocol violation: %s", self.label, event.reason)
+        if self._strict:
+            self._fail_connection(RemoteProtocolError(f"server '{self.label}': {event.reason}"))
+
+    def _fail_connection(self, exc: MCPWireError) -> None:
+        """Strict mode: fail everything pending with ``exc`` and close the connection."""
+        for entry in self._session.table.fail_all():
+            self._resolve(entry.waiter, exc)
+        self._session.closing()
+        if self._transport is not None:
+            self._nursery.start_soon(self._transport.aclose)
+
+    # -- server -> client requests (legacy era) -----------------------------------------------------
+
+    async def _answer_server_request(self, request: Request, params: JSONObject) -> None:
+        method = request.method
+        with trio.CancelScope() as scope:
+            self._server_request_scopes[request.id] = scope
+            try:
+                try:
+                    if method == "ping":
+                        result: JSONObject = {}  # UT-P01
+                    else:
+                        result = await self._fulfil(method, params)
+                except _NotDeclared as exc:
+                    payload = jsonrpc.encode_error(request.id, -32601, str(exc))
+                except RPCError as exc:
+                    payload = jsonrpc.encode_error(request.id, exc.code, exc.message, exc.data)
+                except Exception as exc:  # a handler's bug must not kill the connection
+                    log.warning("%s: handler for '%s' failed: %r", self.label, method, exc)
+                    payload = jsonrpc.encode_error(request.id, -32603, f"client handler failed: {type(exc).__name__}")
+                else:
+                    payload = jsonrpc.encode_result(request.id, result)
+            finally:
+                self._server_request_scopes.pop(request.id, None)
+            try:
+                await self._send(payload)
+            except (ServerGone, ClientClosed):
+                pass
+
+    async def _fulfil(self, method: str, params: JSONObject) -> JSONObject:
+        """Runs the handler for a server request or an MRTR input request."""
+        if method == "roots/list" and self._roots is not None:
+            roots = self._roots
+            listed = await roots() if callable(roots) else roots
+            return {"roots": [_root(r) for r in listed]}
+        if method == "sampling/createMessage" and self._sampling is not None:
+            return await self._sampling(params)
+        if method == "elicitation/create" and self._elicitation is not None:
+            answer = await self._elicitation(params)
+            return _fill_elicitation_defaults(params, answer)
+        raise _NotDeclared(f"the client does not handle '{method}'")
+
+    # -- sending -------------------------------------------------------------------------------
+
+    async def _send(self, payload: bytes) -> None:
+        transport = self._transport
+        if transport is None or self._lost is not None:
+            raise self._gone_error()
+        await transport.send(payload)
+
+    def _gone_error(self) -> MCPWireError:
+        if self._closing:
+            return ClientClosed(f"the client of server '{self.label}' is closed")
+        lost = self._lost
+        if isinstance(lost, ServerGone):
+            return ServerGone(lost.args[0], server=self.label, returncode=lost.returncode, stderr_tail=lost.stderr_tail)
+        return ServerGone(f"server '{self.label}' is not connected", server=self.label)
+
+    async def _roundtrip(
+        self,
+        method: str,
+        params: Mapping[str, object] | None,
+        *,
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+        check: bool = True,
+    ) -> msgspec.Raw:
+        """Sends one request and returns its raw result. Raises RPCError on an error answer."""
+        if self._lost is not None:
+            raise self._gone_error()
+        if self._log_level is not None and self._session.revision is not None and self._session.revision.modern:
+            params = dict(params or {})
+            meta = dict(params.get("_meta") or {})  # type: ignore[call-overload]
+            meta[META_LOG_LEVEL] = self._log_level
+            params["_meta"] = meta
+        waiter = _Waiter(trio.Event(), progress=[] if on_progress is not None else None)
+        entry, payload = self._session.prepare_request(
+            method, params, waiter, check=check, progress=on_progress is not None
+        )
+        self._requests_sent += 1
+        try:
+            await self._send(payload)
+            outcome = await self._wait(entry, timeout, on_progress)
+        except BaseException as exc:
+            if self._session.table.abandon(entry.id) is not None:
+                await self._cancel_on_wire(entry, exc)
+            raise
+        if type(outcome) is Response:
+            return outcome.result
+        if isinstance(outcome, ErrorResponse):
+            data = outcome.data_value()
+            kind = MissingClientCapability if outcome.code == -32021 else RPCError
+            raise kind(outcome.code, outcome.message, data, method=method, server=self.label, request_id=entry.id)
+        assert isinstance(outcome, BaseException)
+        raise outcome
+
+    async def _wait(
+        self, entry: PendingRequest[_Waiter], timeout: float | None, on_progress: ProgressCallback | None
+    ) -> Response | ErrorResponse | BaseException:
+        waiter = entry.waiter
+        limit = self._timeout if timeout is None else timeout
+        if limit <= 0:
+            raise ValueError(f"timeout must be positive, not {limit}")
+        now = trio.current_time()
+        hard = now + max(self._max_timeout, limit)
+        deadline = min(now + limit, hard)
+        while True:
+            with trio.move_on_at(deadline):
+                await waiter.event.wait()
+            if waiter.outcome is not None:
+                return waiter.outcome
+            if waiter.progress:
+                items, waiter.progress = waiter.progress, []
+                waiter.event = trio.Event()
+                deadline = min(trio.current_time() + limit, hard)  # LC-62: reset, but capped
+                if on_progress is not None:
+                    for item in items:
+                        result = on_progress(_progress(item))
+                        if inspect.isawaitable(result):
+                            await result
+                continue
+            capped = trio.current_time() >= hard
+            raise RequestTimeout(
+                f"'{entry.method}' (id {entry.id}) to server '{self.label}' got no answer within "
+                + (f"the hard cap of {hard - now:g}s" if capped else f"{limit:g}s")
+                + "; it was cancelled",
+                method=entry.method,
+                request_id=entry.id,
+                server=self.label,
+                timeout=limit,
+            )
+
+    async def _cancel_on_wire(self, entry: PendingRequest[_Waiter], exc: BaseException) -> None:
+        """UT-C02: tell the server we stopped waiting. Never for initialize (LC-06)."""
+        if entry.method == "initialize" or self._lost is not None or self._transport is None:
+            return
+        reason = "timeout" if isinstance(exc, RequestTimeout) else "cancelled by the client"
+        payload = self._session.encode_notification(
+            "notifications/cancelled", {"requestId": entry.id, "reason": reason}
+        )
+        with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTIFY_TIMEOUT):
+            try:
+                await self._transport.send(payload)
+            except MCPWireError:
+                pass
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, object] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        check: bool = True,
+    ) -> msgspec.Raw:
+        """A request, with 2026-07-28 input rounds handled (MRTR)."""
+        raw = await self._roundtrip(method, params, timeout=timeout, on_progress=on_progress, check=check)
+        revision = self._session.revision
+        if revision is None or not revision.modern:
+            return raw
+        head = _decode(raw, _ResultHead, method, self.label)
+        rounds = 0
+        while head.result_type == "input_required":
+            info = METHODS.get(method)
+            if info is not None and not info.input_required:
+                raise InvalidResponse(
+                    f"server '{self.label}' answered '{method}' with input_required, which only "
+                    "tools/call, resources/read and prompts/get may return (UT-R01)"
+                )
+            rounds += 1
+            if rounds > self._max_input_rounds:
+                raise InvalidResponse(
+                    f"server '{self.label}' asked for input more than {self._max_input_rounds} times for '{method}'"
+                )
+            retry: dict[str, object] = dict(params or {})
+            if head.input_requests:
+                retry["inputResponses"] = await self._input_responses(method, head.input_requests)
+            if not isinstance(head.request_state, UnsetType):
+                retry["requestState"] = head.request_state  # UT-R03: echoed exactly
+            if not head.input_requests and isinstance(head.request_state, UnsetType):
+                raise InvalidResponse(
+                    f"server '{self.label}' answered '{method}' with input_required but neither "
+                    "inputRequests nor requestState"
+                )
+            raw = await self._roundtrip(method, retry, timeout=timeout, on_progress=on_progress, check=check)
+            head = _decode(raw, _ResultHead, method, self.label)
+        if head.result_type != "complete":
+            # JR-10: "A resultType of any value unrecognized by the client MUST be considered invalid."
+            raise InvalidResponse(
+                f"server '{self.label}' answered '{method}' with unknown resultType {head.result_type!r}"
+            )
+        return raw
+
+    async def _input_responses(self, method: str, requests: dict[str, Any]) -> JSONObject:
+        responses: JSONObject = {}
+        for key, item in requests.items():
+            inner = item.get("method") if isinstance(item, dict) else None
+            inner_params = item.get("params") if isinstance(item, dict) else None
+            if not isinstance(inner, str):
+                raise InvalidResponse(f"server '{self.label}': input request {key!r} for '{method}' has no method")
+            try:
+                responses[key] = await self._fulfil(inner, inner_params if isinstance(inner_params, dict) else {})
+            except _NotDeclared as exc:
+                # UT-R09: the server asked for a capability this client did not declare.
+                raise RemoteProtocolError(
+                    f"server '{self.label}' asked for '{inner}' during '{method}', a capability "
+                    "this client did not declare; configure a handler for it"
+                ) from exc
+        return responses
+
+    # -- public API: generic --------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        check: bool = False,
+    ) -> JSONValue:
+        """Sends any request and returns its decoded result.
+
+        Capability checks are off by default (``check=False``) so extensions and experiments
+        pass; input rounds of 2026-07-28 are handled as for typed calls.
+
+        Cancellation: if cancelled, the request is abandoned and ``notifications/cancelled`` is
+        sent (shielded, at most 1 s).
+        """
+        raw = await self._request(method, params, timeout=timeout, on_progress=on_progress, check=check)
+        return jsonrpc.decode_json(raw)
+
+    async def notify(self, method: str, params: Mapping[str, object] | None = None) -> None:
+        """Sends a notification."""
+        if self._session.state is not SessionState.READY:
+            raise ClientClosed(f"cannot notify '{method}': the client of '{self.label}' is {self._session.state.name}")
+        await self._send(self._session.encode_notification(method, params))
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """Checks that the server answers: ``ping`` (legacy) or ``server/discover`` (2026-07-28 has no ping)."""
+        if self.era is Era.MODERN:
+            await self.discover(timeout=timeout)
+        else:
+            await self._roundtrip("ping", None, timeout=timeout)
+
+    async def discover(self, *, timeout: float | None = None) -> DiscoverResult:
+        """``server/discover``. For a legacy server, the same facts from its ``initialize`` answer."""
+        if self.era is not Era.MODERN:
+            version = self.protocol_version or ""
+            return DiscoverResult(
+                supported_versions=[version],
+                capabilities=self.server_capabilities,
+                instructions=self.instructions,
+            )
+        raw = await self._request("server/discover", {}, timeout=timeout)
+        result = _decode(raw, DiscoverResult, "server/discover", self.label)
+        self._discover = result
+        return result
+
+    # -- tools ------------------------------------------------------------------------------------
+
+    async def _pages(self, method: str, kind: type[Any], key: str, timeout: float | None) -> list[Any]:
+        """Follows ``nextCursor`` to the end, refusing cycles (UT-N01..UT-N07)."""
+        items: list[Any] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        modern = self.era is Era.MODERN
+        for _ in range(MAX_PAGES):
+            params = {"cursor": cursor} if cursor is not None else None
+            raw = await self._request(method, params, timeout=timeout)
+            page = _decode(raw, kind, method, self.label)
+            items.extend(getattr(page, key))
+            cursor = page.next_cursor
+            # 2026-07-28 pagination: "an empty string is a valid cursor" (UT-N02); legacy
+            # servers that send "" mean the end.
+            if cursor is None or (cursor == "" and not modern):
+                return items
+            if cursor in seen:
+                raise RemoteProtocolError(
+                    f"server '{self.label}' repeated the cursor {cursor!r} while paginating '{method}' (a cycle)"
+                )
+            seen.add(cursor)
+        raise RemoteProtocolError(f"server '{self.label}' returned more than {MAX_PAGES} pages for '{method}'")
+
+    async def list_tools(self, *, timeout: float | None = None) -> list[Tool]:
+        """Every tool, following pagination. Invalid tool definitions are dropped with a warning (TL-02)."""
+        raw_items = await self._pages("tools/list", _ToolsPage, "tools", timeout)
+        tools, problems = decode_tools(raw_items)
+        for problem in problems:
+            log.warning("%s: skipping an invalid tool: %s", self.label, problem)
+        self._tools = {t.name: t for t in tools}
+        self._validators.clear()
+        return tools
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolResult:
+        """Calls a tool. ``isError`` results are returned, not raised (use ``raise_for_error()``).
+
+        ``structuredContent`` is validated against the tool's ``outputSchema`` when the tool is
+        known from :meth:`list_tools` (TL-11).
+
+        Raises:
+            RPCError: the server refused the call (unknown tool, bad arguments).
+            RequestTimeout: no answer in time; the call was cancelled on the wire.
+            OutputSchemaError: the structured result breaks the declared schema.
+
+        Cancellation: the call is abandoned and ``notifications/cancelled`` sent (shielded, ≤ 1 s).
+        """
+        params: dict[str, object] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        raw = await self._request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        try:
+            wire: CallToolWire | CallToolWireLenient = _decoder_for(CallToolWire).decode(raw)
+            content = list(wire.content)
+        except msgspec.DecodeError:
+            wire = _decode(raw, CallToolWireLenient, "tools/call", self.label)
+            content = decode_content(wire.content)
+        result = ToolResult(
+            content=content,
+            structured_content=wire.structured_content,
+            is_error=wire.is_error,
+            meta=wire.meta,
+            tool=name,
+            server=self.label,
+        )
+        if self._validate_output and not result.is_error:
+            self._check_output(name, result)
+        return result
+
+    def _check_output(self, name: str, result: ToolResult) -> None:
+        tool = self._tools.get(name)
+        if tool is None or tool.output_schema is None:
+            return
+        structured = result.structured_content
+        if isinstance(structured, UnsetType):
+            raise OutputSchemaError(
+                f"tool '{name}' of server '{self.label}' declares an outputSchema but returned no structuredContent"
+            )
+        revision = self._session.revision
+        if revision is not None and revision.structured_content_is_object and not isinstance(structured, dict):
+            raise OutputSchemaError(
+                f"tool '{name}' of server '{self.label}' returned structuredContent that is not an object "
+                f"(revision {revision.version} requires one)"
+            )
+        if name not in self._validators:
+            self._validators[name] = _compile_schema(tool.output_schema, name, self.label)
+        validator = self._validators[name]
+        if validator is None:
+            return
+        error = next(iter(validator.iter_errors(structured)), None)
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            raise OutputSchemaError(
+                f"tool '{name}' of server '{self.label}' returned structuredContent that breaks its "
+                f"outputSchema at {where}: {error.message}"
+            )
+
+    # -- resources --------------------------------------------------------------------------------
+
+    async def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
+        return await self._pages("resources/list", _ResourcesPage, "resources", timeout)
+
+    async def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
+        return await self._pages("resources/templates/list", _TemplatesPage, "resource_templates", timeout)
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        """Reads a resource. A missing one raises RPCError with ``is_not_found`` true (RS-03)."""
+        raw = await self._request("resources/read", {"uri": uri}, timeout=timeout)
+        return _decode(raw, ReadResourceResult, "resources/read", self.label)
+
+    @asynccontextmanager
+    async def subscribe(
+        self,
+        resources: Sequence[str] = (),
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        buffer: int = 256,
+        timeout: float | None = None,
+    ) -> AsyncIterator[Subscription]:
+        """Subscribes to resource updates and list changes, in either era.
+
+        Legacy: ``resources/subscribe`` per URI (needs ``resources.subscribe``), unsubscribed on
+        exit; list-changed notifications are filtered from the session's stream. 2026-07-28:
+        one ``subscriptions/listen`` stream, acknowledged before this returns (UT-S01..UT-S06);
+        on exit it is cancelled with ``notifications/cancelled``.
+
+        Cancellation: leaving the block ends the subscription (bounded, shielded).
+        """
+        sub = Subscription(
+            self,
+            resources=tuple(resources),
+            tools=tools_list_changed,
+            prompts=prompts_list_changed,
+            resources_list=resources_list_changed,
+            buffer=buffer,
+        )
+        if self.era is Era.MODERN:
+            await self._listen(sub, timeout)
+            try:
+                yield sub
+            finally:
+                await self._end_listen(sub)
+        else:
+            done: list[str] = []
+            self._legacy_subscriptions.append(sub)
+            try:
+                for uri in resources:
+                    await self._roundtrip("resources/subscribe", {"uri": uri}, timeout=timeout)
+                    done.append(uri)
+                sub.acknowledged = sub.requested
+                yield sub
+            finally:
+                self._legacy_subscriptions.remove(sub)
+                with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTIFY_TIMEOUT * 5):
+                    for uri in done:
+                        try:
+                            await self._roundtrip("resources/unsubscribe", {"uri": uri}, timeout=CANCEL_NOTIFY_TIMEOUT)
+                        except MCPWireError:
+                            break
+
+    async def _listen(self, sub: Subscription, timeout: float | None) -> None:
+        waiter = _Waiter(trio.Event())
+        entry, payload = self._session.prepare_request("subscriptions/listen", {"notifications": sub.requested}, waiter)
+        sub.id = entry.id
+        self._subscriptions[entry.id] = sub
+        self._requests_sent += 1
+        try:
+            await self._send(payload)
+            limit = self._timeout if timeout is None else timeout
+            with trio.move_on_after(limit):
+                while sub.acknowledged is None and not waiter.event.is_set() and sub._error is None:
+                    await sub._changed.wait()
+            if isinstance(waiter.outcome, ErrorResponse):
+                out = waiter.outcome
+                raise RPCError(out.code, out.message, out.data_value(), method="subscriptions/listen",
+                               server=self.label, request_id=entry.id)
+            if sub._error is not None:
+                raise sub._error
+            if sub.acknowledged is None:
+                raise RequestTimeout(
+                    f"server '{self.label}' did not acknowledge subscriptions/listen (id {entry.id}) within {limit:g}s",
+                    method="subscriptions/listen", request_id=entry.id, server=self.label, timeout=limit,
+                )
+        except BaseException:
+            await self._end_listen(sub)
+            raise
+
+    async def _end_listen(self, sub: Subscription) -> None:
+        assert sub.id is not None
+        self._subscriptions.pop(sub.id, None)
+        entry = self._session.table.abandon(sub.id)
+        sub._end(None)
+        if entry is not None:
+            # UT-S06: on stdio, end a subscription with notifications/cancelled.
+            await self._cancel_on_wire(entry, ClientClosed("subscription closed"))
+
+    # -- prompts ------------------------------------------------------------------------------------
+
+    async def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]:
+        return await self._pages("prompts/list", _PromptsPage, "prompts", timeout)
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+    ) -> GetPromptResult:
+        """Renders a prompt. Argument values must be strings (PR-02)."""
+        params: dict[str, object] = {"name": name}
+        if arguments:
+            bad = [k for k, v in arguments.items() if not isinstance(v, str)]
+            if bad:
+                raise TypeError(f"prompt arguments must be strings; not: {', '.join(bad)}")
+            params["arguments"] = dict(arguments)
+        raw = await self._request("prompts/get", params, timeout=timeout)
+        return _decode(raw, GetPromptResult, "prompts/get", self.label)
+
+    # -- completion, logging --------------------------------------------------------------------------
+
+    async def complete(
+        self,
+        ref: Mapping[str, object],
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """``completion/complete`` for a prompt (``{"type": "ref/prompt", "name": ...}``) or a
+        resource template (``{"type": "ref/resource", "uri": ...}``) argument."""
+        params: dict[str, object] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        raw = await self._request("completion/complete", params, timeout=timeout)
+        return _decode(raw, CompleteResult, "completion/complete", self.label).completion
+
+    async def set_logging_level(self, level: str, *, timeout: float | None = None) -> None:
+        """Legacy: ``logging/setLevel``. 2026-07-28: adds the level to every later request's
+        ``_meta`` (UT-L03); ``None``-like "off" is not a level: pass a RFC 5424 name."""
+        if level not in self._LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; one of {', '.join(self._LOG_LEVELS)}")
+        if self.era is Era.MODERN:
+            self._log_level = level
+            return
+        await self._roundtrip("logging/setLevel", {"level": level}, timeout=timeout)
+
+    async def notify_roots_changed(self) -> None:
+        """Legacy: ``notifications/roots/list_changed`` (no such notification in 2026-07-28)."""
+        if self.era is Era.LEGACY:
+            await self.notify("notifications/roots/list_changed")
+
+    # -- notifications -----------------------------------------------------------------------------------
+
+    async def notifications(self) -> AsyncIterator[ServerNotification]:
+        """Every notification from the server, in order, until the connection ends.
+
+        The buffer is bounded (``notification_buffer``); when nobody reads, the newest are
+        dropped and counted in :meth:`statistics`.
+        """
+        async for note in self._notify_recv:
+            yield note
+
+    # -- closing ----------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Closes the connection in order; idempotent.
+
+        Pending calls fail with :class:`ClientClosed`; the server is shut down (stdin closed,
+        then SIGTERM, then SIGKILL, each bounded). Cancellation: shielded.
+        """
+        if self._closing:
+            await self._closed.wait()
+            return
+        self._closing = True
+        self._session.closing()
+        with trio.CancelScope(shield=True):
+            for sub in list(self._subscriptions.values()):
+                await self._end_listen(sub)
+            if self._transport is not None:
+                await self._transport.aclose()
+            for entry in self._session.table.fail_all():
+                self._resolve(entry.waiter, ClientClosed(f"the client of '{self.label}' closed"))
+            self._session.state = SessionState.CLOSED
+            self._notify_send.close()
+            for scope in self._server_request_scopes.values():
+                scope.cancel()
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        """Waits until the connection is closed, by either side."""
+        if self._transport is not None:
+            await self._transport.wait_closed()
+
+
+class _NotDeclared(Exception):
+    pass
+
+
+class Subscription:
+    """An open subscription; iterate it for its notifications.
+
+    Attributes:
+        requested: the filter sent (2026-07-28 ``SubscriptionFilter`` shape).
+        acknowledged: the filter the server agreed to honour (UT-S02, UT-S03).
+        id: the ``subscriptions/listen`` request id (2026-07-28).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        resources: tuple[str, ...],
+        tools: bool,
+        prompts: bool,
+        resources_list: bool,
+        buffer: int,
+    ) -> None:
+        self._client = client
+        requested: JSONObject = {}
+        if tools:
+            requested["toolsListChanged"] = True
+        if prompts:
+            requested["promptsListChanged"] = True
+        if resources_list:
+            requested["resourcesListChanged"] = True
+        if resources:
+            requested["resourceSubscriptions"] = list(resources)
+        self.requested = requested
+        self.acknowledged: JSONObject | None = None
+        self.id: RequestId | None = None
+        self._uris = set(resources)
+        self._send, self._recv = trio.open_memory_channel[ServerNotification](buffer)
+        self._changed = trio.Event()
+        self._error: BaseException | None = None
+        self.dropped = 0
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _wants(self, note: ServerNotification) -> bool:
+        method = note.method
+        if method == "notifications/resources/updated":
+            uri = note.params.get("uri")
+            return isinstance(uri, str) and any(uri == u or uri.startswith(u.rstrip("/") + "/") for u in self._uris)
+        flags = {
+            "notifications/tools/list_changed": "toolsListChanged",
+            "notifications/prompts/list_changed": "promptsListChanged",
+            "notifications/resources/list_changed": "resourcesListChanged",
+        }
+        flag = flags.get(method)
+        return flag is not None and self.requested.get(flag) is True
+
+    def _deliver(self, note: ServerNotification) -> None:
+        if note.method == "notifications/subscriptions/acknowledged":
+            honoured = note.params.get("notifications")
+            self.acknowledged = honoured if isinstance(honoured, dict) else {}
+            self._wake()
+            return
+        if note.subscription_id is None and self.id is not None:
+            return
+        if not self._wants(note):
+            return
+        try:
+            self._send.send_nowait(note)
+        except trio.WouldBlock:
+            self.dropped += 1
+        except trio.ClosedResourceError:
+            pass
+
+    def _end(self, error: BaseException | None) -> None:
+        if error is not None and self._error is None:
+            self._error = error
+        self._send.close()
+        self._wake()
+
+    def __aiter__(self) -> AsyncIterator[ServerNotification]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ServerNotification]:
+        async for note in self._recv:
+            yield note
+
+
+def _decoder_for(kind: type[T]) -> msgspec.json.Decoder[T]:
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    return decoder
+
+
+def _progress(params: JSONObject) -> Progress:
+    value = params.get("progress")
+    total = params.get("total")
+    message = params.get("message")
+    return Progress(
+        float(value) if isinstance(value, int | float) else 0.0,
+        float(total) if isinstance(total, int | float) else None,
+        message if isinstance(message, str) else None,
+    )
+
+
+def _root(value: str | JSONObject) -> JSONObject:
+    if isinstance(value, str):
+        if not value.startswith("file://"):
+            raise ValueError(f"roots must be file:// URIs (CF-R05), not {value!r}")
+        return {"uri": value}
+    return dict(value)
+
+
+def _fill_elicitation_defaults(params: JSONObject, answer: JSONObject) -> JSONObject:
+    """Adds schema defaults for fields an accepted elicitation left out (SEP-1034)."""
+    if answer.get("action") != "accept":
+        return answer
+    schema = params.get("requestedSchema")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return answer
+    content = answer.get("content")
+    filled: JSONObject = dict(content) if isinstance(content, dict) else {}
+    for key, prop in props.items():
+        if key not in filled and isinstance(prop, dict) and "default" in prop:
+            filled[key] = prop["default"]
+    return {**answer, "content": filled}
+
+
+def _compile_schema(schema: JSONObject, tool: str, server: str) -> Validator | None:
+    """A jsonschema validator for an outputSchema; never fetches a network ``$ref`` (JR-44)."""
+    import jsonschema
+    from jsonschema import validators
+    from referencing import Registry
+
+    def no_retrieve(uri: str) -> Any:
+        raise LookupError(f"refusing to fetch external $ref {uri!r} (JR-44)")
+
+    try:
+        cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        return cls(schema, registry=Registry(retrieve=no_retrieve))  # type: ignore[call-arg]
+    except jsonschema.SchemaError as exc:
+        log.warning("%s: tool %r has an outputSchema that is not a valid JSON Schema: %s", server, tool, exc.message)
+        return None
+
+
+def _unwrap(exc: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The single meaningful exception of a group, if there is one."""
+    leaves: list[BaseException] = []
+
+    def walk(group: BaseExceptionGroup[BaseException]) -> None:
+        for e in group.exceptions:
+            if isinstance(e, BaseExceptionGroup):
+                walk(e)
+            elif not isinstance(e, trio.Cancelled):
+                leaves.append(e)
+
+    walk(exc)
+    return leaves[0] if len(leaves) == 1 else exc
+
+
+def _resolve_target(target: Target) -> StdioServer:
+    if target is None:
+        from .testing import demo_server_spec
+
+        return demo_server_spec()
+    if isinstance(target, str) and target.startswith(("http://", "https://")):
+        raise LocalProtocolError(
+            f"{target!r} is a URL; HTTP transports are not available in this version of mcpwire"
+        )
+    return as_stdio_server(target)
+
+
+@asynccontextmanager
+async def open_client(target: Target = None, **options: Any) -> AsyncIterator[Client]:
+    """Connects to a server and yields a ready :class:`Client`; closes it on exit.
+
+    Args:
+        target: an argv list (``["npx", "-y", "@modelcontextprotocol/server-everything"]``), a
+            command string, a :class:`~mcpwire.transports.StdioServer`, or ``None`` for the
+            bundled demo server.
+        **options: see :class:`Client` (``timeout``, ``era``, ``protocol_version``, handlers, ...).
+
+    Raises:
+        ServerNotFound: the command does not exist.
+        ConnectError: the server could not be started or did not finish the handshake in time.
+        UnsupportedVersion: the server speaks no revision mcpwire does.
+
+    Leaving the block shuts the server down in order; no task or process outlives it. An
+    exception raised in the block propagates as itself, not wrapped in an exception group.
+    """
+    spec = _resolve_target(target)
+    try:
+        async with trio.open_nursery() as nursery:
+            client = Client(spec, nursery, **options)
+            try:
+                await client._connect()
+                yield client
+            finally:
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        single = _unwrap(group)
+        if single is group:
+            raise
+        raise single from None
+
+
+async def connect_client(nursery: trio.Nursery, target: Target = None, **options: Any) -> Client:
+    """Connects a client whose tasks run in ``nursery``; you close it with :meth:`Client.aclose`."""
+    client = Client(_resolve_target(target), nursery, **options)
+    try:
+        await client._connect()
+    except BaseException:
+        await client.aclose()
+        raise
+    return client
+
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    raise ImportError("mcpwire needs Python 3.11 or newer")

@@ -1,0 +1,242 @@
+"""JSON-RPC 2.0 classification and encoding.
+
+Theory of operation: one line (or HTTP body, or SSE ``data``) in, one message value out. The
+envelope is decoded once with a prebuilt msgspec decoder; ``params``, ``result`` and ``error.data``
+stay :class:`msgspec.Raw` slices of the input so the layer that knows the method decodes them
+straight into their types, and a large result is never turned into Python objects twice.
+
+Classification is total: every input maps to exactly one of :class:`Request`,
+:class:`Notification`, :class:`Response`, :class:`ErrorResponse`, :class:`Batch` or
+:class:`NotProtocol`. Nothing raises, so a reader loop needs no ``try``; a line a server printed
+by mistake (a banner, a JSON log record without ``"jsonrpc": "2.0"``) is :class:`NotProtocol`.
+Rules: JR-01 (``jsonrpc: "2.0"``), JR-02 (ids are strings or integers, never null, on requests),
+JR-08 (exactly one of ``result``/``error``, integer codes), JR-09 (an error may lack an id).
+"""
+
+from __future__ import annotations
+
+from typing import Final, TypeAlias
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+__all__ = [
+    "Batch",
+    "ErrorResponse",
+    "Message",
+    "NotProtocol",
+    "Notification",
+    "Request",
+    "RequestId",
+    "Response",
+    "classify",
+    "decode_json",
+    "encode_error",
+    "encode_json",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+]
+
+RequestId: TypeAlias = int | str
+
+_EMPTY: Final = Raw()
+
+
+class Request(msgspec.Struct, frozen=True):
+    """A request from the peer: it must be answered exactly once (JR-12)."""
+
+    id: RequestId
+    method: str
+    params: Raw = _EMPTY  # empty when absent
+
+
+class Notification(msgspec.Struct, frozen=True):
+    """A notification: never answered (JR-07)."""
+
+    method: str
+    params: Raw = _EMPTY
+
+
+class Response(msgspec.Struct, frozen=True):
+    """A successful answer to one of our requests."""
+
+    id: RequestId
+    result: Raw
+
+
+class ErrorResponse(msgspec.Struct, frozen=True):
+    """An error answer. ``id`` is ``None`` when the peer could not read our id (JR-09)."""
+
+    id: RequestId | None
+    code: int
+    message: str
+    data: Raw = _EMPTY
+
+    def data_value(self) -> object:
+        """The ``data`` member decoded (``None`` when absent or not valid JSON)."""
+        if not self.data:
+            return None
+        try:
+            return msgspec.json.decode(self.data)
+        except msgspec.DecodeError:  # pragma: no cover - Raw came from a valid document
+            return None
+
+
+class NotProtocol(msgspec.Struct, frozen=True):
+    """Input that is not a JSON-RPC message; ``reason`` says why."""
+
+    line: bytes
+    reason: str
+
+
+class Batch(msgspec.Struct, frozen=True):
+    """A JSON array of messages (2025-03-26 only; JR-21/JR-22). Elements are classified."""
+
+    messages: tuple[Request | Notification | Response | ErrorResponse | NotProtocol, ...]
+
+
+Message: TypeAlias = Request | Notification | Response | ErrorResponse | Batch | NotProtocol
+
+
+class _ErrorObject(msgspec.Struct):
+    code: int
+    message: str
+    data: Raw = _EMPTY
+
+
+class _Envelope(msgspec.Struct):
+    jsonrpc: str | UnsetType = UNSET
+    id: RequestId | None | UnsetType = UNSET
+    method: str | UnsetType = UNSET
+    params: Raw = _EMPTY
+    result: Raw = _EMPTY
+    error: Raw = _EMPTY
+
+
+_envelope = msgspec.json.Decoder(_Envelope)
+_envelopes = msgspec.json.Decoder(list[_Envelope])
+_error_object = msgspec.json.Decoder(_ErrorObject)
+_any = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+
+def _first_byte(data: bytes) -> int:
+    for b in data:
+        if b not in b" \t\r\n":
+            return b
+    return -1
+
+
+def _reason(exc: msgspec.DecodeError) -> str:
+    return f"not a JSON-RPC message: {exc}"
+
+
+def _from_envelope(env: _Envelope, line: bytes) -> Request | Notification | Response | ErrorResponse | NotProtocol:
+    if env.jsonrpc != "2.0":
+        return NotProtocol(line, 'no "jsonrpc": "2.0" member')
+    msg_id = env.id
+    if not isinstance(env.method, UnsetType):
+        if env.result or env.error:
+            return NotProtocol(line, "a message with both a method and a result or error")
+        if isinstance(msg_id, UnsetType):
+            return Notification(env.method, env.params)
+        if msg_id is None:
+            return NotProtocol(line, "a request with a null id (ids must be strings or integers)")
+        return Request(msg_id, env.method, env.params)
+    if env.error:
+        if env.result:
+            return NotProtocol(line, "a response with both result and error")
+        try:
+            err = _error_object.decode(env.error)
+        except msgspec.DecodeError as exc:
+            return NotProtocol(line, f"a malformed error object: {exc}")
+        rid = None if isinstance(msg_id, UnsetType) else msg_id
+        return ErrorResponse(rid, err.code, err.message, err.data)
+    if env.result:
+        if isinstance(msg_id, UnsetType) or msg_id is None:
+            return NotProtocol(line, "a result without an id")
+        return Response(msg_id, env.result)
+    return NotProtocol(line, "neither a request, a notification nor a response")
+
+
+def classify(data: bytes) -> Message:
+    """Classifies one complete JSON text. Never raises."""
+    first = _first_byte(data)
+    if first == 0x7B:  # {
+        try:
+            env = _envelope.decode(data)
+        except msgspec.DecodeError as exc:
+            return NotProtocol(data, _reason(exc))
+        return _from_envelope(env, data)
+    if first == 0x5B:  # [
+        try:
+            envs = _envelopes.decode(data)
+        except msgspec.DecodeError as exc:
+            return NotProtocol(data, _reason(exc))
+        if not envs:
+            return NotProtocol(data, "an empty batch")
+        return Batch(tuple(_from_envelope(e, data) for e in envs))
+    return NotProtocol(data, "not a JSON object or array")
+
+
+# -- encoding -------------------------------------------------------------------------------
+
+
+# ``jsonrpc`` has no default: ``omit_defaults`` would drop it.
+class _OutRequest(msgspec.Struct, omit_defaults=True):
+    jsonrpc: str
+    id: RequestId
+    method: str
+    params: object = None
+
+
+class _OutNotification(msgspec.Struct, omit_defaults=True):
+    jsonrpc: str
+    method: str
+    params: object = None
+
+
+class _OutResult(msgspec.Struct):
+    jsonrpc: str
+    id: RequestId
+    result: object
+
+
+class _OutErrorObject(msgspec.Struct, omit_defaults=True):
+    code: int
+    message: str
+    data: object = None
+
+
+class _OutError(msgspec.Struct):
+    jsonrpc: str
+    id: RequestId | None
+    error: _OutErrorObject
+
+
+def encode_request(request_id: RequestId, method: str, params: object = None) -> bytes:
+    """A request as compact JSON (no trailing newline). ``params=None`` omits the member."""
+    return _encoder.encode(_OutRequest("2.0", request_id, method, params))
+
+
+def encode_notification(method: str, params: object = None) -> bytes:
+    return _encoder.encode(_OutNotification("2.0", method, params))
+
+
+def encode_result(request_id: RequestId, result: object) -> bytes:
+    return _encoder.encode(_OutResult("2.0", request_id, result))
+
+
+def encode_error(request_id: RequestId | None, code: int, message: str, data: object = None) -> bytes:
+    return _encoder.encode(_OutError("2.0", request_id, _OutErrorObject(code, message, data)))
+
+
+def encode_json(value: object) -> bytes:
+    """Any JSON-compatible value (or msgspec Struct) as compact JSON."""
+    return _encoder.encode(value)
+
+
+def decode_json(data: bytes | Raw) -> object:
+    """Decodes JSON into plain Python values."""
+    return _any.decode(data)

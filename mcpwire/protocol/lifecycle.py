@@ -1,0 +1,245 @@
+"""Session states and the era detector.
+
+Theory of operation: the *era detector* decides, from what the server answers, whether it speaks
+2026-07-28 (modern) or a legacy revision, without doing any I/O itself: it is fed the outcomes of
+the probe and of ``initialize`` (and timeouts and exits), and answers with actions for the I/O
+layer to perform. 2026-07-28 basic/transports/stdio §Backward Compatibility (LC-40, LC-41):
+
+- a ``DiscoverResult`` means modern;
+- a recognised modern error (``-32022`` with ``data.supported``) means modern: retry with a
+  supported version, "Do not fall back to initialize";
+- "any other error, or no response within a reasonable timeout: the server is legacy", and "The
+  fallback MUST NOT be keyed to one specific error code".
+
+A timed-out probe is not a verdict. A server launched through ``npx -y`` can take many seconds to
+print its first byte, and a modern server would then answer the probe late. So after the probe
+timeout the detector sends ``initialize`` *as well* and keeps both answers in play: whichever
+meaningful answer comes first decides (a discover result, or an initialize result), and the other
+is dropped as late (JR-06). If the server exits because of the probe (LC-45), the detector asks
+for a restart and goes straight to ``initialize``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .types import DiscoverResult, InitializeResult
+from .versions import LEGACY_REVISIONS, MODERN_REVISIONS, Era
+
+__all__ = [
+    "Decided",
+    "EraDetector",
+    "Failed",
+    "Restart",
+    "SendDiscover",
+    "SendInitialize",
+    "SessionState",
+]
+
+
+class SessionState(enum.Enum):
+    """Where a client connection is in its life."""
+
+    #: not started.
+    IDLE = "idle"
+    #: detecting the era / negotiating (discover and/or initialize in flight).
+    CONNECTING = "connecting"
+    #: requests may be sent.
+    READY = "ready"
+    #: closing: no new requests; pending ones are failing.
+    CLOSING = "closing"
+    #: closed for good.
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class SendDiscover:
+    """Send ``server/discover`` offering ``version``."""
+
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class SendInitialize:
+    """Send ``initialize`` offering ``version``."""
+
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """The server died on the probe: start it again (then ``initialize`` follows)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """The era is known. Exactly one of ``discover`` / ``initialize`` is set."""
+
+    era: Era
+    version: str
+    discover: DiscoverResult | None = None
+    initialize: InitializeResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Detection failed; ``reason`` explains, ``offered`` lists versions the server named."""
+
+    reason: str
+    offered: tuple[str, ...] = ()
+    unsupported: bool = False
+
+
+Action = SendDiscover | SendInitialize | Restart | Decided | Failed
+
+
+@dataclass(slots=True)
+class EraDetector:
+    """Decides the era from answers. Feed it outcomes; perform the actions it returns.
+
+    Args:
+        mode: ``"auto"`` (probe then fall back), ``"legacy"`` or ``"modern"``.
+        legacy_versions: legacy revisions to offer, preferred first.
+        modern_versions: modern revisions to offer, preferred first.
+    """
+
+    mode: str = "auto"
+    legacy_versions: tuple[str, ...] = LEGACY_REVISIONS
+    modern_versions: tuple[str, ...] = MODERN_REVISIONS
+    discover_pending: bool = False
+    initialize_pending: bool = False
+    initialize_sent: bool = False
+    restarted: bool = False
+    done: bool = False
+    errors: list[str] = field(default_factory=list)
+    _retried_versions: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("auto", "legacy", "modern"):
+            raise ValueError(f"era mode must be 'auto', 'legacy' or 'modern', not {self.mode!r}")
+        if self.mode != "legacy" and not self.modern_versions:
+            raise ValueError("no modern revision to offer")
+        if self.mode != "modern" and not self.legacy_versions:
+            raise ValueError("no legacy revision to offer")
+
+    # -- inputs ---------------------------------------------------------------------------
+
+    def start(self) -> list[Action]:
+        if self.mode == "legacy":
+            return self._initialize(self.legacy_versions[0])
+        self.discover_pending = True
+        return [SendDiscover(self.modern_versions[0])]
+
+    def on_discover_result(self, result: DiscoverResult) -> list[Action]:
+        self.discover_pending = False
+        if self.done:
+            return []
+        for version in self.modern_versions:
+            if version in result.supported_versions:
+                return self._decide(Decided(Era.MODERN, version, discover=result))
+        self.errors.append(
+            f"server/discover listed no modern revision mcpwire speaks: {result.supported_versions}"
+        )
+        legacy = [v for v in self.legacy_versions if v in result.supported_versions]
+        if self.mode != "modern" and (legacy or not result.supported_versions):
+            return self._initialize(legacy[0] if legacy else self.legacy_versions[0])
+        return self._fail_if_idle(unsupported=True, offered=tuple(result.supported_versions))
+
+    def on_discover_error(self, code: int, message: str, data: object) -> list[Action]:
+        self.discover_pending = False
+        if self.done:
+            return []
+        self.errors.append(f"server/discover answered error {code}: {message}")
+        supported = _supported(data)
+        if code == -32022 and supported is not None:
+            # A recognised modern error: the server is modern; retry, do not fall back (LC-40).
+            for version in self.modern_versions:
+                if version in supported and version not in self._retried_versions:
+                    self._retried_versions.add(version)
+                    self.discover_pending = True
+                    return [SendDiscover(version)]
+            legacy = [v for v in self.legacy_versions if v in supported]
+            if legacy and self.mode != "modern":
+                return self._initialize(legacy[0])
+            return self._fail_if_idle(unsupported=True, offered=tuple(supported))
+        if self.mode == "modern":
+            return self._fail_if_idle()
+        # Any other error: legacy (LC-41: never keyed to one code).
+        return self._initialize(self.legacy_versions[0])
+
+    def on_probe_timeout(self) -> list[Action]:
+        """The probe got no answer in time: send ``initialize`` too, keep the probe in play."""
+        if self.done or self.mode != "auto" or self.initialize_sent:
+            return []
+        self.errors.append("server/discover got no answer within the probe timeout")
+        return self._initialize(self.legacy_versions[0])
+
+    def on_initialize_result(self, result: InitializeResult) -> list[Action]:
+        self.initialize_pending = False
+        if self.done:
+            return []
+        version = result.protocol_version
+        if version in self.legacy_versions:
+            return self._decide(Decided(Era.LEGACY, version, initialize=result))
+        # 2025-11-25 lifecycle: "If the client does not support the version in the server's
+        # response, it SHOULD disconnect"; the schema says MUST (LC-10, AMB-01). Some servers
+        # echo whatever they were sent, or answer a version that does not exist.
+        self.errors.append(f"initialize answered protocolVersion {version!r}, which mcpwire does not offer")
+        return self._fail_if_idle(unsupported=True, offered=(version,))
+
+    def on_initialize_error(self, code: int, message: str, data: object) -> list[Action]:
+        self.initialize_pending = False
+        if self.done:
+            return []
+        self.errors.append(f"initialize answered error {code}: {message}")
+        supported = _supported(data)
+        if supported:
+            # LC-12: the error form of a counter-offer; retry with one we speak.
+            for version in self.legacy_versions:
+                if version in supported and version not in self._retried_versions:
+                    self._retried_versions.add(version)
+                    return self._initialize(version, again=True)
+        return self._fail_if_idle()
+
+    def on_exit(self) -> list[Action]:
+        """The server process ended before detection finished."""
+        if self.done:
+            return []
+        if self.mode == "auto" and not self.restarted and not self.initialize_sent:
+            # LC-45: a legacy server that exits on the unexpected request.
+            self.errors.append("the server exited after the server/discover probe")
+            self.restarted = True
+            self.discover_pending = False
+            return [Restart(), *self._initialize(self.legacy_versions[0])]
+        self.done = True
+        return [Failed("the server exited during the handshake")]
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _initialize(self, version: str, *, again: bool = False) -> list[Action]:
+        if self.initialize_sent and not again:
+            return []
+        self.initialize_sent = True
+        self.initialize_pending = True
+        return [SendInitialize(version)]
+
+    def _decide(self, decided: Decided) -> list[Action]:
+        self.done = True
+        return [decided]
+
+    def _fail_if_idle(self, *, unsupported: bool = False, offered: tuple[str, ...] = ()) -> list[Action]:
+        """Fail unless another answer is still in play."""
+        if self.discover_pending or self.initialize_pending:
+            return []
+        self.done = True
+        reason = "; ".join(self.errors) or "no usable answer"
+        return [Failed(reason, offered, unsupported)]
+
+
+def _supported(data: object) -> list[str] | None:
+    if isinstance(data, dict):
+        value = data.get("supported")
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+    return None

@@ -1,0 +1,279 @@
+"""The client side of an MCP session, without I/O.
+
+Theory of operation: :class:`ClientSession` turns intentions into bytes and bytes into events.
+``prepare_request`` checks the session state and the negotiated capabilities, allocates an id in
+the :class:`~mcpwire.protocol.pending.RequestTable`, adds the 2026-07-28 per-request ``_meta``
+when the era is modern (LC-20..LC-22) and returns the encoded message. ``receive`` takes a
+classified message and returns what happened as events: an answer for a waiter, progress for a
+request in flight, a notification, a request from the server, or a protocol violation. The I/O
+layer performs the events; this module never awaits, logs or touches a socket.
+
+Progress tokens are the request's own id, so they are unique across active requests (UT-G01) and
+route without a second table; progress for a request that is no longer in flight is dropped
+(UT-G02).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import msgspec
+
+from ..errors import ClientClosed, LocalProtocolError
+from . import jsonrpc
+from .jsonrpc import Batch, ErrorResponse, Message, Notification, NotProtocol, Request, RequestId, Response
+from .lifecycle import SessionState
+from .methods import check_method
+from .pending import PendingRequest, RequestTable
+from .types import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
+    Implementation,
+    ServerCapabilities,
+)
+from .versions import Era, Revision
+
+__all__ = [
+    "AnswerReceived",
+    "ClientSession",
+    "Event",
+    "NotificationReceived",
+    "ProgressReceived",
+    "ServerRequestReceived",
+    "Violation",
+]
+
+W = TypeVar("W")
+
+_params_decoder = msgspec.json.Decoder(dict[str, object])
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerReceived(Generic[W]):
+    """The answer to one of our requests."""
+
+    entry: PendingRequest[W]
+    message: Response | ErrorResponse
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressReceived(Generic[W]):
+    """``notifications/progress`` for a request still in flight."""
+
+    entry: PendingRequest[W]
+    params: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationReceived:
+    """Any other notification. ``subscription_id`` is set on 2026-07-28 subscription traffic."""
+
+    method: str
+    params: dict[str, object]
+    subscription_id: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRequestReceived:
+    """A request from the server (legacy era only): answer it exactly once (JR-12)."""
+
+    request: Request
+    params: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """The server broke the protocol in a way that does not end the connection."""
+
+    reason: str
+    line: bytes = b""
+    #: True for stdout lines that are not JSON-RPC at all (banners, log lines).
+    not_protocol: bool = False
+
+
+Event = AnswerReceived[W] | ProgressReceived[W] | NotificationReceived | ServerRequestReceived | Violation
+
+
+def _decode_params(raw: msgspec.Raw) -> dict[str, object] | None:
+    if not raw:
+        return {}
+    try:
+        return _params_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+class ClientSession(Generic[W]):
+    """State, ids and era rules of one client connection.
+
+    Args:
+        client_info: our ``Implementation``.
+        capabilities: the client capabilities we declare (legacy: once; modern: every request).
+        label: the server's name, used in error messages.
+    """
+
+    def __init__(
+        self,
+        client_info: Implementation,
+        capabilities: Mapping[str, object],
+        *,
+        label: str = "server",
+    ) -> None:
+        self.client_info = client_info
+        self.capabilities = dict(capabilities)
+        self.label = label
+        self.state = SessionState.IDLE
+        self.revision: Revision | None = None
+        self.server_capabilities = ServerCapabilities()
+        self.server_info: Implementation | None = None
+        self.instructions: str | None = None
+        self.table: RequestTable[W] = RequestTable()
+        self._client_info_value = msgspec.to_builtins(client_info)
+        self._modern_meta: dict[str, object] = {}
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def era(self) -> Era | None:
+        return self.revision.era if self.revision else None
+
+    def begin_connecting(self) -> None:
+        self.state = SessionState.CONNECTING
+
+    def established(
+        self,
+        version: str,
+        capabilities: ServerCapabilities,
+        server_info: Implementation | None,
+        instructions: str | None,
+    ) -> None:
+        """The handshake (or discovery) finished: requests may flow."""
+        self.revision = Revision(version)
+        self.server_capabilities = capabilities
+        self.server_info = server_info
+        self.instructions = instructions
+        self.state = SessionState.READY
+        if self.revision.modern:
+            self._modern_meta = self.modern_meta(version)
+
+    def closing(self) -> None:
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.CLOSING
+
+    def modern_meta(self, version: str) -> dict[str, object]:
+        """The per-request ``_meta`` fields of 2026-07-28 (LC-20, LC-21, LC-22)."""
+        return {
+            META_PROTOCOL_VERSION: version,
+            META_CLIENT_CAPABILITIES: self.capabilities,
+            META_CLIENT_INFO: self._client_info_value,
+        }
+
+    def initialize_params(self, version: str) -> dict[str, object]:
+        """``initialize`` params (LC-02): version, capabilities, clientInfo."""
+        return {
+            "protocolVersion": version,
+            "capabilities": self.capabilities,
+            "clientInfo": self._client_info_value,
+        }
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def prepare_request(
+        self,
+        method: str,
+        params: Mapping[str, object] | None,
+        waiter: W,
+        *,
+        check: bool = True,
+        handshake: bool = False,
+        progress: bool = False,
+        meta_version: str | None = None,
+    ) -> tuple[PendingRequest[W], bytes]:
+        """Registers a request and encodes it.
+
+        Args:
+            check: verify state, revision and capability (LC-14, LC-16).
+            handshake: the request is part of connecting (``initialize``, the probe).
+            progress: ask for progress notifications (token = the request id).
+            meta_version: add modern ``_meta`` for this version even before READY (the probe).
+
+        Raises:
+            ClientClosed: the session is closing or closed.
+            LocalProtocolError: the method is not allowed now.
+        """
+        state = self.state
+        if state is not SessionState.READY and not handshake:
+            if state in (SessionState.CLOSING, SessionState.CLOSED):
+                raise ClientClosed(f"cannot send '{method}' to server '{self.label}': the client is {state.name}")
+            raise LocalProtocolError(
+                f"cannot send '{method}' to server '{self.label}': session is {state.name}, not READY"
+            )
+        if check and self.revision is not None:
+            why = check_method(method, self.revision, self.server_capabilities)
+            if why is not None:
+                raise LocalProtocolError(f"cannot call '{method}' on server '{self.label}': {why}")
+        entry = self.table.add(method, waiter)
+        out: dict[str, object] = dict(params) if params else {}
+        modern_meta = self._modern_meta if meta_version is None else self.modern_meta(meta_version)
+        if modern_meta or progress:
+            meta = out.get("_meta")
+            merged: dict[str, object] = dict(meta) if isinstance(meta, Mapping) else {}
+            if progress:
+                merged["progressToken"] = entry.id
+            if modern_meta:
+                merged.update(modern_meta)
+            out["_meta"] = merged
+        payload = jsonrpc.encode_request(entry.id, method, out if (out or modern_meta) else None)
+        return entry, payload
+
+    def encode_notification(self, method: str, params: Mapping[str, object] | None = None) -> bytes:
+        return jsonrpc.encode_notification(method, dict(params) if params else None)
+
+    # -- receiving ------------------------------------------------------------------------------
+
+    def receive(self, message: Message) -> list[Event[W]]:
+        """Turns one classified message into events."""
+        if isinstance(message, Response | ErrorResponse):
+            entry = self.table.resolve(message.id)
+            if entry is None:
+                if isinstance(message, ErrorResponse) and message.id is None:
+                    return [Violation(f"error without an id: {message.code} {message.message}")]
+                return []  # late or unknown: counted by the table (JR-06)
+            return [AnswerReceived(entry, message)]
+        if isinstance(message, Notification):
+            params = _decode_params(message.params)
+            if params is None:
+                return [Violation(f"'{message.method}' notification with params that are not an object")]
+            if message.method == "notifications/progress":
+                token = params.get("progressToken")
+                entry = self.table.get(token) if isinstance(token, int | str) else None
+                if entry is None:
+                    return []  # for a finished or unknown request (UT-G02)
+                return [ProgressReceived(entry, params)]
+            sub_id: RequestId | None = None
+            meta = params.get("_meta")
+            if isinstance(meta, dict):
+                value = meta.get(META_SUBSCRIPTION_ID)
+                if isinstance(value, int | str):
+                    sub_id = value
+            return [NotificationReceived(message.method, params, sub_id)]
+        if isinstance(message, Request):
+            if self.revision is not None and self.revision.modern:
+                # 2026-07-28 stdio: "The server MUST NOT write JSON-RPC requests" (ST-11); and
+                # the client "MUST NOT write JSON-RPC responses" (ST-05): drop it.
+                return [Violation(f"a 2026-07-28 server sent a request ('{message.method}')")]
+            params = _decode_params(message.params)
+            return [ServerRequestReceived(message, params if params is not None else {})]
+        if isinstance(message, Batch):
+            events: list[Event[W]] = []
+            if self.revision is not None and not self.revision.receives_batches:
+                events.append(Violation(f"a JSON-RPC batch in revision {self.revision.version} (JR-22)"))
+            for item in message.messages:
+                events.extend(self.receive(item))
+            return events
+        assert isinstance(message, NotProtocol)
+        return [Violation(message.reason, message.line, not_protocol=True)]

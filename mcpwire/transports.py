@@ -1,0 +1,118 @@
+"""Server specifications: how to reach a server, as plain immutable values.
+
+A spec says *where* a server is; :func:`mcpwire.open_client` turns it into a live connection.
+Specs are msgspec Structs, so they load from configuration and compare by value (the era cache
+is keyed by them).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import msgspec
+
+__all__ = ["DEFAULT_INHERITED_ENV", "StdioServer", "as_stdio_server"]
+
+#: Environment variables a stdio server inherits by default. Everything else (tokens, keys) is
+#: passed only when configured, so a server sees no secret it was not given.
+DEFAULT_INHERITED_ENV: Final[tuple[str, ...]] = (
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "TERM",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    # Windows needs these to start most programs at all.
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+)
+
+
+class StdioServer(msgspec.Struct, frozen=True, kw_only=True):
+    """A server started as a subprocess speaking newline-delimited JSON-RPC on stdio.
+
+    Attributes:
+        command: the program (looked up on ``PATH``).
+        args: its arguments.
+        env: extra environment variables (added to the inherited base).
+        cwd: working directory, or ``None`` for the current one.
+        inherit_env: pass the whole parent environment instead of the safe base.
+        name: a label for logs and errors; defaults to the program's base name.
+        shutdown_grace: seconds to wait after closing stdin, and again after SIGTERM.
+    """
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = msgspec.field(default_factory=dict)
+    cwd: str | None = None
+    inherit_env: bool = False
+    name: str | None = None
+    shutdown_grace: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise ValueError("a stdio server needs a command")
+
+    @property
+    def argv(self) -> list[str]:
+        return [self.command, *self.args]
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        base = os.path.basename(self.command)
+        # For interpreters and launchers, the script or package says more than the program.
+        if base.startswith(("python", "node", "npx", "uvx", "uv", "bunx", "deno")) and self.args:
+            for arg in self.args:
+                if not arg.startswith("-"):
+                    return os.path.basename(arg.rstrip("/"))
+        return base
+
+    def environment(self) -> dict[str, str]:
+        """The environment the process gets: safe base (or everything) plus ``env``."""
+        if self.inherit_env:
+            env = dict(os.environ)
+        else:
+            env = {k: v for k in DEFAULT_INHERITED_ENV if (v := os.environ.get(k)) is not None}
+        env.update(self.env)
+        return env
+
+    def __repr__(self) -> str:
+        # Environment values may be secrets: show only their names.
+        keys = ", ".join(sorted(self.env))
+        return f"StdioServer({shlex.join(self.argv)!r}, env keys=[{keys}], cwd={self.cwd!r})"
+
+    __str__ = __repr__
+
+
+def as_stdio_server(target: StdioServer | Sequence[str] | str) -> StdioServer:
+    """Accepts a spec, an argv list, or a shell-like command string."""
+    if isinstance(target, StdioServer):
+        return target
+    if isinstance(target, str):
+        argv = shlex.split(target)
+    else:
+        argv = list(target)
+    if not argv:
+        raise ValueError("empty command: give the server's program and its arguments")
+    if not all(isinstance(a, str) for a in argv):
+        raise TypeError(f"command arguments must be strings, got {argv!r}")
+    return StdioServer(command=argv[0], args=tuple(argv[1:]))
