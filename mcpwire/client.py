@@ -26,7 +26,6 @@ import inspect
 import logging
 import math
 import re
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -74,6 +73,7 @@ from .protocol.types import (
     CallToolWireLenient,
     CompleteResult,
     Completion,
+    ContentBlock,
     DiscoverResult,
     GetPromptResult,
     Implementation,
@@ -499,7 +499,7 @@ class Client:
                         actions = detector.on_initialize_error(outcome.code, outcome.message, data)
                 elif isinstance(outcome, ServerGone):
                     actions = detector.on_exit()
-                    if actions and isinstance(actions[-1], Failed) or not actions:
+                    if (actions and isinstance(actions[-1], Failed)) or not actions:
                         raise ServerGone(
                             f"server '{self.label}' exited during the handshake"
                             + (f" ({'; '.join(detector.errors)})" if detector.errors else ""),
@@ -517,7 +517,7 @@ class Client:
                 else:
                     raise ClientClosed(f"the connection to '{self.label}' closed during the handshake")
                 decided = await perform(actions)
-        if timeout_scope.cancelled_caught:
+        if decided is None or timeout_scope.cancelled_caught:
             tail = self._transport.stderr_tail() if self._transport else []
             detail = "; ".join(detector.errors) or "no answer"
             err = ConnectError(
@@ -589,13 +589,13 @@ class Client:
             elif isinstance(event, ProgressReceived):
                 waiter = event.entry.waiter
                 if waiter.progress is not None:
-                    waiter.progress.append(event.params)
+                    waiter.progress.append(event.params)  # type: ignore[arg-type]
                     waiter.event.set()
             elif isinstance(event, NotificationReceived):
                 self._on_notification(event)
             elif isinstance(event, ServerRequestReceived):
                 self._server_requests += 1
-                self._nursery.start_soon(self._answer_server_request, event.request, event.params)
+                self._nursery.start_soon(self._answer_server_request, event.request, event.params)  # type: ignore[arg-type]
             else:
                 self._on_violation(event)
 
@@ -835,16 +835,16 @@ class Client:
             with trio.move_on_at(deadline):
                 await waiter.event.wait()
             if waiter.outcome is not None:
+                if waiter.progress and on_progress is not None:
+                    # Progress that arrived before the answer, in the same wake-up: deliver it.
+                    await _deliver_progress(waiter.progress, on_progress)
                 return waiter.outcome
             if waiter.progress:
                 items, waiter.progress = waiter.progress, []
                 waiter.event = trio.Event()
                 deadline = min(trio.current_time() + limit, hard)  # LC-62: reset, but capped
                 if on_progress is not None:
-                    for item in items:
-                        result = on_progress(_progress(item))
-                        if inspect.isawaitable(result):
-                            await result
+                    await _deliver_progress(items, on_progress)
                 continue
             capped = trio.current_time() >= hard
             raise RequestTimeout(
@@ -955,7 +955,8 @@ class Client:
         sent (shielded, at most 1 s).
         """
         raw = await self._request(method, params, timeout=timeout, on_progress=on_progress, check=check)
-        return jsonrpc.decode_json(raw)
+        value: JSONValue = jsonrpc.decode_json(raw)  # type: ignore[assignment]
+        return value
 
     async def notify(self, method: str, params: Mapping[str, object] | None = None) -> None:
         """Sends a notification."""
@@ -1043,9 +1044,10 @@ class Client:
         if arguments is not None:
             params["arguments"] = arguments
         raw = await self._request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        content: list[ContentBlock]
         try:
             wire: CallToolWire | CallToolWireLenient = _decoder_for(CallToolWire).decode(raw)
-            content = list(wire.content)
+            content = list(wire.content)  # type: ignore[arg-type]
         except msgspec.DecodeError:
             wire = _decode(raw, CallToolWireLenient, "tools/call", self.label)
             content = decode_content(wire.content)
@@ -1393,6 +1395,13 @@ def _progress(params: JSONObject) -> Progress:
     )
 
 
+async def _deliver_progress(items: list[JSONObject], on_progress: ProgressCallback) -> None:
+    for item in items:
+        result = on_progress(_progress(item))
+        if inspect.isawaitable(result):
+            await result
+
+
 def _root(value: str | JSONObject) -> JSONObject:
     if isinstance(value, str):
         if not value.startswith("file://"):
@@ -1508,5 +1517,3 @@ async def connect_client(nursery: trio.Nursery, target: Target = None, **options
     return client
 
 
-if sys.version_info < (3, 11):  # pragma: no cover
-    raise ImportError("mcpwire needs Python 3.11 or newer")

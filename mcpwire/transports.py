@@ -107,10 +107,7 @@ def as_stdio_server(target: StdioServer | Sequence[str] | str) -> StdioServer:
     """Accepts a spec, an argv list, or a shell-like command string."""
     if isinstance(target, StdioServer):
         return target
-    if isinstance(target, str):
-        argv = shlex.split(target)
-    else:
-        argv = list(target)
+    argv = shlex.split(target) if isinstance(target, str) else list(target)
     if not argv:
         raise ValueError("empty command: give the server's program and its arguments")
     if not all(isinstance(a, str) for a in argv):

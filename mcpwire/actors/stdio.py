@@ -119,7 +119,7 @@ class StdioTransport:
             )
         except FileNotFoundError as exc:
             missing = spec.command if exc.filename in (None, spec.command) else exc.filename
-            if spec.cwd is not None and not os.path.isdir(spec.cwd):
+            if spec.cwd is not None and not os.path.isdir(spec.cwd):  # noqa: ASYNC240 - error path
                 raise ConnectError(
                     f"cannot start server '{self.label}': working directory {spec.cwd!r} does not exist"
                 ) from exc

@@ -107,7 +107,7 @@ class _ErrorObject(msgspec.Struct):
 
 class _Envelope(msgspec.Struct):
     jsonrpc: str | UnsetType = UNSET
-    id: RequestId | None | UnsetType = UNSET
+    id: RequestId | UnsetType | None = UNSET
     method: str | UnsetType = UNSET
     params: Raw = _EMPTY
     result: Raw = _EMPTY

@@ -22,7 +22,7 @@ from ..errors import ToolError
 
 if TYPE_CHECKING:
     JSONValue: TypeAlias = (
-        None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+        bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"] | None
     )
     JSONObject: TypeAlias = dict[str, JSONValue]
 else:  # msgspec cannot resolve a recursive alias; at run time any JSON value decodes as Any
@@ -67,7 +67,7 @@ class Wire(msgspec.Struct, frozen=True, omit_defaults=True, rename="camel", kw_o
     """Base of wire data: frozen, camelCase, defaults omitted."""
 
 
-class Implementation(Wire, kw_only=True):
+class Implementation(Wire, frozen=True, kw_only=True):
     """``clientInfo`` / ``serverInfo``: who is on the other end (display only, LC-27)."""
 
     name: str
@@ -77,7 +77,7 @@ class Implementation(Wire, kw_only=True):
     website_url: str | None = None
 
 
-class ServerCapabilities(Wire, kw_only=True):
+class ServerCapabilities(Wire, frozen=True, kw_only=True):
     """What the server offers. ``None`` means "not advertised"."""
 
     tools: JSONObject | None = None
@@ -95,14 +95,14 @@ class ServerCapabilities(Wire, kw_only=True):
         return isinstance(value, dict) and value.get(name) is True
 
 
-class InitializeResult(Wire, kw_only=True):
+class InitializeResult(Wire, frozen=True, kw_only=True):
     protocol_version: str
     capabilities: ServerCapabilities = field(default_factory=ServerCapabilities)
     server_info: Implementation = field(default_factory=lambda: Implementation(name="", version=""))
     instructions: str | None = None
 
 
-class DiscoverResult(Wire, kw_only=True):
+class DiscoverResult(Wire, frozen=True, kw_only=True):
     """2026-07-28 ``server/discover`` (LC-26, DS-01)."""
 
     supported_versions: list[str]
@@ -116,27 +116,27 @@ class DiscoverResult(Wire, kw_only=True):
 # -- content ---------------------------------------------------------------------------------
 
 
-class TextContent(Wire, kw_only=True, tag="text", tag_field="type"):
+class TextContent(Wire, frozen=True, kw_only=True, tag="text", tag_field="type"):
     text: str
     annotations: JSONObject | None = None
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class ImageContent(Wire, kw_only=True, tag="image", tag_field="type"):
+class ImageContent(Wire, frozen=True, kw_only=True, tag="image", tag_field="type"):
     data: str  #: base64
     mime_type: str
     annotations: JSONObject | None = None
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class AudioContent(Wire, kw_only=True, tag="audio", tag_field="type"):
+class AudioContent(Wire, frozen=True, kw_only=True, tag="audio", tag_field="type"):
     data: str  #: base64
     mime_type: str
     annotations: JSONObject | None = None
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class ResourceLink(Wire, kw_only=True, tag="resource_link", tag_field="type"):
+class ResourceLink(Wire, frozen=True, kw_only=True, tag="resource_link", tag_field="type"):
     uri: str
     name: str = ""
     title: str | None = None
@@ -147,7 +147,7 @@ class ResourceLink(Wire, kw_only=True, tag="resource_link", tag_field="type"):
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class ResourceContents(Wire, kw_only=True):
+class ResourceContents(Wire, frozen=True, kw_only=True):
     """One entry of ``resources/read`` ``contents``: text or base64 ``blob`` (RS-02)."""
 
     uri: str
@@ -176,13 +176,13 @@ TextResourceContents = ResourceContents
 BlobResourceContents = ResourceContents
 
 
-class EmbeddedResource(Wire, kw_only=True, tag="resource", tag_field="type"):
+class EmbeddedResource(Wire, frozen=True, kw_only=True, tag="resource", tag_field="type"):
     resource: ResourceContents
     annotations: JSONObject | None = None
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class UnknownContent(Wire, kw_only=True):
+class UnknownContent(Wire, frozen=True, kw_only=True):
     """A content block of a type this library does not know; ``raw`` keeps it whole."""
 
     type: str
@@ -203,7 +203,7 @@ def decode_content(items: list[JSONValue]) -> list[ContentBlock]:
             out.append(msgspec.convert(item, _KnownBlock))
         except msgspec.ValidationError:
             kind = item.get("type") if isinstance(item, dict) else None
-            raw = item if isinstance(item, dict) else {"value": item}
+            raw: JSONObject = item if isinstance(item, dict) else {"value": item}
             out.append(UnknownContent(type=kind if isinstance(kind, str) else "", raw=raw))
     return out
 
@@ -211,7 +211,7 @@ def decode_content(items: list[JSONValue]) -> list[ContentBlock]:
 # -- tools -----------------------------------------------------------------------------------
 
 
-class ToolAnnotations(Wire, kw_only=True):
+class ToolAnnotations(Wire, frozen=True, kw_only=True):
     """Hints about a tool. Untrusted unless the server is (TL-05)."""
 
     title: str | None = None
@@ -221,7 +221,7 @@ class ToolAnnotations(Wire, kw_only=True):
     open_world_hint: bool | None = None
 
 
-class Tool(Wire, kw_only=True):
+class Tool(Wire, frozen=True, kw_only=True):
     name: str
     input_schema: JSONObject = field(default_factory=dict)
     description: str | None = None
@@ -293,7 +293,7 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
         return self
 
 
-class CallToolWire(Wire, kw_only=True):
+class CallToolWire(Wire, frozen=True, kw_only=True):
     """``CallToolResult`` as sent; the fast path when every block is of a known type."""
 
     content: list[_KnownBlock] = field(default_factory=list)
@@ -302,7 +302,7 @@ class CallToolWire(Wire, kw_only=True):
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class CallToolWireLenient(Wire, kw_only=True):
+class CallToolWireLenient(Wire, frozen=True, kw_only=True):
     """``CallToolResult`` with content left raw, for :func:`decode_content`."""
 
     content: list[JSONValue] = field(default_factory=list)
@@ -314,7 +314,7 @@ class CallToolWireLenient(Wire, kw_only=True):
 # -- resources ----------------------------------------------------------------------------------
 
 
-class Resource(Wire, kw_only=True):
+class Resource(Wire, frozen=True, kw_only=True):
     uri: str
     name: str = ""
     title: str | None = None
@@ -326,7 +326,7 @@ class Resource(Wire, kw_only=True):
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class ResourceTemplate(Wire, kw_only=True):
+class ResourceTemplate(Wire, frozen=True, kw_only=True):
     uri_template: str
     name: str = ""
     title: str | None = None
@@ -337,7 +337,7 @@ class ResourceTemplate(Wire, kw_only=True):
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class ReadResourceResult(Wire, kw_only=True):
+class ReadResourceResult(Wire, frozen=True, kw_only=True):
     contents: list[ResourceContents] = field(default_factory=list)
     ttl_ms: int | None = None
     cache_scope: str | None = None
@@ -350,14 +350,14 @@ class ReadResourceResult(Wire, kw_only=True):
 # -- prompts -------------------------------------------------------------------------------------
 
 
-class PromptArgument(Wire, kw_only=True):
+class PromptArgument(Wire, frozen=True, kw_only=True):
     name: str
     title: str | None = None
     description: str | None = None
     required: bool = False
 
 
-class Prompt(Wire, kw_only=True):
+class Prompt(Wire, frozen=True, kw_only=True):
     name: str
     title: str | None = None
     description: str | None = None
@@ -366,7 +366,7 @@ class Prompt(Wire, kw_only=True):
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class PromptMessage(Wire, kw_only=True):
+class PromptMessage(Wire, frozen=True, kw_only=True):
     role: Literal["user", "assistant"] | str
     content: JSONObject
 
@@ -375,7 +375,7 @@ class PromptMessage(Wire, kw_only=True):
         return decode_content([self.content])[0]
 
 
-class GetPromptResult(Wire, kw_only=True):
+class GetPromptResult(Wire, frozen=True, kw_only=True):
     messages: list[PromptMessage] = field(default_factory=list)
     description: str | None = None
     meta: JSONObject | None = field(default=None, name="_meta")
@@ -384,13 +384,13 @@ class GetPromptResult(Wire, kw_only=True):
 # -- completion ---------------------------------------------------------------------------------
 
 
-class Completion(Wire, kw_only=True):
+class Completion(Wire, frozen=True, kw_only=True):
     values: list[str] = field(default_factory=list)
     total: int | None = None
     has_more: bool | None = None
 
 
-class CompleteResult(Wire, kw_only=True):
+class CompleteResult(Wire, frozen=True, kw_only=True):
     completion: Completion = field(default_factory=Completion)
 
 

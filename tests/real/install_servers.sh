@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the third-party MCP servers the integration tests talk to, into one cache folder:
+#   $MCPWIRE_SERVERS_DIR (default: <repo>/.cache/servers)
+#     npm/node_modules/.bin/mcp-server-{everything,filesystem,memory}
+#     py/bin/mcp-server-{time,git}
+# Versions are pinned so a test run is reproducible; a stamp file skips work already done.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+dir=${MCPWIRE_SERVERS_DIR:-$repo/.cache/servers}
+python=${PYTHON:-python3}
+
+NPM_PACKAGES=(
+  "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-memory@2026.8.31"
+)
+PY_PACKAGES=(
+  "mcp-server-time==2026.10.19"
+  "mcp-server-git==2026.10.19"
+)
+stamp_text="${NPM_PACKAGES[*]} ${PY_PACKAGES[*]}"
+mkdir -p "$dir"
+if [ -f "$dir/stamp" ] && [ "$(cat "$dir/stamp")" = "$stamp_text" ]; then
+  echo "servers already installed in $dir"
+  exit 0
+fi
+echo "installing MCP servers into $dir"
+npm install --silent --no-audit --no-fund --prefix "$dir/npm" "${NPM_PACKAGES[@]}"
+"$python" -m venv "$dir/py"
+"$dir/py/bin/python" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+for bin in npm/node_modules/.bin/mcp-server-everything npm/node_modules/.bin/mcp-server-filesystem \
+           npm/node_modules/.bin/mcp-server-memory py/bin/mcp-server-time py/bin/mcp-server-git; do
+  [ -x "$dir/$bin" ] || { echo "missing after install: $dir/$bin" >&2; exit 1; }
+done
+echo "$stamp_text" > "$dir/stamp"
