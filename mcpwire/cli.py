@@ -1,6 +1,6 @@
 """The ``mcpwire`` command line.
 
-    mcpwire info  [--json] [-- CMD ARGS...]            era, revision, server, capabilities
+    mcpwire info  [--json] [-- CMD ARGS... | -- URL]   era, revision, server, capabilities
     mcpwire tools [--json] [-- CMD ARGS...]            the server's tools
     mcpwire call  [--json] TOOL ['{json}']             call a tool of the demo server
     mcpwire call  [--json] -- CMD ARGS... TOOL '{json}'
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +24,7 @@ import msgspec
 import trio
 
 from .errors import MCPWireError, RPCError
-from .transports import StdioServer
+from .transports import HttpServer, StdioServer
 
 __all__ = ["main"]
 
@@ -52,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to start and handshake")
     common.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="server environment")
     common.add_argument("--cwd", help="server working directory")
+    common.add_argument("--header", action="append", default=[], metavar="NAME=VALUE", help="HTTP header (URL targets)")
+    common.add_argument(
+        "--bearer-env",
+        metavar="VAR",
+        help="send 'Authorization: Bearer $VAR' (URL targets; the token is read from the environment, not argv)",
+    )
+    common.add_argument("--transport", choices=["auto", "streamable-http", "sse"], default="auto", help="HTTP transport")
     common.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
     parser = argparse.ArgumentParser(
         prog="mcpwire",
@@ -66,7 +74,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _spec(args: argparse.Namespace, command: list[str] | None) -> StdioServer | None:
+def _spec(args: argparse.Namespace, command: list[str] | None) -> StdioServer | HttpServer | None:
+    if command is not None and len(command) == 1 and command[0].startswith(("http://", "https://")):
+        headers: dict[str, str] = {}
+        for item in args.header:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise UsageError(f"--header takes NAME=VALUE, not {item!r}")
+            headers[key] = value
+        token = None
+        if args.bearer_env:
+            token = os.environ.get(args.bearer_env)
+            if not token:
+                raise UsageError(f"--bearer-env {args.bearer_env}: that environment variable is not set")
+        try:
+            return HttpServer(url=command[0], headers=headers, bearer_token=token, transport=args.transport)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if args.header or args.bearer_env:
+        raise UsageError("--header and --bearer-env need a URL after '--'")
     env: dict[str, str] = {}
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -97,7 +123,7 @@ def _print_json(value: object) -> None:
     sys.stdout.write(json.dumps(_to_json(value), indent=2, ensure_ascii=False) + "\n")
 
 
-async def _run(args: argparse.Namespace, spec: StdioServer | None, call: tuple[str, dict[str, Any]] | None) -> int:
+async def _run(args: argparse.Namespace, spec: StdioServer | HttpServer | None, call: tuple[str, dict[str, Any]] | None) -> int:
     from .client import open_client
 
     async with open_client(spec, **_options(args)) as client:
@@ -173,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except json.JSONDecodeError as exc:
                 raise UsageError(f"the arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
             if not isinstance(arguments, dict):
-                raise UsageError("the arguments must be a JSON object, e.g. '{\"text\": \"hi\"}'")
+                raise UsageError('the arguments must be a JSON object, e.g. \'{"text": "hi"}\'')
             call = (args.tool, arguments)
         spec = _spec(args, command)
     except UsageError as exc:

@@ -36,13 +36,15 @@ import trio
 from msgspec import UNSET, UnsetType
 
 from ._version import __version__
+from .actors.base import Transport
 from .actors.stdio import StdioTransport
 from .errors import (
+    AuthError,
     ClientClosed,
     ConnectError,
     EraDetectionError,
+    HTTPStatusError,
     InvalidResponse,
-    LocalProtocolError,
     MCPWireError,
     MissingClientCapability,
     OutputSchemaError,
@@ -50,10 +52,13 @@ from .errors import (
     RequestTimeout,
     RPCError,
     ServerGone,
+    SessionExpired,
+    TransportError,
     UnsupportedVersion,
 )
 from .protocol import jsonrpc
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from .protocol.http import HeaderSpec, mirrored_headers, tool_header_spec
 from .protocol.jsonrpc import ErrorResponse, Message, Request, RequestId, Response
 from .protocol.lifecycle import Decided, EraDetector, Failed, Restart, SendDiscover, SendInitialize, SessionState
 from .protocol.methods import METHODS
@@ -90,10 +95,11 @@ from .protocol.types import (
     decode_content,
     decode_tools,
 )
-from .protocol.versions import LEGACY_REVISIONS, MODERN_REVISIONS, V2025_11_25, Era, era_of, is_known
-from .transports import StdioServer, as_stdio_server
+from .protocol.versions import LEGACY_REVISIONS, MODERN_REVISIONS, V2025_06_18, V2025_11_25, Era, era_of, is_known
+from .transports import HttpServer, StdioServer, as_server
 
 if TYPE_CHECKING:
+    import httpx
     from jsonschema.protocols import Validator
 
 __all__ = [
@@ -130,10 +136,13 @@ RootsHandler = Sequence["str | JSONObject"] | Callable[[], Awaitable[Sequence["s
 ProgressCallback = Callable[["Progress"], "Awaitable[None] | None"]
 NoiseCallback = Callable[[bytes], None]
 
-Target = StdioServer | Sequence[str] | str | None
+Target = StdioServer | HttpServer | Sequence[str] | str | None
+ServerSpec = StdioServer | HttpServer
 
-# Era verdicts remembered per server command for the life of the process (LC-44).
-_ERA_CACHE: dict[tuple[tuple[str, ...], str | None], Era] = {}
+# Era verdicts remembered per server command (stdio) or URL (HTTP) for the life of the
+# process (LC-44); for URLs also which HTTP transport answered.
+_ERA_CACHE: dict[tuple[object, ...], Era] = {}
+_HTTP_KIND_CACHE: dict[str, str] = {}
 
 
 class Progress(msgspec.Struct, frozen=True):
@@ -234,10 +243,11 @@ class Client:
 
     def __init__(
         self,
-        spec: StdioServer,
+        spec: ServerSpec,
         nursery: trio.Nursery,
         *,
         name: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
         client_info: Implementation | None = None,
         era: Literal["auto", "legacy", "modern"] | None = None,
         protocol_version: str | None = None,
@@ -285,7 +295,15 @@ class Client:
         self._protocol_version = protocol_version
         info = client_info or Implementation(name="mcpwire", version=__version__)
         self._session: ClientSession[_Waiter] = ClientSession(info, self._capabilities(None), label=self.label)
-        self._transport: StdioTransport | None = None
+        self._transport: Transport | None = None
+        self._http_client = http_client
+        self._http_kind = "streamable-http"
+        if isinstance(spec, HttpServer):
+            self._http_kind = (
+                spec.transport if spec.transport != "auto" else _HTTP_KIND_CACHE.get(spec.url, "streamable-http")
+            )
+        self._tool_headers: dict[str, HeaderSpec] = {}
+        self._reinit_lock = trio.Lock()
         self._lost: BaseException | None = None
         self._closed = trio.Event()
         self._closing = False
@@ -374,8 +392,11 @@ class Client:
 
     # -- connecting --------------------------------------------------------------------------------
 
-    def _cache_key(self) -> tuple[tuple[str, ...], str | None]:
-        return (tuple(self.spec.argv), self.spec.cwd)
+    def _cache_key(self) -> tuple[object, ...]:
+        spec = self.spec
+        if isinstance(spec, HttpServer):
+            return ("http", spec.url)
+        return (tuple(spec.argv), spec.cwd)
 
     def _detection_mode(self) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         version = self._protocol_version
@@ -385,6 +406,8 @@ class Client:
                 return "modern", LEGACY_REVISIONS, (version,)
             return "legacy", (version,), MODERN_REVISIONS
         mode = self._requested_era
+        if self._is_http and self._http_kind == "sse":
+            return "legacy", legacy_for_sse(), MODERN_REVISIONS
         if mode == "auto" and self._use_era_cache:
             cached = _ERA_CACHE.get(self._cache_key())
             if cached is not None:
@@ -392,9 +415,28 @@ class Client:
         return mode, LEGACY_REVISIONS, MODERN_REVISIONS
 
     async def _start_transport(self) -> None:
-        transport = StdioTransport(self.spec, self, max_message_bytes=self._max_message_bytes, label=self.label)
+        spec = self.spec
+        transport: Transport
+        if isinstance(spec, StdioServer):
+            transport = StdioTransport(spec, self, max_message_bytes=self._max_message_bytes, label=self.label)
+        elif self._http_kind == "sse":
+            from .actors.legacy_sse import LegacySSETransport
+
+            transport = LegacySSETransport(
+                spec, self, http_client=self._http_client, max_message_bytes=self._max_message_bytes, label=self.label
+            )
+        else:
+            from .actors.streamable_http import StreamableHTTPTransport
+
+            transport = StreamableHTTPTransport(
+                spec, self, http_client=self._http_client, max_message_bytes=self._max_message_bytes, label=self.label
+            )
         self._lost = None
         self._transport = await self._nursery.start(transport.run)
+
+    @property
+    def _is_http(self) -> bool:
+        return isinstance(self.spec, HttpServer)
 
     async def _connect(self) -> None:
         """Starts the server and detects the era. Bounded by ``connect_timeout``."""
@@ -415,6 +457,8 @@ class Client:
         await self._establish(decided)
         if self._use_era_cache and self._protocol_version is None and self._requested_era == "auto":
             _ERA_CACHE[self._cache_key()] = decided.era
+            if isinstance(self.spec, HttpServer) and self.spec.transport == "auto":
+                _HTTP_KIND_CACHE[self.spec.url] = self._http_kind
         log.info(
             "%s: connected, era %s, revision %s, server %s",
             self.label,
@@ -423,8 +467,9 @@ class Client:
             self.server_info.name if self.server_info else "?",
         )
 
-    async def _restart_transport(self) -> None:
-        self._restarts += 1
+    async def _restart_transport(self, *, count: bool = True) -> None:
+        if count:
+            self._restarts += 1
         if self._transport is not None:
             await self._transport.aclose()
         for entry in self._session.table.fail_all():
@@ -437,9 +482,10 @@ class Client:
         send, recv = trio.open_memory_channel[_Waiter](math.inf)
         roles: dict[int, tuple[str, PendingRequest[_Waiter]]] = {}
         probe_deadline: float | None = None
+        initialize_version = legacy[0]
 
         async def perform(actions: list[Any]) -> Decided | None:
-            nonlocal probe_deadline
+            nonlocal probe_deadline, initialize_version
             for action in actions:
                 if isinstance(action, Decided):
                     return action
@@ -456,11 +502,12 @@ class Client:
                     self._session.capabilities = self._capabilities(action.version)
                     entry = await self._send_handshake("server/discover", {}, send, meta_version=action.version)
                     roles[id(entry.waiter)] = ("discover", entry)
-                    if mode == "auto" and probe_deadline is None:
+                    if mode == "auto" and probe_deadline is None and not self._is_http:
                         probe_deadline = trio.current_time() + self._probe_timeout
                 elif isinstance(action, SendInitialize):
                     self._session.capabilities = self._capabilities(action.version)
                     params = self._session.initialize_params(action.version)
+                    initialize_version = action.version
                     entry = await self._send_handshake("initialize", params, send)
                     roles[id(entry.waiter)] = ("initialize", entry)
             return None
@@ -514,6 +561,30 @@ class Client:
                             recv.receive_nowait()
                         except trio.WouldBlock:
                             break
+                elif isinstance(outcome, AuthError):
+                    raise outcome  # a challenge, not an era signal (LC-46)
+                elif isinstance(outcome, HTTPStatusError | ServerGone) and self._is_http:
+                    status = outcome.status if isinstance(outcome, HTTPStatusError) else 0
+                    if role == "discover":
+                        actions = detector.on_discover_error(0, f"HTTP {status or 'stream closed'}", None)
+                    elif (
+                        status in (400, 404, 405)
+                        and isinstance(self.spec, HttpServer)
+                        and self.spec.transport == "auto"
+                        and self._http_kind != "sse"
+                    ):
+                        # LC-46 step 3 / HS-06: not Streamable HTTP; try the 2024-11-05 HTTP+SSE transport.
+                        log.info("%s: initialize answered HTTP %s; trying the HTTP+SSE transport", self.label, status)
+                        detector.errors.append(f"initialize answered HTTP {status}")
+                        self._http_kind = "sse"
+                        await self._restart_transport(count=False)
+                        roles.clear()
+                        detector.discover_pending = False
+                        actions = [SendInitialize(initialize_version)]
+                    else:
+                        actions = detector.on_initialize_error(0, str(outcome), None)
+                elif isinstance(outcome, TransportError):
+                    raise outcome
                 else:
                     raise ClientClosed(f"the connection to '{self.label}' closed during the handshake")
                 decided = await perform(actions)
@@ -531,17 +602,22 @@ class Client:
         return decided
 
     async def _send_handshake(
-        self, method: str, params: Mapping[str, object], channel: trio.MemorySendChannel[_Waiter],
-        *, meta_version: str | None = None,
+        self,
+        method: str,
+        params: Mapping[str, object],
+        channel: trio.MemorySendChannel[_Waiter],
+        *,
+        meta_version: str | None = None,
     ) -> PendingRequest[_Waiter]:
         waiter = _Waiter(trio.Event(), channel=channel)
         entry, payload = self._session.prepare_request(
             method, params, waiter, check=False, handshake=True, meta_version=meta_version
         )
         self._requests_sent += 1
+        headers = self._headers_for(method, params, meta_version=meta_version, handshake=True)
         try:
-            await self._send(payload)
-        except ServerGone as exc:
+            await self._send(payload, request_id=entry.id, headers=headers)
+        except TransportError as exc:
             # Deliver the failure through the same channel as answers.
             if self._session.table.resolve(entry.id) is not None:
                 waiter.outcome = exc
@@ -566,13 +642,23 @@ class Client:
                     info = None
             session.capabilities = self._capabilities(decided.version)
             session.established(decided.version, result.capabilities, info, result.instructions)
+            if self._transport is not None:
+                self._transport.negotiated(decided.version, True)
             return
         init = decided.initialize
         assert init is not None
         session.capabilities = self._capabilities(decided.version)
         session.established(decided.version, init.capabilities, init.server_info, init.instructions)
+        if self._transport is not None:
+            self._transport.negotiated(decided.version, False)
         # LC-03: "the client MUST send an initialized notification".
-        await self._send(session.encode_notification("notifications/initialized"))
+        await self._send(
+            session.encode_notification("notifications/initialized"),
+            headers=self._headers_for("notifications/initialized", None),
+        )
+        start_get = getattr(self._transport, "start_get_stream", None)
+        if start_get is not None:
+            start_get()
 
     # -- sink (called synchronously by the transport's reader) ------------------------------------
 
@@ -598,6 +684,20 @@ class Client:
                 self._nursery.start_soon(self._answer_server_request, event.request, event.params)  # type: ignore[arg-type]
             else:
                 self._on_violation(event)
+
+    def request_failed(self, request_id: RequestId, exc: BaseException) -> None:
+        entry = self._session.table.resolve(request_id)
+        if entry is not None:
+            self._resolve(entry.waiter, exc)
+
+    def session_lost(self, exc: BaseException) -> None:
+        """HTTP+SSE reconnected with a new session: what was pending is lost (HS-04)."""
+        for entry in self._session.table.fail_all():
+            self._resolve(
+                entry.waiter, ServerGone(f"{exc} while '{entry.method}' (id {entry.id}) was pending", server=self.label)
+            )
+        if self._session.state is SessionState.READY:
+            self._nursery.start_soon(self._reinitialize)
 
     def _resolve(self, waiter: _Waiter, outcome: Response | ErrorResponse | BaseException) -> None:
         waiter.outcome = outcome
@@ -628,6 +728,8 @@ class Client:
             self._session.state = SessionState.CLOSED
             if not closing:
                 log.warning("%s: %s", self.label, exc.args[0].splitlines()[0] if exc.args else exc)
+        if self._session.state is SessionState.CONNECTING:
+            return  # the handshake decides: restart the server (LC-45) or fail
         for sub in (*self._subscriptions.values(), *self._legacy_subscriptions):
             sub._end(exc)
         self._notify_send.close()
@@ -720,6 +822,7 @@ class Client:
 
     def _fail_connection(self, exc: MCPWireError) -> None:
         """Strict mode: fail everything pending with ``exc`` and close the connection."""
+        self._lost = exc
         for entry in self._session.table.fail_all():
             self._resolve(entry.waiter, exc)
         self._session.closing()
@@ -750,8 +853,8 @@ class Client:
             finally:
                 self._server_request_scopes.pop(request.id, None)
             try:
-                await self._send(payload)
-            except (ServerGone, ClientClosed):
+                await self._send(payload, headers=self._headers_for(method, None))
+            except (TransportError, ClientClosed):
                 pass
 
     async def _fulfil(self, method: str, params: JSONObject) -> JSONObject:
@@ -769,11 +872,39 @@ class Client:
 
     # -- sending -------------------------------------------------------------------------------
 
-    async def _send(self, payload: bytes) -> None:
+    async def _send(
+        self, payload: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
         transport = self._transport
         if transport is None or self._lost is not None:
             raise self._gone_error()
-        await transport.send(payload)
+        await transport.send(payload, request_id=request_id, headers=headers)
+
+    def _headers_for(
+        self,
+        method: str,
+        params: Mapping[str, object] | None,
+        *,
+        meta_version: str | None = None,
+        handshake: bool = False,
+    ) -> dict[str, str] | None:
+        """Headers mirroring the body, for HTTP transports (HT-L08, HT-M03..HT-M09)."""
+        transport = self._transport
+        if transport is None or not transport.wants_headers:
+            return None
+        if meta_version is not None:
+            return mirrored_headers(method, params, meta_version, modern=True)
+        revision = self._session.revision
+        if revision is None or handshake:
+            return None  # no version header on initialize itself (AMB-07)
+        if revision.modern:
+            spec: HeaderSpec = ()
+            if method == "tools/call" and params is not None:
+                spec = self._tool_headers.get(str(params.get("name")), ())
+            return mirrored_headers(method, params, revision.version, modern=True, tool_headers=spec)
+        if revision.at_least(V2025_06_18):
+            return {"MCP-Protocol-Version": revision.version}
+        return None
 
     def _gone_error(self) -> MCPWireError:
         if self._closing:
@@ -781,6 +912,8 @@ class Client:
         lost = self._lost
         if isinstance(lost, ServerGone):
             return ServerGone(lost.args[0], server=self.label, returncode=lost.returncode, stderr_tail=lost.stderr_tail)
+        if isinstance(lost, RemoteProtocolError):
+            return RemoteProtocolError(f"the connection was closed after an earlier error: {lost}")
         return ServerGone(f"server '{self.label}' is not connected", server=self.label)
 
     async def _roundtrip(
@@ -791,6 +924,7 @@ class Client:
         timeout: float | None,
         on_progress: ProgressCallback | None = None,
         check: bool = True,
+        _retried: bool = False,
     ) -> msgspec.Raw:
         """Sends one request and returns its raw result. Raises RPCError on an error answer."""
         if self._lost is not None:
@@ -800,13 +934,14 @@ class Client:
             meta = dict(params.get("_meta") or {})  # type: ignore[call-overload]
             meta[META_LOG_LEVEL] = self._log_level
             params["_meta"] = meta
+        headers = self._headers_for(method, params)
         waiter = _Waiter(trio.Event(), progress=[] if on_progress is not None else None)
         entry, payload = self._session.prepare_request(
             method, params, waiter, check=check, progress=on_progress is not None
         )
         self._requests_sent += 1
         try:
-            await self._send(payload)
+            await self._send(payload, request_id=entry.id, headers=headers)
             outcome = await self._wait(entry, timeout, on_progress)
         except BaseException as exc:
             if self._session.table.abandon(entry.id) is not None:
@@ -816,10 +951,53 @@ class Client:
             return outcome.result
         if isinstance(outcome, ErrorResponse):
             data = outcome.data_value()
+            if outcome.code == -32020 and method == "tools/call" and not _retried:
+                # HT-M09: "the client SHOULD call tools/list to check for changes to the tool's
+                # inputSchema, then retry the original request with the appropriate headers".
+                await self.list_tools(timeout=timeout)
+                return await self._roundtrip(
+                    method, params, timeout=timeout, on_progress=on_progress, check=check, _retried=True
+                )
             kind = MissingClientCapability if outcome.code == -32021 else RPCError
             raise kind(outcome.code, outcome.message, data, method=method, server=self.label, request_id=entry.id)
+        if isinstance(outcome, SessionExpired) and not _retried:
+            # HT-L12: a 404 on a known session: start a new session and re-send once.
+            await self._reinitialize()
+            return await self._roundtrip(
+                method, params, timeout=timeout, on_progress=on_progress, check=check, _retried=True
+            )
         assert isinstance(outcome, BaseException)
         raise outcome
+
+    async def _reinitialize(self) -> None:
+        """Legacy: a new session with the same revision (after session expiry or an SSE drop)."""
+        async with self._reinit_lock:
+            revision = self._session.revision
+            if revision is None or revision.modern:
+                return
+            log.info("%s: the session was lost; initialising a new one", self.label)
+            send, recv = trio.open_memory_channel[_Waiter](1)
+            params = self._session.initialize_params(revision.version)
+            await self._send_handshake("initialize", params, send)
+            with trio.move_on_after(self._connect_timeout):
+                waiter = await recv.receive()
+                outcome = waiter.outcome
+                if isinstance(outcome, Response):
+                    init = self._decode_handshake(outcome, InitializeResult, "initialize")
+                    if init.protocol_version != revision.version:
+                        raise UnsupportedVersion(
+                            f"server '{self.label}' answered the new session with {init.protocol_version!r}, "
+                            f"not {revision.version!r}"
+                        )
+                    await self._establish(Decided(Era.LEGACY, revision.version, initialize=init))
+                    return
+                if isinstance(outcome, ErrorResponse):
+                    raise RPCError(
+                        outcome.code, outcome.message, outcome.data_value(), method="initialize", server=self.label
+                    )
+                assert isinstance(outcome, BaseException)
+                raise outcome
+            raise ConnectError(f"server '{self.label}' did not answer initialize for a new session")
 
     async def _wait(
         self, entry: PendingRequest[_Waiter], timeout: float | None, on_progress: ProgressCallback | None
@@ -861,13 +1039,16 @@ class Client:
         """UT-C02: tell the server we stopped waiting. Never for initialize (LC-06)."""
         if entry.method == "initialize" or self._lost is not None or self._transport is None:
             return
+        transport = self._transport
         reason = "timeout" if isinstance(exc, RequestTimeout) else "cancelled by the client"
         payload = self._session.encode_notification(
             "notifications/cancelled", {"requestId": entry.id, "reason": reason}
         )
         with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTIFY_TIMEOUT):
             try:
-                await self._transport.send(payload)
+                if await transport.cancel(entry.id):
+                    return  # 2026-07-28 HTTP: closing the stream is the cancellation (HT-M10)
+                await transport.send(payload, headers=self._headers_for("notifications/cancelled", None))
             except MCPWireError:
                 pass
 
@@ -962,7 +1143,7 @@ class Client:
         """Sends a notification."""
         if self._session.state is not SessionState.READY:
             raise ClientClosed(f"cannot notify '{method}': the client of '{self.label}' is {self._session.state.name}")
-        await self._send(self._session.encode_notification(method, params))
+        await self._send(self._session.encode_notification(method, params), headers=self._headers_for(method, params))
 
     async def ping(self, *, timeout: float | None = None) -> None:
         """Checks that the server answers: ``ping`` (legacy) or ``server/discover`` (2026-07-28 has no ping)."""
@@ -1014,6 +1195,21 @@ class Client:
         """Every tool, following pagination. Invalid tool definitions are dropped with a warning (TL-02)."""
         raw_items = await self._pages("tools/list", _ToolsPage, "tools", timeout)
         tools, problems = decode_tools(raw_items)
+        if self._transport is not None and self._transport.wants_headers:
+            kept: list[Tool] = []
+            self._tool_headers = {}
+            for tool in tools:
+                try:
+                    spec = tool_header_spec(tool.input_schema)
+                except ValueError as exc:
+                    # HT-M08: "Clients using the Streamable HTTP transport MUST reject tool definitions
+                    # where any x-mcp-header value violates these constraints".
+                    problems.append(f"tool {tool.name!r}: {exc}")
+                    continue
+                if spec:
+                    self._tool_headers[tool.name] = spec
+                kept.append(tool)
+            tools = kept
         for problem in problems:
             log.warning("%s: skipping an invalid tool: %s", self.label, problem)
         self._tools = {t.name: t for t in tools}
@@ -1163,21 +1359,34 @@ class Client:
         self._subscriptions[entry.id] = sub
         self._requests_sent += 1
         try:
-            await self._send(payload)
+            await self._send(
+                payload,
+                request_id=entry.id,
+                headers=self._headers_for("subscriptions/listen", {"notifications": sub.requested}),
+            )
             limit = self._timeout if timeout is None else timeout
             with trio.move_on_after(limit):
                 while sub.acknowledged is None and not waiter.event.is_set() and sub._error is None:
                     await sub._changed.wait()
             if isinstance(waiter.outcome, ErrorResponse):
                 out = waiter.outcome
-                raise RPCError(out.code, out.message, out.data_value(), method="subscriptions/listen",
-                               server=self.label, request_id=entry.id)
+                raise RPCError(
+                    out.code,
+                    out.message,
+                    out.data_value(),
+                    method="subscriptions/listen",
+                    server=self.label,
+                    request_id=entry.id,
+                )
             if sub._error is not None:
                 raise sub._error
             if sub.acknowledged is None:
                 raise RequestTimeout(
                     f"server '{self.label}' did not acknowledge subscriptions/listen (id {entry.id}) within {limit:g}s",
-                    method="subscriptions/listen", request_id=entry.id, server=self.label, timeout=limit,
+                    method="subscriptions/listen",
+                    request_id=entry.id,
+                    server=self.label,
+                    timeout=limit,
                 )
         except BaseException:
             await self._end_listen(sub)
@@ -1395,6 +1604,12 @@ def _progress(params: JSONObject) -> Progress:
     )
 
 
+def legacy_for_sse() -> tuple[str, ...]:
+    """Revisions offered over HTTP+SSE: that transport belongs to 2024-11-05, but a server may
+    answer a newer one; offer the newest first, as for any legacy server."""
+    return LEGACY_REVISIONS
+
+
 async def _deliver_progress(items: list[JSONObject], on_progress: ProgressCallback) -> None:
     for item in items:
         result = on_progress(_progress(item))
@@ -1459,16 +1674,12 @@ def _unwrap(exc: BaseExceptionGroup[BaseException]) -> BaseException:
     return leaves[0] if len(leaves) == 1 else exc
 
 
-def _resolve_target(target: Target) -> StdioServer:
+def _resolve_target(target: Target) -> ServerSpec:
     if target is None:
         from .testing import demo_server_spec
 
         return demo_server_spec()
-    if isinstance(target, str) and target.startswith(("http://", "https://")):
-        raise LocalProtocolError(
-            f"{target!r} is a URL; HTTP transports are not available in this version of mcpwire"
-        )
-    return as_stdio_server(target)
+    return as_server(target)
 
 
 @asynccontextmanager
@@ -1515,5 +1726,3 @@ async def connect_client(nursery: trio.Nursery, target: Target = None, **options
         await client.aclose()
         raise
     return client
-
-

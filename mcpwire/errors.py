@@ -15,12 +15,14 @@ from collections.abc import Sequence
 
 __all__ = [
     "ApprovalDenied",
+    "AuthError",
     "CircuitOpen",
     "ClientClosed",
     "ConfigError",
     "ConnectError",
     "EraDetectionError",
     "FrameTooLarge",
+    "HTTPStatusError",
     "HostError",
     "InvalidResponse",
     "LocalProtocolError",
@@ -33,6 +35,7 @@ __all__ = [
     "RequestTimeout",
     "ServerGone",
     "ServerNotFound",
+    "SessionExpired",
     "ToolError",
     "ToolExecutionError",
     "TransportError",
@@ -140,6 +143,32 @@ class ServerGone(TransportError):
         self.stderr_tail = tail
 
 
+class HTTPStatusError(TransportError):
+    """An HTTP response whose status is an error and whose body carries no JSON-RPC answer."""
+
+    def __init__(self, message: str, *, status: int, server: str = "", method: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.server = server
+        self.method = method
+
+
+class AuthError(HTTPStatusError):
+    """401 or 403: the server wants (other) credentials.
+
+    ``challenge`` is the ``WWW-Authenticate`` header, which names the scheme, the
+    ``resource_metadata`` URL and the scope (tokens themselves never appear in errors).
+    """
+
+    def __init__(self, message: str, *, status: int, challenge: str = "", server: str = "", method: str = "") -> None:
+        super().__init__(message, status=status, server=server, method=method)
+        self.challenge = challenge
+
+
+class SessionExpired(TransportError):
+    """The server no longer knows the session (HTTP 404 on a session id); re-initialise."""
+
+
 class ClientClosed(MCPWireError):
     """The client was closed by your code (or is closing) and can send nothing more."""
 
@@ -147,8 +176,15 @@ class ClientClosed(MCPWireError):
 class RequestTimeout(MCPWireError, TimeoutError):
     """A request got no answer within its timeout; it was cancelled on the wire."""
 
-    def __init__(self, message: str, *, method: str = "", request_id: int | str | None = None,
-                 server: str = "", timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str = "",
+        request_id: int | str | None = None,
+        server: str = "",
+        timeout: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.method = method
         self.request_id = request_id

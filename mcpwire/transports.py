@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
-__all__ = ["DEFAULT_INHERITED_ENV", "StdioServer", "as_stdio_server"]
+__all__ = ["DEFAULT_INHERITED_ENV", "HttpServer", "StdioServer", "as_server", "as_stdio_server"]
 
 #: Environment variables a stdio server inherits by default. Everything else (tokens, keys) is
 #: passed only when configured, so a server sees no secret it was not given.
@@ -113,3 +114,74 @@ def as_stdio_server(target: StdioServer | Sequence[str] | str) -> StdioServer:
     if not all(isinstance(a, str) for a in argv):
         raise TypeError(f"command arguments must be strings, got {argv!r}")
     return StdioServer(command=argv[0], args=tuple(argv[1:]))
+
+
+#: Header names whose values are secrets: never logged, shown as ``***``.
+SECRET_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+
+
+class HttpServer(msgspec.Struct, frozen=True, kw_only=True):
+    """A server reached over HTTP: Streamable HTTP (both eras) or the legacy HTTP+SSE transport.
+
+    Attributes:
+        url: the MCP endpoint (or, for HTTP+SSE, the SSE URL).
+        transport: ``"auto"`` (detect, LC-46), ``"streamable-http"`` or ``"sse"``.
+        headers: extra headers sent on every request.
+        bearer_token: sent as ``Authorization: Bearer <token>``.
+        api_key: sent in ``api_key_header`` (default ``Authorization``).
+        name: a label for logs and errors; defaults to the host name.
+    """
+
+    url: str
+    transport: Literal["auto", "streamable-http", "sse"] = "auto"
+    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
+    bearer_token: str | None = None
+    api_key: str | None = None
+    api_key_header: str = "Authorization"
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"not an http(s) URL: {self.url!r}")
+        if self.transport not in ("auto", "streamable-http", "sse"):
+            raise ValueError(f"transport must be 'auto', 'streamable-http' or 'sse', not {self.transport!r}")
+
+    @property
+    def label(self) -> str:
+        return self.name or (urlsplit(self.url).hostname or "server")
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}".lower()
+
+    @property
+    def has_auth(self) -> bool:
+        return bool(self.bearer_token or self.api_key or any(k.lower() in SECRET_HEADERS for k in self.headers))
+
+    def auth_headers(self) -> dict[str, str]:
+        """Configured headers plus credentials. Secrets: do not log the result."""
+        headers = dict(self.headers)
+        if self.bearer_token:
+            headers["Authorization"] = f"Bearer {self.bearer_token}"
+        if self.api_key:
+            headers[self.api_key_header] = self.api_key
+        return headers
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={'***' if k.lower() in SECRET_HEADERS else v!r}" for k, v in self.headers.items())
+        auth = " bearer=***" if self.bearer_token else ""
+        auth += " api_key=***" if self.api_key else ""
+        return f"HttpServer({self.url!r}, transport={self.transport!r}, headers=[{shown}]{auth})"
+
+    __str__ = __repr__
+
+
+def as_server(target: StdioServer | HttpServer | Sequence[str] | str) -> StdioServer | HttpServer:
+    """A spec from a spec, a URL, an argv list or a command string."""
+    if isinstance(target, StdioServer | HttpServer):
+        return target
+    if isinstance(target, str) and target.startswith(("http://", "https://")):
+        return HttpServer(url=target)
+    return as_stdio_server(target)

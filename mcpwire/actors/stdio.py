@@ -23,30 +23,24 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Final, Protocol
+from collections.abc import Mapping
+from typing import Final
 
 import trio
 
 from ..errors import ConnectError, FrameTooLarge, ServerGone, ServerNotFound
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES, LineBuffer
-from ..protocol.jsonrpc import Message, classify
+from ..protocol.jsonrpc import RequestId, classify
 from ..transports import StdioServer
+from .base import MessageSink
 
-__all__ = ["MessageSink", "StdioTransport"]
+__all__ = ["StdioTransport"]
 
 log = logging.getLogger(__name__)
 
 READ_CHUNK_BYTES: Final = 256 * 1024
 STDERR_LINE_BYTES: Final = 8 * 1024  # longer stderr lines are truncated in the ring and logs
 EXIT_WAIT_AFTER_EOF: Final = 1.0  # seconds to wait for an exit status once stdout closed
-
-
-class MessageSink(Protocol):
-    """Where a transport delivers what it reads. Both methods are synchronous."""
-
-    def message_received(self, message: Message) -> None: ...
-
-    def connection_lost(self, exc: BaseException) -> None: ...
 
 
 class StdioTransport:
@@ -82,6 +76,7 @@ class StdioTransport:
         self._exited = trio.Event()
         self.bytes_received = 0
         self.bytes_sent = 0
+        self.wants_headers = False
 
     # -- introspection ----------------------------------------------------------------------
 
@@ -124,8 +119,7 @@ class StdioTransport:
                     f"cannot start server '{self.label}': working directory {spec.cwd!r} does not exist"
                 ) from exc
             raise ServerNotFound(
-                f"cannot start server '{self.label}': command {missing!r} not found"
-                " (is it installed and on PATH?)"
+                f"cannot start server '{self.label}': command {missing!r} not found (is it installed and on PATH?)"
             ) from exc
         except OSError as exc:
             raise ConnectError(f"cannot start server '{self.label}' ({spec.command!r}): {exc}") from exc
@@ -140,7 +134,16 @@ class StdioTransport:
             with trio.CancelScope(shield=True):
                 await self._terminate()
 
-    async def send(self, data: bytes) -> None:
+    def negotiated(self, version: str, modern: bool) -> None:
+        """Nothing to do on stdio: no headers."""
+
+    async def cancel(self, request_id: RequestId) -> bool:
+        """On stdio a request is cancelled with ``notifications/cancelled`` (ST-12): not here."""
+        return False
+
+    async def send(
+        self, data: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
         """Writes one encoded message (a newline is appended).
 
         Raises:
@@ -306,4 +309,3 @@ class StdioTransport:
                 proc.send_signal(sig)
         except (ProcessLookupError, PermissionError):
             pass
-

@@ -138,9 +138,7 @@ class EraDetector:
         for version in self.modern_versions:
             if version in result.supported_versions:
                 return self._decide(Decided(Era.MODERN, version, discover=result))
-        self.errors.append(
-            f"server/discover listed no modern revision mcpwire speaks: {result.supported_versions}"
-        )
+        self.errors.append(f"server/discover listed no modern revision mcpwire speaks: {result.supported_versions}")
         legacy = [v for v in self.legacy_versions if v in result.supported_versions]
         if self.mode != "modern" and (legacy or not result.supported_versions):
             return self._initialize(legacy[0] if legacy else self.legacy_versions[0])

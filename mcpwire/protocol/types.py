@@ -21,9 +21,7 @@ from msgspec import UNSET, UnsetType, field
 from ..errors import ToolError
 
 if TYPE_CHECKING:
-    JSONValue: TypeAlias = (
-        bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"] | None
-    )
+    JSONValue: TypeAlias = bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"] | None
     JSONObject: TypeAlias = dict[str, JSONValue]
 else:  # msgspec cannot resolve a recursive alias; at run time any JSON value decodes as Any
     JSONValue = Any
@@ -189,9 +187,7 @@ class UnknownContent(Wire, frozen=True, kw_only=True):
     raw: JSONObject
 
 
-ContentBlock: TypeAlias = (
-    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
-)
+ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
 _KnownBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 
 

@@ -1,0 +1,63 @@
+"""What the client needs of a transport actor, and what a transport needs of the client.
+
+A transport moves encoded JSON-RPC messages; it never builds or interprets payloads beyond
+classifying what it reads (so it can tell a response from a notification on an HTTP stream).
+Headers that mirror the body are computed by the client from the sans-I/O core and handed over
+with each message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import trio
+
+from ..protocol.jsonrpc import Message, RequestId
+
+__all__ = ["MessageSink", "Transport"]
+
+
+class MessageSink(Protocol):
+    """Where a transport delivers what it reads. Every method is synchronous and never blocks."""
+
+    def message_received(self, message: Message) -> None: ...
+
+    def connection_lost(self, exc: BaseException) -> None: ...
+
+    def request_failed(self, request_id: RequestId, exc: BaseException) -> None: ...
+
+    def session_lost(self, exc: BaseException) -> None:
+        """The transport reconnected, but the server forgot the session: re-initialise."""
+        ...
+
+
+class Transport(Protocol):
+    """A connection actor; started with ``nursery.start(transport.run)``."""
+
+    label: str
+    bytes_sent: int
+    bytes_received: int
+    #: True when the transport carries mirrored HTTP headers (Streamable HTTP).
+    wants_headers: bool
+
+    async def run(self, *, task_status: trio.TaskStatus[Transport] = ...) -> None: ...
+
+    async def send(
+        self, data: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+    ) -> None: ...
+
+    async def cancel(self, request_id: RequestId) -> bool:
+        """Cancels a request at the transport level; False when a notification is needed."""
+        ...
+
+    def negotiated(self, version: str, modern: bool) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
+
+    def stderr_tail(self) -> list[str]: ...
+
+    @property
+    def pid(self) -> int | None: ...

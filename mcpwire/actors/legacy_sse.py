@@ -1,0 +1,223 @@
+"""The HTTP+SSE actor of 2024-11-05 (deprecated, kept as a fallback, HS-05).
+
+Theory of operation: one GET opens an SSE stream; the server's first event is ``endpoint``, whose
+data is the URI to POST every client message to; every server message arrives as a ``message``
+event on the GET stream (HS-01). The endpoint is resolved against the SSE URL and refused unless
+it has the same origin, no userinfo and no fragment: otherwise a server could redirect the
+client's messages, and its credentials, elsewhere (HS-02, AMB-06). POST answers (usually 202) are
+not parsed as JSON-RPC (HS-03).
+
+A dropped stream loses the session (HS-04). The actor reconnects with bounded backoff; the new
+stream has a new endpoint and needs a new ``initialize``, so the sink is told the connection was
+lost only when reconnecting fails. (The client re-connects the session on its own.)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
+from urllib.parse import urljoin, urlsplit
+
+import trio
+
+from ..errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, ServerGone
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.jsonrpc import RequestId, classify
+from ..protocol.sse import SSEDecoder
+from ..transports import HttpServer
+from .base import MessageSink
+from .streamable_http import _backoff, open_http_client
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["LegacySSETransport", "check_endpoint"]
+
+log = logging.getLogger(__name__)
+
+ENDPOINT_TIMEOUT: Final = 30.0
+
+
+def check_endpoint(sse_url: str, data: str) -> str:
+    """Resolves an ``endpoint`` event and refuses one on another origin (HS-02).
+
+    Raises:
+        ConnectError: the endpoint is on another origin, or carries userinfo or a fragment.
+    """
+    endpoint = urljoin(sse_url, data.strip())
+    base, target = urlsplit(sse_url), urlsplit(endpoint)
+    if (base.scheme, base.hostname, base.port) != (target.scheme, target.hostname, target.port):
+        raise ConnectError(
+            f"the SSE server announced a POST endpoint on another origin ({target.scheme}://{target.netloc}, "
+            f"not {base.scheme}://{base.netloc}); refusing it, since it would send your messages elsewhere"
+        )
+    if target.username or target.password or target.fragment:
+        raise ConnectError("the SSE server announced a POST endpoint with userinfo or a fragment; refusing it")
+    return endpoint
+
+
+class LegacySSETransport:
+    """One HTTP+SSE (2024-11-05) connection."""
+
+    def __init__(
+        self,
+        spec: HttpServer,
+        sink: MessageSink,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        label: str | None = None,
+        reconnect_attempts: int = 3,
+    ) -> None:
+        self.spec = spec
+        self.label = label or spec.label
+        self._sink = sink
+        self._http = http_client
+        self._owns_http = http_client is None
+        self._max = max_message_bytes
+        self._reconnects = reconnect_attempts
+        self._headers = spec.auth_headers()
+        self.endpoint: str | None = None
+        self._closed = trio.Event()
+        self._closing = False
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.wants_headers = False
+        self.pid: int | None = None
+
+    def stderr_tail(self) -> list[str]:
+        return []
+
+    def negotiated(self, version: str, modern: bool) -> None:
+        """2024-11-05 has no protocol-version header (HS-07)."""
+
+    async def cancel(self, request_id: RequestId) -> bool:
+        return False
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    async def aclose(self) -> None:
+        self._closing = True
+        self._closed.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[LegacySSETransport] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connects (waits for the ``endpoint`` event), then reads the stream until closed."""
+        if self._http is None:
+            self._http = open_http_client()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_close, nursery.cancel_scope)
+                await self._stream(task_status)
+                nursery.cancel_scope.cancel()
+        finally:
+            self._closed.set()
+            if self._owns_http and self._http is not None:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await self._http.aclose()
+
+    async def _watch_close(self, scope: trio.CancelScope) -> None:
+        await self._closed.wait()
+        scope.cancel()
+
+    async def _stream(self, task_status: trio.TaskStatus[LegacySSETransport]) -> None:
+        import httpx
+
+        assert self._http is not None
+        started = False
+        failures = 0
+        while not self._closing:
+            decoder = SSEDecoder(self._max)
+            self.endpoint = None
+            try:
+                headers = {**self._headers, "Accept": "text/event-stream"}
+                async with self._http.stream("GET", self.spec.url, headers=headers) as response:
+                    self._check_status(response)
+                    with trio.move_on_after(ENDPOINT_TIMEOUT) as wait_endpoint:
+                        async for chunk in response.aiter_bytes():
+                            self.bytes_received += len(chunk)
+                            for event in decoder.feed(chunk):
+                                if event.event == "endpoint" and self.endpoint is None:
+                                    self.endpoint = check_endpoint(self.spec.url, event.data)
+                                    wait_endpoint.deadline = float("inf")
+                                    failures = 0
+                                    if not started:
+                                        started = True
+                                        task_status.started(self)
+                                    else:
+                                        # HS-04: a new stream is a new session: pending requests are lost
+                                        # and the client must initialise again.
+                                        log.info("%s: SSE stream reconnected; the session starts anew", self.label)
+                                        self._sink.session_lost(
+                                            ServerGone(
+                                                f"server '{self.label}' dropped the SSE stream", server=self.label
+                                            )
+                                        )
+                                elif event.event == "message" and event.data.strip():
+                                    if self.endpoint is None:
+                                        continue  # nothing precedes the endpoint event (HS-03)
+                                    self._sink.message_received(classify(event.data.encode()))
+                    if wait_endpoint.cancelled_caught:
+                        raise ConnectError(f"server '{self.label}' sent no endpoint event within {ENDPOINT_TIMEOUT:g}s")
+            except (httpx.TransportError, FrameTooLarge) as exc:
+                if not started:
+                    raise ConnectError(f"cannot reach the SSE stream of server '{self.label}': {exc}") from exc
+                log.info("%s: SSE stream interrupted: %r", self.label, exc)
+            except (ConnectError, HTTPStatusError):
+                if not started:
+                    raise
+            if self._closing:
+                return
+            failures += 1
+            if not started or failures > self._reconnects:
+                break
+            await trio.sleep(_backoff(failures))
+        if not self._closing:
+            self._sink.connection_lost(ServerGone(f"server '{self.label}' closed the SSE stream", server=self.label))
+
+    def _check_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status in (401, 403):
+            challenge = response.headers.get("www-authenticate", "")
+            raise AuthError(
+                f"server '{self.label}' answered HTTP {status}" + (f"; challenge: {challenge}" if challenge else ""),
+                status=status,
+                challenge=challenge,
+                server=self.label,
+            )
+        ctype = response.headers.get("content-type", "")
+        if status != 200 or not ctype.startswith("text/event-stream"):
+            raise HTTPStatusError(
+                f"server '{self.label}' answered the SSE GET with HTTP {status} ({ctype or 'no content type'})",
+                status=status,
+                server=self.label,
+            )
+
+    async def send(
+        self, data: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
+        import httpx
+
+        if self._closing or self.endpoint is None or self._http is None:
+            raise ServerGone(f"the SSE connection to server '{self.label}' is not open", server=self.label)
+        try:
+            response = await self._http.post(
+                self.endpoint, content=data, headers={**self._headers, "Content-Type": "application/json"}
+            )
+        except httpx.TransportError as exc:
+            raise ServerGone(f"cannot POST to server '{self.label}': {exc}", server=self.label) from exc
+        self.bytes_sent += len(data)
+        if response.status_code in (401, 403):
+            raise AuthError(
+                f"server '{self.label}' answered HTTP {response.status_code}",
+                status=response.status_code,
+                challenge=response.headers.get("www-authenticate", ""),
+                server=self.label,
+            )
+        if response.status_code >= 400:
+            raise HTTPStatusError(
+                f"server '{self.label}' answered the POST with HTTP {response.status_code}",
+                status=response.status_code,
+                server=self.label,
+            )

@@ -1,0 +1,414 @@
+"""The Streamable HTTP actor (2025-03-26 .. 2026-07-28), on an injectable ``httpx.AsyncClient``.
+
+Theory of operation: every message is its own POST with ``Accept: application/json,
+text/event-stream`` (HT-01, HT-02). A request's POST runs as a task in this actor's nursery, under
+a cancel scope registered by request id, so the caller's timeout covers the whole exchange and a
+2026-07-28 cancellation is simply closing that stream (HT-M10). What the server answers - one
+JSON body, or an SSE stream of notifications, server requests and finally the response - goes to
+the sink message by message. An HTTP failure of a request goes to ``sink.request_failed``.
+
+Legacy sessions (2025-03-26 .. 2025-11-25): the ``Mcp-Session-Id`` from the ``initialize`` answer
+is echoed on every later request (HT-L09); ``MCP-Protocol-Version`` comes with the headers the
+client computes. After negotiation an optional GET stream carries server-initiated messages (404
+and 405 mean "none", HT-L05). Streams are resumable (HT-L16..HT-L19): event ids are remembered,
+empty-data priming events accepted, ``retry:`` honoured, and a stream that ends before its
+response is resumed with GET + ``Last-Event-ID`` (bounded attempts, backoff); what arrives there is
+routed by id like anything else. A 404 on a known session raises :class:`SessionExpired` for the
+client to re-initialise and re-send once (HT-L12). Closing sends DELETE (405 tolerated, HT-L15).
+
+Transient failures (connection errors before anything was sent back, 502/503/504) are retried with
+backoff; a 401/403 is an :class:`~mcpwire.errors.AuthError` carrying the ``WWW-Authenticate``
+challenge. Bodies and events are bounded by ``max_message_bytes`` (HT-S03).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from ..errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, ServerGone, SessionExpired, TransportError
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.jsonrpc import ErrorResponse, Message, NotProtocol, RequestId, Response, classify
+from ..protocol.sse import SSEDecoder
+from ..transports import HttpServer
+from .base import MessageSink
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["StreamableHTTPTransport", "open_http_client"]
+
+log = logging.getLogger(__name__)
+
+ACCEPT_BOTH: Final = "application/json, text/event-stream"
+RETRY_STATUSES: Final = frozenset({502, 503, 504})
+SEND_ATTEMPTS: Final = 3
+RESUME_ATTEMPTS: Final = 5
+DEFAULT_RETRY_MS: Final = 1000
+GET_STREAM_ATTEMPTS: Final = 5
+
+
+def open_http_client() -> httpx.AsyncClient:
+    """The client used when none is injected: no read timeout (streams are long-lived; the
+    MCP client bounds every request itself), bounded connect and write."""
+    import httpx
+
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0), follow_redirects=False
+    )
+
+
+def _backoff(attempt: int, base: float = 0.25, cap: float = 5.0) -> float:
+    return float(min(cap, base * 2**attempt) * (0.5 + random.random() / 2))
+
+
+class _Answered:
+    """Tracks whether the response to one request has been seen on a stream."""
+
+    __slots__ = ("done", "request_id")
+
+    def __init__(self, request_id: RequestId | None) -> None:
+        self.request_id = request_id
+        self.done = request_id is None
+
+    def see(self, message: Message) -> None:
+        if isinstance(message, Response | ErrorResponse) and message.id == self.request_id:
+            self.done = True
+
+
+class StreamableHTTPTransport:
+    """One Streamable HTTP connection (a legacy session, or stateless 2026-07-28 traffic)."""
+
+    def __init__(
+        self,
+        spec: HttpServer,
+        sink: MessageSink,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        label: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.label = label or spec.label
+        self.url = spec.url
+        self._sink = sink
+        self._http = http_client
+        self._owns_http = http_client is None
+        self._max = max_message_bytes
+        self._base_headers = {"Accept": ACCEPT_BOTH, **spec.auth_headers()}
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.modern = False
+        self._nursery: trio.Nursery | None = None
+        self._streams: dict[RequestId, trio.CancelScope] = {}
+        self._closed = trio.Event()
+        self._closing = False
+        self._get_started = False
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.wants_headers = True
+        self.pid: int | None = None
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[StreamableHTTPTransport] = trio.TASK_STATUS_IGNORED) -> None:
+        if self._http is None:
+            self._http = open_http_client()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started(self)
+                await self._closed.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            if self._owns_http and self._http is not None:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await self._http.aclose()
+
+    def stderr_tail(self) -> list[str]:
+        return []
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    def negotiated(self, version: str, modern: bool) -> None:
+        self.protocol_version = version
+        self.modern = modern
+
+    def start_get_stream(self) -> None:
+        """Legacy: open the optional GET stream for server-initiated messages (HT-L05)."""
+        if self.modern or self._get_started or self._nursery is None:
+            return
+        self._get_started = True
+        self._nursery.start_soon(self._get_stream)
+
+    async def aclose(self) -> None:
+        """Ends every stream and DELETEs a legacy session (HT-L15). Idempotent, bounded."""
+        if self._closing:
+            return
+        self._closing = True
+        with trio.CancelScope(shield=True):
+            if self.session_id is not None and self._http is not None:
+                with trio.move_on_after(2.0):
+                    try:
+                        response = await self._http.delete(self.url, headers=self._headers(None))
+                        if response.status_code not in (200, 202, 204, 404, 405):
+                            log.info("%s: DELETE of the session answered %s", self.label, response.status_code)
+                    except Exception as exc:  # closing must not fail on a dead server
+                        log.debug("%s: DELETE of the session failed: %r", self.label, exc)
+            self._closed.set()
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = dict(self._base_headers)
+        if self.session_id is not None and not self.modern:
+            headers["Mcp-Session-Id"] = self.session_id
+        if extra:
+            headers.update(extra)
+        return headers
+
+    async def send(
+        self, data: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
+        """POSTs one message. A request's exchange continues in the background; a
+        notification's POST is awaited (its answer is 202).
+
+        Raises:
+            ServerGone: the transport is closed.
+            AuthError, HTTPStatusError, ConnectError: a notification could not be delivered.
+        """
+        if self._closing or self._nursery is None:
+            raise ServerGone(f"the connection to server '{self.label}' is closed", server=self.label)
+        full = self._headers(headers)
+        full["Content-Type"] = "application/json"
+        self.bytes_sent += len(data)
+        if request_id is None:
+            await self._exchange(data, full, None)
+            return
+        scope = trio.CancelScope()
+        self._streams[request_id] = scope
+        self._nursery.start_soon(self._request_task, data, full, request_id, scope)
+
+    async def cancel(self, request_id: RequestId) -> bool:
+        """2026-07-28: closing the stream is the cancellation (HT-M10). Legacy: not enough
+        (closing is not cancelling there, HT-L04): the client sends notifications/cancelled."""
+        scope = self._streams.pop(request_id, None)
+        if scope is not None and self.modern:
+            scope.cancel()
+            return True
+        if scope is not None:
+            scope.cancel()  # stop reading; the notification tells the server
+        return False
+
+    async def _request_task(
+        self, data: bytes, headers: dict[str, str], request_id: RequestId, scope: trio.CancelScope
+    ) -> None:
+        try:
+            with scope:
+                await self._exchange(data, headers, request_id)
+        except (TransportError, FrameTooLarge) as exc:
+            self._sink.request_failed(request_id, exc)
+        finally:
+            self._streams.pop(request_id, None)
+
+    async def _exchange(self, data: bytes, headers: dict[str, str], request_id: RequestId | None) -> None:
+        import httpx
+
+        assert self._http is not None
+        attempt = 0
+        while True:
+            request = self._http.build_request("POST", self.url, content=data, headers=headers)
+            try:
+                response = await self._http.send(request, stream=True)
+            except httpx.TransportError as exc:
+                attempt += 1
+                if attempt >= SEND_ATTEMPTS or self._closing:
+                    raise ConnectError(f"cannot reach server '{self.label}' at {self.url}: {exc}") from exc
+                await trio.sleep(_backoff(attempt))
+                continue
+            try:
+                if response.status_code in RETRY_STATUSES and attempt + 1 < SEND_ATTEMPTS:
+                    attempt += 1
+                    log.info("%s: HTTP %s; retrying", self.label, response.status_code)
+                    await trio.sleep(_backoff(attempt))
+                    continue
+                await self._handle_response(response, request_id)
+                return
+            finally:
+                await response.aclose()
+
+    async def _handle_response(self, response: httpx.Response, request_id: RequestId | None) -> None:
+        status = response.status_code
+        if request_id is not None and self.session_id is None and not self.modern:
+            sid = response.headers.get("mcp-session-id")
+            if sid:
+                self.session_id = sid  # HT-L09: captured from the initialize answer
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if status in (401, 403):
+            challenge = response.headers.get("www-authenticate", "")
+            how = "the configured credentials were refused" if self.spec.has_auth else "no credentials are configured"
+            raise AuthError(
+                f"server '{self.label}' answered HTTP {status} ({how})"
+                + (f"; challenge: {challenge}" if challenge else ""),
+                status=status,
+                challenge=challenge,
+                server=self.label,
+            )
+        if status == 404 and self.session_id is not None and not self.modern:
+            self.session_id = None
+            raise SessionExpired(f"server '{self.label}' no longer knows the session (HTTP 404)")
+        if 200 <= status < 300 and ctype == "text/event-stream":
+            await self._consume_stream(response, _Answered(request_id), resumable=not self.modern)
+            return
+        if status == 202 or (200 <= status < 300 and request_id is None):
+            # 202 for notifications; some servers answer 200 with a body: read and ignore it.
+            await self._read_body(response)
+            return
+        body = await self._read_body(response)
+        if ctype == "application/json" and body.strip():
+            message = classify(body)
+            # A JSON-RPC answer, even on 4xx: 2026-07-28 answers -32020/-32021/-32022 with
+            # 400 and -32601 with 404, and the client acts on the error (LC-43, LC-47).
+            if not isinstance(message, NotProtocol) and (200 <= status < 300 or isinstance(message, ErrorResponse)):
+                if isinstance(message, ErrorResponse) and message.id is None and request_id is not None:
+                    message = ErrorResponse(request_id, message.code, message.message, message.data)
+                self._sink.message_received(message)
+                return
+        if 200 <= status < 300:
+            raise HTTPStatusError(
+                f"server '{self.label}' answered HTTP {status} with {ctype or 'no content type'}, not JSON-RPC",
+                status=status,
+                server=self.label,
+            )
+        snippet = body[:200].decode("utf-8", "replace").strip()
+        raise HTTPStatusError(
+            f"server '{self.label}' answered HTTP {status}" + (f": {snippet}" if snippet else ""),
+            status=status,
+            server=self.label,
+        )
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max:
+            raise FrameTooLarge(int(declared), self._max)
+        chunks = bytearray()
+        async for chunk in response.aiter_bytes():
+            chunks += chunk
+            if len(chunks) > self._max:
+                raise FrameTooLarge(len(chunks), self._max)
+        self.bytes_received += len(chunks)
+        return bytes(chunks)
+
+    # -- SSE streams ----------------------------------------------------------------------------
+
+    async def _consume_stream(self, response: httpx.Response, answered: _Answered, *, resumable: bool) -> None:
+        import httpx
+
+        decoder = SSEDecoder(self._max)
+        try:
+            async for chunk in response.aiter_bytes():
+                self.bytes_received += len(chunk)
+                for event in decoder.feed(chunk):
+                    self._event(event.event, event.data, answered)
+                if answered.done and answered.request_id is not None:
+                    return  # HT-L: the response ends our interest in the stream
+        except httpx.TransportError as exc:
+            log.info("%s: stream interrupted: %r", self.label, exc)
+        if answered.done or self._closing:
+            return
+        if not resumable or decoder.last_event_id is None:
+            raise ServerGone(
+                f"server '{self.label}' closed the response stream before answering"
+                + ("" if resumable else " (2026-07-28 streams cannot be resumed)"),
+                server=self.label,
+            )
+        await self._resume(decoder.last_event_id, decoder.retry, answered)
+
+    async def _resume(self, last_id: str, retry_ms: int | None, answered: _Answered) -> None:
+        """GET + Last-Event-ID until the response arrives (HT-L16..HT-L19), bounded."""
+        import httpx
+
+        assert self._http is not None
+        delay = (retry_ms if retry_ms is not None else DEFAULT_RETRY_MS) / 1000
+        for attempt in range(RESUME_ATTEMPTS):
+            await trio.sleep(delay if attempt == 0 else max(delay, _backoff(attempt)))
+            headers = self._headers({"Accept": "text/event-stream", "Last-Event-ID": last_id})
+            if self.protocol_version:
+                headers.setdefault("MCP-Protocol-Version", self.protocol_version)
+            decoder = SSEDecoder(self._max)
+            try:
+                async with self._http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        log.info("%s: resuming the stream answered HTTP %s", self.label, response.status_code)
+                        if response.status_code in (404, 405):
+                            break
+                        continue
+                    async for chunk in response.aiter_bytes():
+                        self.bytes_received += len(chunk)
+                        for event in decoder.feed(chunk):
+                            self._event(event.event, event.data, answered)
+                        if answered.done:
+                            return
+            except httpx.TransportError as exc:
+                log.info("%s: resumed stream interrupted: %r", self.label, exc)
+            if decoder.last_event_id is not None:
+                last_id = decoder.last_event_id
+            if decoder.retry is not None:
+                delay = decoder.retry / 1000
+        raise ServerGone(
+            f"server '{self.label}': the response stream could not be resumed after {RESUME_ATTEMPTS} attempts",
+            server=self.label,
+        )
+
+    def _event(self, kind: str, data: str, answered: _Answered) -> None:
+        if kind != "message" or not data.strip():
+            return  # priming events, or event types that carry no JSON-RPC (HT-S02)
+        message = classify(data.encode())
+        answered.see(message)
+        self._sink.message_received(message)
+
+    async def _get_stream(self) -> None:
+        """Legacy: the standalone GET stream for server-initiated messages, reconnected on drop."""
+        import httpx
+
+        assert self._http is not None
+        last_id: str | None = None
+        failures = 0
+        while not self._closing and failures < GET_STREAM_ATTEMPTS:
+            headers = self._headers({"Accept": "text/event-stream"})
+            if self.protocol_version and self.protocol_version >= "2025-06-18":
+                headers["MCP-Protocol-Version"] = self.protocol_version
+            if last_id is not None:
+                headers["Last-Event-ID"] = last_id
+            decoder = SSEDecoder(self._max)
+            try:
+                async with self._http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code in (404, 405):
+                        log.debug("%s: no GET stream (HTTP %s)", self.label, response.status_code)
+                        return
+                    ctype = response.headers.get("content-type", "")
+                    if response.status_code != 200 or not ctype.startswith("text/event-stream"):
+                        log.info("%s: GET stream answered HTTP %s (%s)", self.label, response.status_code, ctype)
+                        failures += 1
+                    else:
+                        failures = 0
+                        async for chunk in response.aiter_bytes():
+                            self.bytes_received += len(chunk)
+                            for event in decoder.feed(chunk):
+                                self._event(event.event, event.data, _Answered(None))
+            except httpx.TransportError as exc:
+                failures += 1
+                log.info("%s: GET stream interrupted: %r", self.label, exc)
+            except FrameTooLarge as exc:
+                failures += 1
+                log.warning("%s: GET stream: %s", self.label, exc)
+            last_id = decoder.last_event_id or last_id
+            if self._closing:
+                return
+            retry = decoder.retry / 1000 if decoder.retry is not None else None
+            await trio.sleep(retry if retry is not None else _backoff(failures))
