@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .errors import (
     ApprovalDenied,
+    AuthError,
     CircuitOpen,
     ClientClosed,
     ConfigError,
@@ -23,6 +24,7 @@ from .errors import (
     EraDetectionError,
     FrameTooLarge,
     HostError,
+    HTTPStatusError,
     InvalidResponse,
     LocalProtocolError,
     MCPWireError,
@@ -34,6 +36,7 @@ from .errors import (
     RPCError,
     ServerGone,
     ServerNotFound,
+    SessionExpired,
     ToolError,
     ToolExecutionError,
     TransportError,
@@ -67,7 +70,7 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from .protocol.versions import Era
-    from .transports import StdioServer
+    from .transports import HttpServer, StdioServer
 
 _LAZY: dict[str, str] = {
     "Client": "client",
@@ -92,16 +95,19 @@ _LAZY: dict[str, str] = {
     "ToolResult": "protocol.types",
     "Era": "protocol.versions",
     "StdioServer": "transports",
+    "HttpServer": "transports",
 }
 
 __all__ = [
     "ApprovalDenied",
+    "AuthError",
     "CircuitOpen",
     "ClientClosed",
     "ConfigError",
     "ConnectError",
     "EraDetectionError",
     "FrameTooLarge",
+    "HTTPStatusError",
     "HostError",
     "InvalidResponse",
     "LocalProtocolError",
@@ -114,6 +120,7 @@ __all__ = [
     "RequestTimeout",
     "ServerGone",
     "ServerNotFound",
+    "SessionExpired",
     "ToolError",
     "ToolExecutionError",
     "TransportError",

@@ -59,7 +59,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="VAR",
         help="send 'Authorization: Bearer $VAR' (URL targets; the token is read from the environment, not argv)",
     )
-    common.add_argument("--transport", choices=["auto", "streamable-http", "sse"], default="auto", help="HTTP transport")
+    common.add_argument(
+        "--transport", choices=["auto", "streamable-http", "sse"], default="auto", help="HTTP transport"
+    )
     common.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
     parser = argparse.ArgumentParser(
         prog="mcpwire",
@@ -123,7 +125,9 @@ def _print_json(value: object) -> None:
     sys.stdout.write(json.dumps(_to_json(value), indent=2, ensure_ascii=False) + "\n")
 
 
-async def _run(args: argparse.Namespace, spec: StdioServer | HttpServer | None, call: tuple[str, dict[str, Any]] | None) -> int:
+async def _run(
+    args: argparse.Namespace, spec: StdioServer | HttpServer | None, call: tuple[str, dict[str, Any]] | None
+) -> int:
     from .client import open_client
 
     async with open_client(spec, **_options(args)) as client:

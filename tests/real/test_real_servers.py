@@ -22,22 +22,10 @@ import mcpwire
 from mcpwire import EraDetectionError, StdioServer
 from mcpwire.protocol.versions import Era
 
+from _paths import NPM_BIN, PY_BIN
+from _paths import require as _require
+
 pytestmark = pytest.mark.real
-
-REPO = Path(__file__).resolve().parents[2]
-SERVERS = Path(os.environ.get("MCPWIRE_SERVERS_DIR", REPO / ".cache" / "servers"))
-NPM_BIN = SERVERS / "npm" / "node_modules" / ".bin"
-PY_BIN = SERVERS / "py" / "bin"
-
-
-def _require(path: Path) -> str:
-    if not path.exists():
-        message = f"{path} is missing: run tests/real/install_servers.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return str(path)
-
 
 @dataclass
 class Case:
