@@ -265,6 +265,7 @@ class Client:
         max_input_rounds: int = 10,
         validate_output: bool = True,
         era_cache: bool = True,
+        server_stream: bool = True,
     ) -> None:
         if timeout <= 0 or max_timeout <= 0 or connect_timeout <= 0 or probe_timeout <= 0:
             raise ValueError("timeouts must be positive numbers of seconds")
@@ -304,6 +305,7 @@ class Client:
             )
         self._tool_headers: dict[str, HeaderSpec] = {}
         self._reinit_lock = trio.Lock()
+        self._want_server_stream = server_stream
         self._lost: BaseException | None = None
         self._closed = trio.Event()
         self._closing = False
@@ -531,9 +533,15 @@ class Client:
                     probe_deadline = None
                 if isinstance(outcome, Response):
                     if role == "discover":
-                        result = self._decode_handshake(outcome, DiscoverResult, "server/discover")
-                        self._discover = result
-                        actions = detector.on_discover_result(result)
+                        try:
+                            result = self._decode_handshake(outcome, DiscoverResult, "server/discover")
+                        except InvalidResponse as exc:
+                            # Some legacy servers answer any method with an empty result: that
+                            # is "any other answer", not a modern server (LC-41).
+                            actions = detector.on_discover_error(0, f"not a DiscoverResult ({exc})", None)
+                        else:
+                            self._discover = result
+                            actions = detector.on_discover_result(result)
                     else:
                         actions = detector.on_initialize_result(
                             self._decode_handshake(outcome, InitializeResult, "initialize")
@@ -656,9 +664,8 @@ class Client:
             session.encode_notification("notifications/initialized"),
             headers=self._headers_for("notifications/initialized", None),
         )
-        start_get = getattr(self._transport, "start_get_stream", None)
-        if start_get is not None:
-            start_get()
+        if self._want_server_stream:
+            await self._open_server_stream()
 
     # -- sink (called synchronously by the transport's reader) ------------------------------------
 
@@ -1336,6 +1343,7 @@ class Client:
                 await self._end_listen(sub)
         else:
             done: list[str] = []
+            await self._open_server_stream()
             self._legacy_subscriptions.append(sub)
             try:
                 for uri in resources:
@@ -1455,12 +1463,26 @@ class Client:
 
     # -- notifications -----------------------------------------------------------------------------------
 
+    async def _open_server_stream(self) -> None:
+        """Legacy Streamable HTTP: the optional GET stream for server-initiated messages.
+
+        Opened right after the handshake unless ``server_stream=False`` (then on demand: when
+        notifications are iterated or a subscription starts), and waited for, so no request
+        races with it.
+        """
+        self._want_server_stream = True
+        open_get = getattr(self._transport, "open_get_stream", None)
+        if open_get is not None and self._session.state is SessionState.READY:
+            await open_get()
+
     async def notifications(self) -> AsyncIterator[ServerNotification]:
         """Every notification from the server, in order, until the connection ends.
 
         The buffer is bounded (``notification_buffer``); when nobody reads, the newest are
-        dropped and counted in :meth:`statistics`.
+        dropped and counted in :meth:`statistics`. Over legacy Streamable HTTP, iterating opens
+        the server's GET stream.
         """
+        await self._open_server_stream()
         async for note in self._notify_recv:
             yield note
 

@@ -108,6 +108,7 @@ class StreamableHTTPTransport:
         self._closed = trio.Event()
         self._closing = False
         self._get_started = False
+        self._get_ready = trio.Event()
         self.bytes_sent = 0
         self.bytes_received = 0
         self.wants_headers = True
@@ -139,12 +140,17 @@ class StreamableHTTPTransport:
         self.protocol_version = version
         self.modern = modern
 
-    def start_get_stream(self) -> None:
-        """Legacy: open the optional GET stream for server-initiated messages (HT-L05)."""
+    async def open_get_stream(self, timeout: float = 5.0) -> None:
+        """Legacy: opens the optional GET stream for server-initiated messages (HT-L05), and
+        waits (bounded) until the server accepted or refused it, so that later requests never
+        race with it (a server may route messages to whichever stream exists)."""
         if self.modern or self._get_started or self._nursery is None:
             return
         self._get_started = True
+        self._get_ready = trio.Event()
         self._nursery.start_soon(self._get_stream)
+        with trio.move_on_after(timeout):
+            await self._get_ready.wait()
 
     async def aclose(self) -> None:
         """Ends every stream and DELETEs a legacy session (HT-L15). Idempotent, bounded."""
@@ -388,6 +394,7 @@ class StreamableHTTPTransport:
             decoder = SSEDecoder(self._max)
             try:
                 async with self._http.stream("GET", self.url, headers=headers) as response:
+                    self._get_ready.set()
                     if response.status_code in (404, 405):
                         log.debug("%s: no GET stream (HTTP %s)", self.label, response.status_code)
                         return
@@ -402,6 +409,7 @@ class StreamableHTTPTransport:
                             for event in decoder.feed(chunk):
                                 self._event(event.event, event.data, _Answered(None))
             except httpx.TransportError as exc:
+                self._get_ready.set()
                 failures += 1
                 log.info("%s: GET stream interrupted: %r", self.label, exc)
             except FrameTooLarge as exc:
