@@ -130,7 +130,7 @@ REQUESTS: list[tuple[str, dict[str, object] | None, str]] = [
     ("tools/call", {"name": "noargs"}, "CallToolRequest"),
     ("resources/list", None, "ListResourcesRequest"),
     ("resources/templates/list", None, "ListResourceTemplatesRequest"),
-    ("resources/read", {"uri": "file:///work/a.txt"}, "ReadResourceRequest"),
+    ("resources/read", {"uri": "file:///srv/project/a.txt"}, "ReadResourceRequest"),
     ("prompts/list", None, "ListPromptsRequest"),
     ("prompts/get", {"name": "greet", "arguments": {"who": "you"}}, "GetPromptRequest"),
     (
@@ -146,8 +146,8 @@ REQUESTS: list[tuple[str, dict[str, object] | None, str]] = [
 ]
 LEGACY_ONLY: list[tuple[str, dict[str, object] | None, str]] = [
     ("ping", None, "PingRequest"),
-    ("resources/subscribe", {"uri": "file:///work/a.txt"}, "SubscribeRequest"),
-    ("resources/unsubscribe", {"uri": "file:///work/a.txt"}, "UnsubscribeRequest"),
+    ("resources/subscribe", {"uri": "file:///srv/project/a.txt"}, "SubscribeRequest"),
+    ("resources/unsubscribe", {"uri": "file:///srv/project/a.txt"}, "UnsubscribeRequest"),
     ("logging/setLevel", {"level": "warning"}, "SetLevelRequest"),
 ]
 

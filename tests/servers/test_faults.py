@@ -240,7 +240,7 @@ async def test_a_late_answer_after_a_timeout_is_cancelled_dropped_and_counted(re
 
 # -- JR-12, LC-15: server requests in the middle of a call (legacy era) -------------------------------
 
-ROOTS = ["file:///work/a", {"uri": "file:///work/b", "name": "b"}]
+ROOTS = ["file:///srv/project/a", {"uri": "file:///srv/project/b", "name": "b"}]
 ELICIT_PARAMS = {
     "message": "Who are you?",
     "requestedSchema": {
@@ -275,7 +275,7 @@ NOT_HANDLED = "the client does not handle '{}'"
     ("method", "params", "handlers", "answer"),
     [
         pytest.param(
-            "roots/list", None, HANDLERS, {"result": {"roots": [{"uri": "file:///work/a"}, ROOTS[1]]}}, id="roots"
+            "roots/list", None, HANDLERS, {"result": {"roots": [{"uri": "file:///srv/project/a"}, ROOTS[1]]}}, id="roots"
         ),
         pytest.param(
             "elicitation/create",
