@@ -22,7 +22,6 @@ import os
 from typing import Any
 
 import msgspec
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -248,11 +247,6 @@ invalid_utf8 = st.sampled_from(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeDecodeError,
-    reason="bug: classify() raises UnicodeDecodeError on invalid UTF-8 in jsonrpc/method/id (see test_jsonrpc)",
-)
 @SETTINGS
 @given(
     member=st.sampled_from(["jsonrpc", "method", "id"]),

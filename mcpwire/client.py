@@ -29,7 +29,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeVar
 
 import msgspec
 import trio
@@ -43,6 +43,7 @@ from .errors import (
     ClientClosed,
     ConnectError,
     EraDetectionError,
+    FrameTooLarge,
     HTTPStatusError,
     InvalidResponse,
     MCPWireError,
@@ -221,7 +222,7 @@ def _decode(raw: msgspec.Raw, kind: type[T], method: str, server: str) -> T:
         decoder = _decoders[kind] = msgspec.json.Decoder(kind)
     try:
         return decoder.decode(raw)  # type: ignore[no-any-return]
-    except msgspec.DecodeError as exc:
+    except jsonrpc.DECODE_ERRORS as exc:  # also invalid UTF-8 and hostile nesting
         raise InvalidResponse(f"server '{server}' answered '{method}' with an invalid result: {exc}") from exc
 
 
@@ -305,6 +306,10 @@ class Client:
             )
         self._tool_headers: dict[str, HeaderSpec] = {}
         self._reinit_lock = trio.Lock()
+        #: set while the (legacy) session is usable; cleared while a new one is initialised
+        self._session_ready = trio.Event()
+        self._session_ready.set()
+        self._generation = 0  # counts sessions established (a renewal is needed once per loss)
         self._want_server_stream = server_stream
         self._lost: BaseException | None = None
         self._closed = trio.Event()
@@ -552,6 +557,16 @@ class Client:
                         actions = detector.on_discover_error(outcome.code, outcome.message, data)
                     else:
                         actions = detector.on_initialize_error(outcome.code, outcome.message, data)
+                elif isinstance(outcome, ServerGone) and isinstance(outcome.__cause__, FrameTooLarge):
+                    # ST-07: the connection broke on an oversized answer; the server did not exit
+                    # on the probe, so no LC-45 restart: name the limit.
+                    raise ServerGone(
+                        f"server '{self.label}' answered '{entry.method}' during the handshake with "
+                        f"{outcome.__cause__}",
+                        server=self.label,
+                        returncode=outcome.returncode,
+                        stderr_tail=outcome.stderr_tail,
+                    ) from outcome.__cause__
                 elif isinstance(outcome, ServerGone):
                     actions = detector.on_exit()
                     if (actions and isinstance(actions[-1], Failed)) or not actions:
@@ -624,7 +639,7 @@ class Client:
         self._requests_sent += 1
         headers = self._headers_for(method, params, meta_version=meta_version, handshake=True)
         try:
-            await self._send(payload, request_id=entry.id, headers=headers)
+            await self._send(payload, request_id=entry.id, headers=headers, opens_session=method == "initialize")
         except TransportError as exc:
             # Deliver the failure through the same channel as answers.
             if self._session.table.resolve(entry.id) is not None:
@@ -700,11 +715,13 @@ class Client:
     def session_lost(self, exc: BaseException) -> None:
         """HTTP+SSE reconnected with a new session: what was pending is lost (HS-04)."""
         for entry in self._session.table.fail_all():
-            self._resolve(
-                entry.waiter, ServerGone(f"{exc} while '{entry.method}' (id {entry.id}) was pending", server=self.label)
-            )
+            gone = ServerGone(f"{exc} while '{entry.method}' (id {entry.id}) was pending", server=self.label)
+            gone.__cause__ = exc.__cause__  # e.g. the FrameTooLarge that broke the stream
+            self._resolve(entry.waiter, gone)
         if self._session.state is SessionState.READY:
-            self._nursery.start_soon(self._reinitialize)
+            ready = trio.Event()
+            self._session_ready = ready  # calls made from now on wait for the new session
+            self._nursery.start_soon(self._renew_session, self._generation, ready)
 
     def _resolve(self, waiter: _Waiter, outcome: Response | ErrorResponse | BaseException) -> None:
         waiter.outcome = outcome
@@ -713,7 +730,8 @@ class Client:
             waiter.channel.send_nowait(waiter)
 
     def connection_lost(self, exc: BaseException) -> None:
-        self._lost = exc
+        if self._lost is None:  # keep the first cause (e.g. the strict-mode protocol error)
+            self._lost = exc
         closing = self._closing
         for entry in self._session.table.fail_all():
             if closing:
@@ -722,7 +740,7 @@ class Client:
                 )
             elif isinstance(exc, ServerGone):
                 err = ServerGone(
-                    f"{exc.args[0].splitlines()[0]} while '{entry.method}' (id {entry.id}) was pending",
+                    f"{exc.reason} while '{entry.method}' (id {entry.id}) was pending",
                     server=self.label,
                     returncode=exc.returncode,
                     stderr_tail=exc.stderr_tail,
@@ -734,7 +752,7 @@ class Client:
         if self._session.state is SessionState.READY:
             self._session.state = SessionState.CLOSED
             if not closing:
-                log.warning("%s: %s", self.label, exc.args[0].splitlines()[0] if exc.args else exc)
+                log.warning("%s: %s", self.label, exc.reason if isinstance(exc, ServerGone) else exc)
         if self._session.state is SessionState.CONNECTING:
             return  # the handshake decides: restart the server (LC-45) or fail
         for sub in (*self._subscriptions.values(), *self._legacy_subscriptions):
@@ -880,12 +898,23 @@ class Client:
     # -- sending -------------------------------------------------------------------------------
 
     async def _send(
-        self, payload: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+        self,
+        payload: bytes,
+        *,
+        request_id: RequestId | None = None,
+        headers: Mapping[str, str] | None = None,
+        opens_session: bool = False,
     ) -> None:
         transport = self._transport
         if transport is None or self._lost is not None:
             raise self._gone_error()
-        await transport.send(payload, request_id=request_id, headers=headers)
+        try:
+            await transport.send(payload, request_id=request_id, headers=headers, opens_session=opens_session)
+        except TransportError as exc:
+            if self._closing:  # our own aclose() broke the write: not the server's doing (LC-54)
+                what = f"request id {request_id}" if request_id is not None else "a notification"
+                raise ClientClosed(f"the client of server '{self.label}' closed while sending {what}") from exc
+            raise
 
     def _headers_for(
         self,
@@ -918,7 +947,9 @@ class Client:
             return ClientClosed(f"the client of server '{self.label}' is closed")
         lost = self._lost
         if isinstance(lost, ServerGone):
-            return ServerGone(lost.args[0], server=self.label, returncode=lost.returncode, stderr_tail=lost.stderr_tail)
+            gone = ServerGone(lost.reason, server=self.label, returncode=lost.returncode, stderr_tail=lost.stderr_tail)
+            gone.__cause__ = lost.__cause__
+            return gone
         if isinstance(lost, RemoteProtocolError):
             return RemoteProtocolError(f"the connection was closed after an earlier error: {lost}")
         return ServerGone(f"server '{self.label}' is not connected", server=self.label)
@@ -934,8 +965,14 @@ class Client:
         _retried: bool = False,
     ) -> msgspec.Raw:
         """Sends one request and returns its raw result. Raises RPCError on an error answer."""
+        if not self._session_ready.is_set():
+            # LC-04 on a renewed session: "the client SHOULD NOT send requests other than pings
+            # before the server has responded to the initialize request".
+            with trio.move_on_after(self._connect_timeout):
+                await self._session_ready.wait()
         if self._lost is not None:
             raise self._gone_error()
+        generation = self._generation
         if self._log_level is not None and self._session.revision is not None and self._session.revision.modern:
             params = dict(params or {})
             meta = dict(params.get("_meta") or {})  # type: ignore[call-overload]
@@ -969,42 +1006,77 @@ class Client:
             raise kind(outcome.code, outcome.message, data, method=method, server=self.label, request_id=entry.id)
         if isinstance(outcome, SessionExpired) and not _retried:
             # HT-L12: a 404 on a known session: start a new session and re-send once.
-            await self._reinitialize()
+            await self._reinitialize(generation)
             return await self._roundtrip(
                 method, params, timeout=timeout, on_progress=on_progress, check=check, _retried=True
             )
         assert isinstance(outcome, BaseException)
         raise outcome
 
-    async def _reinitialize(self) -> None:
-        """Legacy: a new session with the same revision (after session expiry or an SSE drop)."""
+    async def _renew_session(self, stale: int, ready: trio.Event) -> None:
+        """Background renewal after an HS-04 reconnect. Its failure is data: the connection is
+        marked lost and every later call says why, nothing escapes into the nursery."""
+        try:
+            await self._reinitialize(stale, ready)
+        except MCPWireError as exc:
+            # a later drop superseded this renewal (its own task carries on): not a verdict
+            if not self._closing and self._session_ready is ready:
+                gone = ServerGone(
+                    f"server '{self.label}' lost its session and a new one could not be initialised: {exc}",
+                    server=self.label,
+                )
+                gone.__cause__ = exc
+                self.connection_lost(gone)
+        finally:
+            ready.set()
+
+    async def _reinitialize(self, stale: int, ready: trio.Event | None = None) -> None:
+        """Legacy: a new session with the same revision (after session expiry or an SSE drop).
+
+        Args:
+            stale: the session generation that was lost; if another renewal already replaced
+                it, nothing is done (two calls failing with the same 404 renew once).
+            ready: the event later calls wait on; set when done, whatever the outcome.
+        """
         async with self._reinit_lock:
-            revision = self._session.revision
-            if revision is None or revision.modern:
+            if self._generation != stale:
                 return
-            log.info("%s: the session was lost; initialising a new one", self.label)
-            send, recv = trio.open_memory_channel[_Waiter](1)
-            params = self._session.initialize_params(revision.version)
-            await self._send_handshake("initialize", params, send)
-            with trio.move_on_after(self._connect_timeout):
-                waiter = await recv.receive()
-                outcome = waiter.outcome
-                if isinstance(outcome, Response):
-                    init = self._decode_handshake(outcome, InitializeResult, "initialize")
-                    if init.protocol_version != revision.version:
-                        raise UnsupportedVersion(
-                            f"server '{self.label}' answered the new session with {init.protocol_version!r}, "
-                            f"not {revision.version!r}"
-                        )
-                    await self._establish(Decided(Era.LEGACY, revision.version, initialize=init))
-                    return
-                if isinstance(outcome, ErrorResponse):
-                    raise RPCError(
-                        outcome.code, outcome.message, outcome.data_value(), method="initialize", server=self.label
+            if ready is None:
+                ready = trio.Event()
+                self._session_ready = ready
+            try:
+                await self._initialize_again()
+            finally:
+                ready.set()
+
+    async def _initialize_again(self) -> None:
+        revision = self._session.revision
+        if revision is None or revision.modern:
+            return
+        log.info("%s: the session was lost; initialising a new one", self.label)
+        send, recv = trio.open_memory_channel[_Waiter](1)
+        params = self._session.initialize_params(revision.version)
+        await self._send_handshake("initialize", params, send)
+        with trio.move_on_after(self._connect_timeout):
+            waiter = await recv.receive()
+            outcome = waiter.outcome
+            if isinstance(outcome, Response):
+                init = self._decode_handshake(outcome, InitializeResult, "initialize")
+                if init.protocol_version != revision.version:
+                    raise UnsupportedVersion(
+                        f"server '{self.label}' answered the new session with {init.protocol_version!r}, "
+                        f"not {revision.version!r}"
                     )
-                assert isinstance(outcome, BaseException)
-                raise outcome
-            raise ConnectError(f"server '{self.label}' did not answer initialize for a new session")
+                await self._establish(Decided(Era.LEGACY, revision.version, initialize=init))
+                self._generation += 1
+                return
+            if isinstance(outcome, ErrorResponse):
+                raise RPCError(
+                    outcome.code, outcome.message, outcome.data_value(), method="initialize", server=self.label
+                )
+            assert isinstance(outcome, BaseException)
+            raise outcome
+        raise ConnectError(f"server '{self.label}' did not answer initialize for a new session")
 
     async def _wait(
         self, entry: PendingRequest[_Waiter], timeout: float | None, on_progress: ProgressCallback | None
@@ -1143,7 +1215,10 @@ class Client:
         sent (shielded, at most 1 s).
         """
         raw = await self._request(method, params, timeout=timeout, on_progress=on_progress, check=check)
-        value: JSONValue = jsonrpc.decode_json(raw)  # type: ignore[assignment]
+        try:
+            value: JSONValue = jsonrpc.decode_json(raw)  # type: ignore[assignment]
+        except msgspec.DecodeError as exc:
+            raise InvalidResponse(f"server '{self.label}' answered '{method}' with an invalid result: {exc}") from exc
         return value
 
     async def notify(self, method: str, params: Mapping[str, object] | None = None) -> None:
@@ -1251,7 +1326,7 @@ class Client:
         try:
             wire: CallToolWire | CallToolWireLenient = _decoder_for(CallToolWire).decode(raw)
             content = list(wire.content)  # type: ignore[arg-type]
-        except msgspec.DecodeError:
+        except jsonrpc.DECODE_ERRORS:
             wire = _decode(raw, CallToolWireLenient, "tools/call", self.label)
             content = decode_content(wire.content)
         result = ToolResult(
@@ -1736,7 +1811,18 @@ async def open_client(target: Target = None, **options: Any) -> AsyncIterator[Cl
         single = _unwrap(group)
         if single is group:
             raise
-        raise single from None
+        _reraise_alone(single)
+
+
+def _reraise_alone(exc: BaseException) -> NoReturn:
+    """Raises ``exc`` out of the group that carried it with its own chain intact: its
+    ``__cause__``, ``__context__`` and ``__suppress_context__`` are the ones it was raised with,
+    not the group's."""
+    cause, context, suppress = exc.__cause__, exc.__context__, exc.__suppress_context__
+    try:
+        raise exc
+    finally:
+        exc.__cause__, exc.__context__, exc.__suppress_context__ = cause, context, suppress
 
 
 async def connect_client(nursery: trio.Nursery, target: Target = None, **options: Any) -> Client:

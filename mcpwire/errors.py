@@ -120,6 +120,7 @@ class ServerGone(TransportError):
     """The server went away (exited, closed its output, or dropped the connection).
 
     Attributes:
+        reason: what happened, without the stderr lines.
         server: the server's label.
         returncode: the process exit status, when the server is a subprocess that exited.
         stderr_tail: the last lines the server wrote to stderr, oldest first.
@@ -138,6 +139,8 @@ class ServerGone(TransportError):
         if tail:
             full += "\nlast stderr lines:\n  " + "\n  ".join(tail[-10:])
         super().__init__(full)
+        #: the message without the stderr block
+        self.reason = message
         self.server = server
         self.returncode = returncode
         self.stderr_tail = tail

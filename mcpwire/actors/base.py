@@ -44,7 +44,12 @@ class Transport(Protocol):
     async def run(self, *, task_status: trio.TaskStatus[Transport] = ...) -> None: ...
 
     async def send(
-        self, data: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+        self,
+        data: bytes,
+        *,
+        request_id: RequestId | None = None,
+        headers: Mapping[str, str] | None = None,
+        opens_session: bool = False,
     ) -> None: ...
 
     async def cancel(self, request_id: RequestId) -> bool:

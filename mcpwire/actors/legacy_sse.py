@@ -24,7 +24,7 @@ import trio
 from ..errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, ServerGone
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import RequestId, classify
-from ..protocol.sse import SSEDecoder
+from ..protocol.sse import SSEDecoder, is_event_stream
 from ..transports import HttpServer
 from .base import MessageSink
 from .streamable_http import _backoff, open_http_client
@@ -127,6 +127,7 @@ class LegacySSETransport:
         assert self._http is not None
         started = False
         failures = 0
+        dropped: BaseException | None = None  # why the previous stream ended
         while not self._closing:
             decoder = SSEDecoder(self._max)
             self.endpoint = None
@@ -149,11 +150,8 @@ class LegacySSETransport:
                                         # HS-04: a new stream is a new session: pending requests are lost
                                         # and the client must initialise again.
                                         log.info("%s: SSE stream reconnected; the session starts anew", self.label)
-                                        self._sink.session_lost(
-                                            ServerGone(
-                                                f"server '{self.label}' dropped the SSE stream", server=self.label
-                                            )
-                                        )
+                                        self._sink.session_lost(self._dropped(dropped))
+                                        dropped = None
                                 elif event.event == "message" and event.data.strip():
                                     if self.endpoint is None:
                                         continue  # nothing precedes the endpoint event (HS-03)
@@ -163,7 +161,11 @@ class LegacySSETransport:
             except (httpx.TransportError, FrameTooLarge) as exc:
                 if not started:
                     raise ConnectError(f"cannot reach the SSE stream of server '{self.label}': {exc}") from exc
-                log.info("%s: SSE stream interrupted: %r", self.label, exc)
+                dropped = exc
+                if isinstance(exc, FrameTooLarge):
+                    log.warning("%s: SSE stream dropped: %s", self.label, exc)
+                else:
+                    log.info("%s: SSE stream interrupted: %r", self.label, exc)
             except (ConnectError, HTTPStatusError):
                 if not started:
                     raise
@@ -176,6 +178,12 @@ class LegacySSETransport:
         if not self._closing:
             self._sink.connection_lost(ServerGone(f"server '{self.label}' closed the SSE stream", server=self.label))
 
+    def _dropped(self, cause: BaseException | None) -> ServerGone:
+        why = f": {cause}" if isinstance(cause, FrameTooLarge) else ""
+        gone = ServerGone(f"server '{self.label}' dropped the SSE stream{why}", server=self.label)
+        gone.__cause__ = cause
+        return gone
+
     def _check_status(self, response: httpx.Response) -> None:
         status = response.status_code
         if status in (401, 403):
@@ -187,7 +195,7 @@ class LegacySSETransport:
                 server=self.label,
             )
         ctype = response.headers.get("content-type", "")
-        if status != 200 or not ctype.startswith("text/event-stream"):
+        if status != 200 or not is_event_stream(ctype):
             raise HTTPStatusError(
                 f"server '{self.label}' answered the SSE GET with HTTP {status} ({ctype or 'no content type'})",
                 status=status,
@@ -195,7 +203,12 @@ class LegacySSETransport:
             )
 
     async def send(
-        self, data: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+        self,
+        data: bytes,
+        *,
+        request_id: RequestId | None = None,
+        headers: Mapping[str, str] | None = None,
+        opens_session: bool = False,
     ) -> None:
         import httpx
 

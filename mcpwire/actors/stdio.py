@@ -142,7 +142,12 @@ class StdioTransport:
         return False
 
     async def send(
-        self, data: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+        self,
+        data: bytes,
+        *,
+        request_id: RequestId | None = None,
+        headers: Mapping[str, str] | None = None,
+        opens_session: bool = False,
     ) -> None:
         """Writes one encoded message (a newline is appended).
 

@@ -33,7 +33,7 @@ import trio
 from ..errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, ServerGone, SessionExpired, TransportError
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import ErrorResponse, Message, NotProtocol, RequestId, Response, classify
-from ..protocol.sse import SSEDecoder
+from ..protocol.sse import SSEDecoder, is_event_stream, media_type
 from ..transports import HttpServer
 from .base import MessageSink
 
@@ -161,7 +161,7 @@ class StreamableHTTPTransport:
             if self.session_id is not None and self._http is not None:
                 with trio.move_on_after(2.0):
                     try:
-                        response = await self._http.delete(self.url, headers=self._headers(None))
+                        response = await self._http.delete(self.url, headers=self._session_headers(None))
                         if response.status_code not in (200, 202, 204, 404, 405):
                             log.info("%s: DELETE of the session answered %s", self.label, response.status_code)
                     except Exception as exc:  # closing must not fail on a dead server
@@ -169,6 +169,15 @@ class StreamableHTTPTransport:
             self._closed.set()
 
     # -- sending -------------------------------------------------------------------------------
+
+    def _session_headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        """Headers for the session's own GET and DELETE requests: like every request after
+        initialization they carry ``MCP-Protocol-Version`` (HT-L08, 2025-06-18 and later)."""
+        headers = self._headers(extra)
+        version = self.protocol_version
+        if version is not None and not self.modern and version >= "2025-06-18":
+            headers.setdefault("MCP-Protocol-Version", version)
+        return headers
 
     def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         headers = dict(self._base_headers)
@@ -179,10 +188,16 @@ class StreamableHTTPTransport:
         return headers
 
     async def send(
-        self, data: bytes, *, request_id: RequestId | None = None, headers: Mapping[str, str] | None = None
+        self,
+        data: bytes,
+        *,
+        request_id: RequestId | None = None,
+        headers: Mapping[str, str] | None = None,
+        opens_session: bool = False,
     ) -> None:
         """POSTs one message. A request's exchange continues in the background; a
-        notification's POST is awaited (its answer is 202).
+        notification's POST is awaited (its answer is 202). ``opens_session`` marks
+        ``initialize``: only its successful answer may carry the session id (HT-L09).
 
         Raises:
             ServerGone: the transport is closed.
@@ -198,7 +213,7 @@ class StreamableHTTPTransport:
             return
         scope = trio.CancelScope()
         self._streams[request_id] = scope
-        self._nursery.start_soon(self._request_task, data, full, request_id, scope)
+        self._nursery.start_soon(self._request_task, data, full, request_id, scope, opens_session)
 
     async def cancel(self, request_id: RequestId) -> bool:
         """2026-07-28: closing the stream is the cancellation (HT-M10). Legacy: not enough
@@ -212,17 +227,19 @@ class StreamableHTTPTransport:
         return False
 
     async def _request_task(
-        self, data: bytes, headers: dict[str, str], request_id: RequestId, scope: trio.CancelScope
+        self, data: bytes, headers: dict[str, str], request_id: RequestId, scope: trio.CancelScope, opens_session: bool
     ) -> None:
         try:
             with scope:
-                await self._exchange(data, headers, request_id)
+                await self._exchange(data, headers, request_id, opens_session)
         except (TransportError, FrameTooLarge) as exc:
             self._sink.request_failed(request_id, exc)
         finally:
             self._streams.pop(request_id, None)
 
-    async def _exchange(self, data: bytes, headers: dict[str, str], request_id: RequestId | None) -> None:
+    async def _exchange(
+        self, data: bytes, headers: dict[str, str], request_id: RequestId | None, opens_session: bool = False
+    ) -> None:
         import httpx
 
         assert self._http is not None
@@ -243,18 +260,22 @@ class StreamableHTTPTransport:
                     log.info("%s: HTTP %s; retrying", self.label, response.status_code)
                     await trio.sleep(_backoff(attempt))
                     continue
-                await self._handle_response(response, request_id)
+                await self._handle_response(response, request_id, opens_session)
                 return
             finally:
                 await response.aclose()
 
-    async def _handle_response(self, response: httpx.Response, request_id: RequestId | None) -> None:
+    async def _handle_response(
+        self, response: httpx.Response, request_id: RequestId | None, opens_session: bool = False
+    ) -> None:
         status = response.status_code
-        if request_id is not None and self.session_id is None and not self.modern:
+        if opens_session and 200 <= status < 300 and not self.modern:
+            # HT-L09: the session id is the one "returned by the server during initialization";
+            # one on a refused probe or on any other answer names no session of ours.
             sid = response.headers.get("mcp-session-id")
             if sid:
-                self.session_id = sid  # HT-L09: captured from the initialize answer
-        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                self.session_id = sid
+        ctype = media_type(response.headers.get("content-type", ""))
         if status in (401, 403):
             challenge = response.headers.get("www-authenticate", "")
             how = "the configured credentials were refused" if self.spec.has_auth else "no credentials are configured"
@@ -341,17 +362,17 @@ class StreamableHTTPTransport:
 
         assert self._http is not None
         delay = (retry_ms if retry_ms is not None else DEFAULT_RETRY_MS) / 1000
+        refused: int | None = None
         for attempt in range(RESUME_ATTEMPTS):
             await trio.sleep(delay if attempt == 0 else max(delay, _backoff(attempt)))
-            headers = self._headers({"Accept": "text/event-stream", "Last-Event-ID": last_id})
-            if self.protocol_version:
-                headers.setdefault("MCP-Protocol-Version", self.protocol_version)
+            headers = self._session_headers({"Accept": "text/event-stream", "Last-Event-ID": last_id})
             decoder = SSEDecoder(self._max)
             try:
                 async with self._http.stream("GET", self.url, headers=headers) as response:
                     if response.status_code != 200:
                         log.info("%s: resuming the stream answered HTTP %s", self.label, response.status_code)
                         if response.status_code in (404, 405):
+                            refused = response.status_code  # the server keeps no stream to resume
                             break
                         continue
                     async for chunk in response.aiter_bytes():
@@ -366,6 +387,12 @@ class StreamableHTTPTransport:
                 last_id = decoder.last_event_id
             if decoder.retry is not None:
                 delay = decoder.retry / 1000
+        if refused is not None:
+            raise ServerGone(
+                f"server '{self.label}' closed the response stream before answering, and refused to resume it "
+                f"(GET with Last-Event-ID answered HTTP {refused})",
+                server=self.label,
+            )
         raise ServerGone(
             f"server '{self.label}': the response stream could not be resumed after {RESUME_ATTEMPTS} attempts",
             server=self.label,
@@ -386,9 +413,7 @@ class StreamableHTTPTransport:
         last_id: str | None = None
         failures = 0
         while not self._closing and failures < GET_STREAM_ATTEMPTS:
-            headers = self._headers({"Accept": "text/event-stream"})
-            if self.protocol_version and self.protocol_version >= "2025-06-18":
-                headers["MCP-Protocol-Version"] = self.protocol_version
+            headers = self._session_headers({"Accept": "text/event-stream"})
             if last_id is not None:
                 headers["Last-Event-ID"] = last_id
             decoder = SSEDecoder(self._max)
@@ -399,7 +424,7 @@ class StreamableHTTPTransport:
                         log.debug("%s: no GET stream (HTTP %s)", self.label, response.status_code)
                         return
                     ctype = response.headers.get("content-type", "")
-                    if response.status_code != 200 or not ctype.startswith("text/event-stream"):
+                    if response.status_code != 200 or not is_event_stream(ctype):
                         log.info("%s: GET stream answered HTTP %s (%s)", self.label, response.status_code, ctype)
                         failures += 1
                     else:

@@ -85,10 +85,18 @@ class LineBuffer:
         return lines
 
     def close(self) -> bytes | None:
-        """At end of stream: the final line if it lacked a terminator, else ``None``."""
-        rest = bytes(self._buf).rstrip(b"\r")
+        """At end of stream: the final line if it lacked a terminator, else ``None``.
+
+        Raises:
+            FrameTooLarge: that final line exceeds ``max_line_bytes``.
+        """
+        rest = bytes(self._buf)
+        if rest.endswith(b"\r"):
+            rest = rest[:-1]
         self._buf.clear()
         self._scanned = 0
+        if len(rest) > self._max:  # ST-07: the limit holds for the stream's last line too
+            raise FrameTooLarge(len(rest), self._max)
         if not rest.strip():
             return None
         return rest

@@ -21,6 +21,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 __all__ = [
+    "DECODE_ERRORS",
     "Batch",
     "ErrorResponse",
     "Message",
@@ -79,7 +80,7 @@ class ErrorResponse(msgspec.Struct, frozen=True):
             return None
         try:
             return msgspec.json.decode(self.data)
-        except msgspec.DecodeError:  # pragma: no cover - Raw came from a valid document
+        except (msgspec.DecodeError, ValueError, RecursionError):  # invalid UTF-8, deep nesting
             return None
 
 
@@ -128,7 +129,19 @@ def _first_byte(data: bytes) -> int:
     return -1
 
 
-def _reason(exc: msgspec.DecodeError) -> str:
+# msgspec reports malformed JSON as DecodeError, but invalid UTF-8 inside a string member
+# surfaces as UnicodeDecodeError (a ValueError) and nesting deeper than the interpreter's
+# recursion limit as RecursionError. ST-02: "messages MUST be UTF-8 encoded"; all three are input
+# errors, so classification stays total.
+DECODE_ERRORS: Final = (msgspec.DecodeError, ValueError, RecursionError)
+_BAD_INPUT: Final = DECODE_ERRORS
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not a JSON-RPC message: invalid UTF-8 at byte {exc.start}"
+    if isinstance(exc, RecursionError):
+        return "not a JSON-RPC message: nested too deeply"
     return f"not a JSON-RPC message: {exc}"
 
 
@@ -149,7 +162,7 @@ def _from_envelope(env: _Envelope, line: bytes) -> Request | Notification | Resp
             return NotProtocol(line, "a response with both result and error")
         try:
             err = _error_object.decode(env.error)
-        except msgspec.DecodeError as exc:
+        except _BAD_INPUT as exc:
             return NotProtocol(line, f"a malformed error object: {exc}")
         rid = None if isinstance(msg_id, UnsetType) else msg_id
         return ErrorResponse(rid, err.code, err.message, err.data)
@@ -166,13 +179,13 @@ def classify(data: bytes) -> Message:
     if first == 0x7B:  # {
         try:
             env = _envelope.decode(data)
-        except msgspec.DecodeError as exc:
+        except _BAD_INPUT as exc:
             return NotProtocol(data, _reason(exc))
         return _from_envelope(env, data)
     if first == 0x5B:  # [
         try:
             envs = _envelopes.decode(data)
-        except msgspec.DecodeError as exc:
+        except _BAD_INPUT as exc:
             return NotProtocol(data, _reason(exc))
         if not envs:
             return NotProtocol(data, "an empty batch")
@@ -238,5 +251,14 @@ def encode_json(value: object) -> bytes:
 
 
 def decode_json(data: bytes | Raw) -> object:
-    """Decodes JSON into plain Python values."""
-    return _any.decode(data)
+    """Decodes JSON into plain Python values.
+
+    Raises:
+        msgspec.DecodeError: not JSON, invalid UTF-8 inside a string, or nested too deeply.
+    """
+    try:
+        return _any.decode(data)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        if isinstance(exc, msgspec.DecodeError):
+            raise
+        raise msgspec.DecodeError(_reason(exc)) from exc

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Final
 
 from .types import DiscoverResult, InitializeResult
 from .versions import LEGACY_REVISIONS, MODERN_REVISIONS, Era
@@ -113,6 +114,7 @@ class EraDetector:
     restarted: bool = False
     done: bool = False
     errors: list[str] = field(default_factory=list)
+    _answered: bool = False  # any answer (result or error) arrived
     _retried_versions: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -133,6 +135,7 @@ class EraDetector:
 
     def on_discover_result(self, result: DiscoverResult) -> list[Action]:
         self.discover_pending = False
+        self._answered = True
         if self.done:
             return []
         for version in self.modern_versions:
@@ -146,6 +149,7 @@ class EraDetector:
 
     def on_discover_error(self, code: int, message: str, data: object) -> list[Action]:
         self.discover_pending = False
+        self._answered = True
         if self.done:
             return []
         self.errors.append(f"server/discover answered error {code}: {message}")
@@ -161,10 +165,13 @@ class EraDetector:
             if legacy and self.mode != "modern":
                 return self._initialize(legacy[0])
             return self._fail_if_idle(unsupported=True, offered=tuple(supported))
-        if self.mode == "modern":
+        if self.mode == "modern" or code in _MODERN_ONLY_ERRORS:
+            # -32020 (header mismatch) and -32021 (missing client capability) exist only in the
+            # modern era: the server understood the probe, so falling back would hide its answer.
             return self._fail_if_idle()
-        # Any other error: legacy (LC-41: never keyed to one code).
-        return self._initialize(self.legacy_versions[0])
+        # Any other error: legacy (LC-41: never keyed to one code). If initialize is already out
+        # (after a probe timeout) and has failed too, nothing is left in play: that is a verdict.
+        return self._initialize(self.legacy_versions[0]) or self._fail_if_idle()
 
     def on_probe_timeout(self) -> list[Action]:
         """The probe got no answer in time: send ``initialize`` too, keep the probe in play."""
@@ -175,6 +182,7 @@ class EraDetector:
 
     def on_initialize_result(self, result: InitializeResult) -> list[Action]:
         self.initialize_pending = False
+        self._answered = True
         if self.done:
             return []
         version = result.protocol_version
@@ -188,6 +196,7 @@ class EraDetector:
 
     def on_initialize_error(self, code: int, message: str, data: object) -> list[Action]:
         self.initialize_pending = False
+        self._answered = True
         if self.done:
             return []
         self.errors.append(f"initialize answered error {code}: {message}")
@@ -204,12 +213,15 @@ class EraDetector:
         """The server process ended before detection finished."""
         if self.done:
             return []
-        if self.mode == "auto" and not self.restarted and not self.initialize_sent:
-            # LC-45: a legacy server that exits on the unexpected request.
+        if self.mode == "auto" and not self.restarted and self.discover_pending and not self._answered:
+            # LC-45: a legacy server that exits on the unexpected request. A slow starter (npx
+            # downloading) may die on the probe after its timeout sent initialize too: nothing
+            # was answered, so restart all the same and initialize the fresh process.
             self.errors.append("the server exited after the server/discover probe")
             self.restarted = True
             self.discover_pending = False
-            return [Restart(), *self._initialize(self.legacy_versions[0])]
+            self.initialize_pending = False
+            return [Restart(), *self._initialize(self.legacy_versions[0], again=True)]
         self.done = True
         return [Failed("the server exited during the handshake")]
 
@@ -233,6 +245,10 @@ class EraDetector:
         self.done = True
         reason = "; ".join(self.errors) or "no usable answer"
         return [Failed(reason, offered, unsupported)]
+
+
+#: 2026-07-28 codes a legacy server has no reason to send: an answer, not a fallback (LC-43, LC-47).
+_MODERN_ONLY_ERRORS: Final = frozenset({-32020, -32021})
 
 
 def _supported(data: object) -> list[str] | None:

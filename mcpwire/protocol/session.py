@@ -103,7 +103,7 @@ def _decode_params(raw: msgspec.Raw) -> dict[str, object] | None:
         return {}
     try:
         return _params_decoder.decode(raw)
-    except msgspec.DecodeError:
+    except jsonrpc.DECODE_ERRORS:  # not an object, invalid UTF-8 (ST-02), or nested too deeply
         return None
 
 
@@ -132,7 +132,10 @@ class ClientSession(Generic[W]):
         self.server_info: Implementation | None = None
         self.instructions: str | None = None
         self.table: RequestTable[W] = RequestTable()
-        self._client_info_value = msgspec.to_builtins(client_info)
+        info: dict[str, object] = msgspec.to_builtins(client_info)
+        # every revision's schema requires Implementation.version; omit_defaults drops an empty one
+        info.setdefault("version", client_info.version)
+        self._client_info_value = info
         self._modern_meta: dict[str, object] = {}
 
     # -- state --------------------------------------------------------------------------------
@@ -206,9 +209,9 @@ class ClientSession(Generic[W]):
             LocalProtocolError: the method is not allowed now.
         """
         state = self.state
+        if state in (SessionState.CLOSING, SessionState.CLOSED):  # handshakes included (re-init racing close)
+            raise ClientClosed(f"cannot send '{method}' to server '{self.label}': the client is {state.name}")
         if state is not SessionState.READY and not handshake:
-            if state in (SessionState.CLOSING, SessionState.CLOSED):
-                raise ClientClosed(f"cannot send '{method}' to server '{self.label}': the client is {state.name}")
             raise LocalProtocolError(
                 f"cannot send '{method}' to server '{self.label}': session is {state.name}, not READY"
             )
@@ -250,7 +253,9 @@ class ClientSession(Generic[W]):
                 return [Violation(f"'{message.method}' notification with params that are not an object")]
             if message.method == "notifications/progress":
                 token = params.get("progressToken")
-                entry = self.table.get(token) if isinstance(token, int | str) else None
+                # bool is an int subclass (True == 1): a JSON true is no token (UT-G01: string or integer)
+                valid = isinstance(token, int | str) and not isinstance(token, bool)
+                entry = self.table.get(token) if valid else None  # type: ignore[arg-type]
                 if entry is None:
                     return []  # for a finished or unknown request (UT-G02)
                 return [ProgressReceived(entry, params)]
@@ -258,7 +263,7 @@ class ClientSession(Generic[W]):
             meta = params.get("_meta")
             if isinstance(meta, dict):
                 value = meta.get(META_SUBSCRIPTION_ID)
-                if isinstance(value, int | str):
+                if isinstance(value, int | str) and not isinstance(value, bool):
                     sub_id = value
             return [NotificationReceived(message.method, params, sub_id)]
         if isinstance(message, Request):

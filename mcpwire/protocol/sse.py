@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..errors import FrameTooLarge
 from .framing import DEFAULT_MAX_MESSAGE_BYTES
 
-__all__ = ["SSEDecoder", "SSEEvent"]
+__all__ = ["SSEDecoder", "SSEEvent", "is_event_stream", "media_type"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +132,14 @@ class SSEDecoder:
         self._data_size = 0
         self._event = ""
         return event
+
+
+def media_type(content_type: str) -> str:
+    """The media type of a ``Content-Type`` value, lower-cased (RFC 9110 8.3.1: the type and
+    subtype are case-insensitive), without parameters."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def is_event_stream(content_type: str) -> bool:
+    """Whether a ``Content-Type`` value names ``text/event-stream`` (HT-05), in any case."""
+    return media_type(content_type) == "text/event-stream"

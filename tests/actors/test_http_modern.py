@@ -373,12 +373,6 @@ async def test_unsupported_version_with_nothing_in_common_fails_without_fallback
     assert fake.trace() == [("POST", "/mcp", "server/discover", 400)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="EraDetector.on_discover_error treats every code but -32022 as 'legacy' and sends "
-    "initialize, although -32020/-32021 with 400 are recognised 2026-07-28 errors (LC-43, LC-47); "
-    "connecting ends in EraDetectionError only after an initialize the modern server refuses",
-)
 @pytest.mark.parametrize("code", [-32020, -32021])
 async def test_recognised_modern_error_on_discover_is_not_a_fallback(autojump_clock: MockClock, code: int) -> None:
     """LC-43, LC-47, HS-06 (2026-07-28 wording): a 400 whose body is a recognised modern
@@ -476,18 +470,7 @@ async def test_broken_response_stream_loses_the_call_without_resumption(autojump
 
 @pytest.mark.parametrize(
     "stray",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the discover answer's Mcp-Session-Id is captured while the transport is not yet "
-                "modern (StreamableHTTPTransport._handle_response), and aclose() sends DELETE whenever "
-                "session_id is set, so a 2026-07-28 server gets a DELETE",
-            ),
-        ),
-    ],
+    [False, True],
     ids=["plain", "server-sends-session-header"],
 )
 async def test_no_get_no_delete_no_session_id(autojump_clock: MockClock, stray: bool) -> None:

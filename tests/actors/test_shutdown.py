@@ -117,11 +117,6 @@ async def test_an_exception_in_the_block_propagates_as_itself(server: Server) ->
     assert pid is not None and process_gone(pid)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open_client unwraps the nursery's ExceptionGroup with 'raise single from None', which sets "
-    "__cause__ to None and __suppress_context__ to True on the user's exception (and its __context__ to the group)",
-)
 async def test_an_exception_in_the_block_keeps_its_cause_and_context(server: Server) -> None:
     """open_client contract ("propagates as itself"): the exception's chain is the user's, intact:
     an explicit ``raise ... from`` cause, and the implicit context of an ``except`` block."""
@@ -235,11 +230,6 @@ async def test_closing_fails_pending_calls_with_client_closed(server: Server) ->
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="StdioTransport.send maps the ClosedResourceError of a write interrupted by aclose() to "
-    "ServerGone('the server closed its stdin') and the client passes it on, although the client closed it",
-)
 async def test_closing_during_a_blocked_write_fails_the_call_with_client_closed(server: Server) -> None:
     """LC-54: a call whose request is still being written (a 1 MiB argument to a server that has
     stopped reading) when the client closes fails with ClientClosed, a local error, not with

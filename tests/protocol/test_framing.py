@@ -237,13 +237,6 @@ def test_a_long_line_after_good_ones_raises() -> None:
         buffer.feed(b"a" * 20 + b"\n")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: close() returns a final unterminated line of max_line_bytes + 1 bytes: feed() keeps "
-        "limit + 1 bytes (room for a CR) and close() never checks the limit"
-    ),
-)
 def test_close_never_returns_a_line_over_the_limit() -> None:
     """ST-07: the limit holds for the last line of the stream too."""
     buffer = LineBuffer(10)

@@ -278,14 +278,6 @@ def test_ids_keep_their_type() -> None:
 # -- robustness (classification is total) ------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeDecodeError,
-    reason=(
-        "bug: classify() raises UnicodeDecodeError when a string member (jsonrpc, method, id, "
-        "error.message) holds invalid UTF-8; it only catches msgspec.DecodeError"
-    ),
-)
 @pytest.mark.parametrize(
     "line",
     [
@@ -302,14 +294,6 @@ def test_invalid_utf8_is_not_protocol(line: bytes) -> None:
     assert isinstance(classify(line), NotProtocol)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RecursionError,
-    reason=(
-        "bug: classify() raises RecursionError for JSON nested deeper than the interpreter's "
-        "recursion limit (about 1000 levels) inside params/result/error.data"
-    ),
-)
 @pytest.mark.parametrize(
     "member",
     [b'"method":"x","params"', b'"id":1,"result"', b'"id":1,"error":{"code":1,"message":"m","data"'],
@@ -320,7 +304,9 @@ def test_deeply_nested_json_is_not_an_exception(member: bytes) -> None:
     depth = 100_000
     close = b"}" if member.endswith(b'"data"') else b""
     line = b'{"jsonrpc":"2.0",' + member + b":" + b"[" * depth + b"]" * depth + close + b"}"
-    classify(line)
+    message = classify(line)
+    assert isinstance(message, NotProtocol)
+    assert message.reason == "not a JSON-RPC message: nested too deeply"
 
 
 def test_deep_nesting_at_the_top_level_is_not_protocol() -> None:

@@ -190,14 +190,6 @@ def test_bogus_initialize_version_after_timeout_waits_for_the_probe() -> None:
     assert detector.on_discover_result(result) == [Decided(Era.MODERN, LATEST, discover=result)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: after a probe timeout, an initialize error (or a bogus initialize version) followed by a "
-        "discover error leaves the detector with nothing in flight and no verdict: on_discover_error "
-        "falls back to _initialize(), which returns [] because initialize was already sent"
-    ),
-)
 @pytest.mark.parametrize("first", ["initialize-error", "bogus-version"])
 def test_both_answers_failing_after_timeout_is_a_verdict(first: str) -> None:
     """Once neither request is in flight the detector must fail, not stall until connect_timeout."""
@@ -231,14 +223,6 @@ def test_second_exit_fails() -> None:
     assert detector.on_exit() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: a server that exits after the probe timed out (initialize already sent) is not "
-        "restarted: on_exit() requires `not initialize_sent`, so a slow-starting legacy server "
-        "(npx) that dies on server/discover fails the handshake instead of LC-45's restart"
-    ),
-)
 def test_exit_after_probe_timeout_restarts_and_initializes() -> None:
     """LC-45: the exit is still most likely caused by the probe, which the server read first."""
     detector = after_probe_timeout()

@@ -101,13 +101,6 @@ def test_initialize_with_a_full_client_info(revision: str) -> None:
     check_request(revision, "InitializeRequest", payload)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Implementation.version defaults to '' and omit_defaults drops it, so "
-        "Implementation(name=...) yields a clientInfo without the 'version' every schema requires"
-    ),
-)
 @pytest.mark.parametrize("revision", ALL)
 def test_client_info_without_an_explicit_version_is_still_valid(revision: str) -> None:
     session: ClientSession[str] = ClientSession(Implementation(name="host"), {}, label="s")

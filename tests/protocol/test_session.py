@@ -359,14 +359,6 @@ def test_closed_session_raises_client_closed() -> None:
         session.prepare_request("tools/list", None, "w")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: prepare_request(handshake=True) skips the state check entirely, so a CLOSING or CLOSED "
-        "session still registers and encodes 'initialize' (e.g. Client._reinitialize racing aclose()); "
-        "the docstring promises ClientClosed whenever the session is closing or closed"
-    ),
-)
 @pytest.mark.parametrize("state", [SessionState.CLOSING, SessionState.CLOSED])
 def test_handshake_requests_are_refused_when_closing(state: SessionState) -> None:
     session = make_session(LATEST_LEGACY)
@@ -491,13 +483,6 @@ def test_progress_token_must_match_type_and_value(token: object) -> None:
     assert session.receive(classify(progress(token))) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: a progress notification whose progressToken is JSON true is routed to request id 1 "
-        "(bool is an int subclass and True == 1 hashes alike); tokens are strings or integers only"
-    ),
-)
 def test_boolean_progress_token_matches_nothing() -> None:
     session = make_session(MODERN)
     entry, _ = session.prepare_request("tools/call", {"name": "a"}, "w", progress=True)
@@ -562,14 +547,6 @@ def test_notification_with_non_object_params_is_a_violation(params: bytes) -> No
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeDecodeError,
-    reason=(
-        "bug: receive() raises UnicodeDecodeError when params hold invalid UTF-8: classify() keeps "
-        "params as Raw unchecked and _decode_params() only catches msgspec.DecodeError"
-    ),
-)
 def test_notification_with_invalid_utf8_params_is_a_violation() -> None:
     session = make_session(MODERN)
     line = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"\xff"}}'

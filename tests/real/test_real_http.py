@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 import trio
+from _paths import NPM_BIN, PY_BIN
+from _paths import require as _require
 
 import mcpwire
 from mcpwire import HttpServer
 from mcpwire.protocol.versions import Era
-
-from _paths import NPM_BIN, PY_BIN
-from _paths import require as _require
 
 pytestmark = pytest.mark.real
 

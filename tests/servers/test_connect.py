@@ -84,11 +84,6 @@ async def test_a_legacy_server_exiting_on_the_probe_is_restarted(record: Record)
     assert_all_gone(record)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="EraDetector.on_exit() only restarts when initialize was not sent yet; a slow-starting server "
-    "that exits on the probe after the probe timeout (initialize already queued) fails the connection",
-)
 async def test_a_slow_legacy_server_exiting_on_the_probe_is_restarted(record: Record) -> None:
     """LC-45: like an ``npx -y`` launch, the server reads nothing for 1 s, so the 0.3 s probe
     timeout sends ``initialize`` too; then the server exits on the probe (before reading
@@ -208,11 +203,6 @@ async def test_a_missing_command_raises_server_not_found() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open_client re-raises the unwrapped exception 'from None', which erases the __cause__ "
-    "(FileNotFoundError) that StdioTransport.run chained with 'from exc'",
-)
 async def test_server_not_found_keeps_its_cause() -> None:
     """STYLE ("Errors are mapped once, at the boundary, with ``from exc``"; TransportError: "details
     are in ``__cause__``"): ServerNotFound from ``open_client`` chains the OS error."""

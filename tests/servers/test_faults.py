@@ -92,11 +92,6 @@ async def test_death_mid_call_fails_the_call_at_once() -> None:
     assert (later.value.returncode, later.value.stderr_tail) == (3, tuple(lines))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Client._gone_error() builds the new ServerGone from lost.args[0], which already ends with the "
-    "'last stderr lines' block, and passes stderr_tail again: the block appears twice",
-)
 async def test_calls_after_death_report_the_stderr_lines_once() -> None:
     """LC-54: a call made after the server died fails at once with ServerGone naming the exit
     status and the last stderr lines, once."""
@@ -275,7 +270,11 @@ NOT_HANDLED = "the client does not handle '{}'"
     ("method", "params", "handlers", "answer"),
     [
         pytest.param(
-            "roots/list", None, HANDLERS, {"result": {"roots": [{"uri": "file:///srv/project/a"}, ROOTS[1]]}}, id="roots"
+            "roots/list",
+            None,
+            HANDLERS,
+            {"result": {"roots": [{"uri": "file:///srv/project/a"}, ROOTS[1]]}},
+            id="roots",
         ),
         pytest.param(
             "elicitation/create",

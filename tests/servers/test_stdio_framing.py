@@ -105,12 +105,6 @@ async def test_strict_mode_fails_the_pending_call_on_noise(record: Record) -> No
     assert record.events("eof")  # closed in order: stdin first (LC-50)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Client.connection_lost() overwrites Client._lost (the strict-mode RemoteProtocolError set by "
-    "_fail_connection) with the transport's ServerGone, so later calls blame the server "
-    "('exited with status 0: the connection was closed') instead of naming the protocol error",
-)
 async def test_strict_mode_later_calls_name_the_protocol_error() -> None:
     """ST-08: after a strict-mode failure, later calls fail with the RemoteProtocolError that closed
     the connection ("the connection was closed after an earlier error: ..."), as
@@ -257,13 +251,6 @@ async def test_a_message_over_max_message_bytes_fails_the_call_clearly() -> None
     assert error.__cause__.size > limit
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Client._detect treats every ServerGone during the handshake as an exit: a FrameTooLarge on the "
-    "probe's answer triggers the LC-45 restart (a second process), and the final error says the server "
-    "'exited during the handshake' without naming the size limit "
-    "(and open_client's 'from None' drops the __cause__ chain that holds the FrameTooLarge)",
-)
 @pytest.mark.parametrize(
     ("era", "limit"),
     [pytest.param("modern", 64, id="probe-answer"), pytest.param("legacy", 100, id="initialize-answer")],
