@@ -22,6 +22,7 @@ and results of ``tools/call``, ``resources/read`` and ``prompts/get`` may ask fo
 
 from __future__ import annotations
 
+import heapq
 import inspect
 import logging
 import math
@@ -51,6 +52,7 @@ from .errors import (
     OutputSchemaError,
     RemoteProtocolError,
     RequestTimeout,
+    ResponseStreamLost,
     RPCError,
     ServerGone,
     SessionExpired,
@@ -125,6 +127,8 @@ DEFAULT_MAX_TIMEOUT: Final = 600.0
 DEFAULT_CONNECT_TIMEOUT: Final = 60.0
 DEFAULT_PROBE_TIMEOUT: Final = 0.5
 CANCEL_NOTIFY_TIMEOUT: Final = 1.0
+#: heap entries of finished calls are dropped once the heap is this large (and 4x the live ones)
+COMPACT_DEADLINES_AT: Final = 1024
 MAX_PAGES: Final = 10_000
 NOISE_WARNINGS_PER_MINUTE: Final = 5
 
@@ -185,6 +189,66 @@ class _Waiter:
     outcome: Response | ErrorResponse | BaseException | None = None
     progress: list[JSONObject] | None = None  # None: progress not wanted
     channel: trio.MemorySendChannel[_Waiter] | None = None  # handshake waiters report here
+    deadline: float = math.inf  # when the caller gives up (reset on progress)
+    expired: bool = False  # set by the deadline watcher
+    done: bool = False  # the caller stopped waiting (answered, timed out or cancelled)
+
+
+class _Deadlines:
+    """Every request timeout of one client, watched by a single task.
+
+    A cancel scope per call would cost each call a registration in trio's deadline table and a
+    cancel-status node; here a call costs one heap push. The watcher sleeps in one cancel scope
+    whose deadline is the earliest pending one; at it, it marks each due waiter ``expired`` and
+    sets its event. Entries of calls that finished stay in the heap until compacted (when the
+    heap holds far more entries than live waiters), so memory stays bounded by the calls in flight.
+    """
+
+    __slots__ = ("_heap", "_next_compaction", "_scope", "_seq", "_started", "_stop")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Waiter]] = []
+        self._next_compaction = COMPACT_DEADLINES_AT
+        self._seq = 0
+        self._scope: trio.CancelScope | None = None
+        self._started = False
+        self._stop = trio.CancelScope()
+
+    def add(self, waiter: _Waiter, deadline: float, nursery: trio.Nursery) -> None:
+        waiter.deadline = deadline
+        heap = self._heap
+        self._seq += 1
+        heapq.heappush(heap, (deadline, self._seq, waiter))
+        if len(heap) > self._next_compaction:
+            self._compact()  # amortised O(1): the next one waits until the heap grows 4x again
+            self._next_compaction = max(COMPACT_DEADLINES_AT, 4 * len(heap))
+        if not self._started:
+            self._started = True
+            nursery.start_soon(self._watch)
+        elif self._scope is not None and deadline < self._scope.deadline:
+            self._scope.deadline = deadline
+
+    def close(self) -> None:
+        self._stop.cancel()
+
+    def _compact(self) -> None:
+        self._heap[:] = [e for e in self._heap if not e[2].done and e[2].deadline == e[0]]
+        heapq.heapify(self._heap)
+
+    async def _watch(self) -> None:
+        heap = self._heap
+        with self._stop:
+            while True:
+                with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as scope:
+                    self._scope = scope
+                    await trio.sleep_forever()
+                self._scope = None
+                now = trio.current_time()
+                while heap and heap[0][0] <= now:
+                    deadline, _, waiter = heapq.heappop(heap)
+                    if not waiter.done and waiter.outcome is None and waiter.deadline == deadline:
+                        waiter.expired = True
+                        waiter.event.set()
 
 
 class _ResultHead(msgspec.Struct, rename="camel"):
@@ -306,6 +370,7 @@ class Client:
             )
         self._tool_headers: dict[str, HeaderSpec] = {}
         self._reinit_lock = trio.Lock()
+        self._deadlines = _Deadlines()
         #: set while the (legacy) session is usable; cleared while a new one is initialised
         self._session_ready = trio.Event()
         self._session_ready.set()
@@ -1004,6 +1069,13 @@ class Client:
                 )
             kind = MissingClientCapability if outcome.code == -32021 else RPCError
             raise kind(outcome.code, outcome.message, data, method=method, server=self.label, request_id=entry.id)
+        if isinstance(outcome, ResponseStreamLost) and not _retried:
+            # HT-M12: "A broken response stream loses the in-flight request; clients MUST
+            # re-issue it as a new request with a new request ID". Once: a second loss is raised.
+            log.info("%s: the response stream of '%s' (id %s) broke; re-issuing it", self.label, method, entry.id)
+            return await self._roundtrip(
+                method, params, timeout=timeout, on_progress=on_progress, check=check, _retried=True
+            )
         if isinstance(outcome, SessionExpired) and not _retried:
             # HT-L12: a 404 on a known session: start a new session and re-send once.
             await self._reinitialize(generation)
@@ -1087,32 +1159,40 @@ class Client:
             raise ValueError(f"timeout must be positive, not {limit}")
         now = trio.current_time()
         hard = now + max(self._max_timeout, limit)
-        deadline = min(now + limit, hard)
-        while True:
-            with trio.move_on_at(deadline):
+        deadlines, nursery = self._deadlines, self._nursery
+        deadlines.add(waiter, min(now + limit, hard), nursery)
+        try:
+            while True:
                 await waiter.event.wait()
-            if waiter.outcome is not None:
-                if waiter.progress and on_progress is not None:
-                    # Progress that arrived before the answer, in the same wake-up: deliver it.
-                    await _deliver_progress(waiter.progress, on_progress)
-                return waiter.outcome
-            if waiter.progress:
-                items, waiter.progress = waiter.progress, []
-                waiter.event = trio.Event()
-                deadline = min(trio.current_time() + limit, hard)  # LC-62: reset, but capped
-                if on_progress is not None:
-                    await _deliver_progress(items, on_progress)
-                continue
-            capped = trio.current_time() >= hard
-            raise RequestTimeout(
-                f"'{entry.method}' (id {entry.id}) to server '{self.label}' got no answer within "
-                + (f"the hard cap of {hard - now:g}s" if capped else f"{limit:g}s")
-                + "; it was cancelled",
-                method=entry.method,
-                request_id=entry.id,
-                server=self.label,
-                timeout=limit,
-            )
+                if waiter.outcome is not None:
+                    if waiter.progress and on_progress is not None:
+                        # Progress that arrived before the answer, in the same wake-up: deliver it.
+                        await _deliver_progress(waiter.progress, on_progress)
+                    return waiter.outcome
+                if waiter.progress:
+                    items, waiter.progress = waiter.progress, []
+                    waiter.event = trio.Event()
+                    waiter.expired = False
+                    # LC-62: reset, but capped
+                    deadlines.add(waiter, min(trio.current_time() + limit, hard), nursery)
+                    if on_progress is not None:
+                        await _deliver_progress(items, on_progress)
+                    continue
+                if waiter.expired:
+                    break
+                waiter.event = trio.Event()  # pragma: no cover - set with neither outcome nor progress
+        finally:
+            waiter.done = True
+        capped = trio.current_time() >= hard
+        raise RequestTimeout(
+            f"'{entry.method}' (id {entry.id}) to server '{self.label}' got no answer within "
+            + (f"the hard cap of {hard - now:g}s" if capped else f"{limit:g}s")
+            + "; it was cancelled",
+            method=entry.method,
+            request_id=entry.id,
+            server=self.label,
+            timeout=limit,
+        )
 
     async def _cancel_on_wire(self, entry: PendingRequest[_Waiter], exc: BaseException) -> None:
         """UT-C02: tell the server we stopped waiting. Never for initialize (LC-06)."""
@@ -1585,6 +1665,7 @@ class Client:
             self._notify_send.close()
             for scope in self._server_request_scopes.values():
                 scope.cancel()
+            self._deadlines.close()
         self._closed.set()
 
     async def wait_closed(self) -> None:

@@ -146,6 +146,14 @@ class ServerGone(TransportError):
         self.stderr_tail = tail
 
 
+class ResponseStreamLost(ServerGone):
+    """2026-07-28 Streamable HTTP: a request's response stream ended or broke before its answer.
+
+    That revision has no resumption: the request is lost, and the client re-issues it once as a
+    new request with a new id (HT-M12); this is raised when the re-issued one is lost too.
+    """
+
+
 class HTTPStatusError(TransportError):
     """An HTTP response whose status is an error and whose body carries no JSON-RPC answer."""
 

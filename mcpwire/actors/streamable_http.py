@@ -30,7 +30,16 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from ..errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, ServerGone, SessionExpired, TransportError
+from ..errors import (
+    AuthError,
+    ConnectError,
+    FrameTooLarge,
+    HTTPStatusError,
+    ResponseStreamLost,
+    ServerGone,
+    SessionExpired,
+    TransportError,
+)
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import ErrorResponse, Message, NotProtocol, RequestId, Response, classify
 from ..protocol.sse import SSEDecoder, is_event_stream, media_type
@@ -348,12 +357,15 @@ class StreamableHTTPTransport:
             log.info("%s: stream interrupted: %r", self.label, exc)
         if answered.done or self._closing:
             return
-        if not resumable or decoder.last_event_id is None:
-            raise ServerGone(
-                f"server '{self.label}' closed the response stream before answering"
-                + ("" if resumable else " (2026-07-28 streams cannot be resumed)"),
+        if not resumable:
+            # HT-M12: no resumption in 2026-07-28; the client re-issues the request.
+            raise ResponseStreamLost(
+                f"server '{self.label}' closed the response stream before answering "
+                "(2026-07-28 streams cannot be resumed)",
                 server=self.label,
             )
+        if decoder.last_event_id is None:
+            raise ServerGone(f"server '{self.label}' closed the response stream before answering", server=self.label)
         await self._resume(decoder.last_event_id, decoder.retry, answered)
 
     async def _resume(self, last_id: str, retry_ms: int | None, answered: _Answered) -> None:

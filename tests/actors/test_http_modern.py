@@ -29,8 +29,8 @@ from mcpwire.errors import (
     MCPWireError,
     MissingClientCapability,
     RequestTimeout,
+    ResponseStreamLost,
     RPCError,
-    ServerGone,
     UnsupportedVersion,
 )
 from mcpwire.protocol.types import TextContent
@@ -437,32 +437,59 @@ async def test_unknown_method_404_is_an_rpc_error_not_a_lost_session(autojump_cl
 
 
 @pytest.mark.parametrize("how", ["end", "drop"])
-async def test_broken_response_stream_loses_the_call_without_resumption(autojump_clock: MockClock, how: str) -> None:
-    """HT-M12, HT-M16: a 2026-07-28 response stream that ends or breaks before the answer
-    (here after a progress notification) fails the call with :class:`ServerGone`; there is no
-    GET + ``Last-Event-ID`` resumption, and the next call is a new request with a new id."""
+async def test_broken_response_stream_is_reissued_with_a_new_id(autojump_clock: MockClock, how: str) -> None:
+    """HT-M12, HT-M16: a 2026-07-28 response stream that ends or breaks before the answer (here
+    after a progress notification) loses the request: the client re-issues it as a new request
+    with a new id, never with GET + ``Last-Event-ID``, and the call returns the new answer."""
+    fake = FakeMCPServer(mode="modern", answer_as="sse")
+    attempts: list[dict[str, Any]] = []
+
+    def call(params: dict[str, Any]) -> Any:
+        attempts.append(params)
+        return HANG if len(attempts) == 1 else fake.builtin("tools/call", params)
+
+    fake.handlers["tools/call"] = call
+    results: list[Any] = []
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client, trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                results.append(await client.call_tool("echo", {"text": "lost"}, on_progress=lambda p: None))
+
+            nursery.start_soon(run)
+            stream = await fake.stream_for("tools/call")
+            stream.end() if how == "end" else stream.drop()
+    assert results[0].content == [TextContent(text='echo {"text": "lost"}')]
+    assert {r.method for r in fake.requests} == {"POST"}
+    assert all(r.header("last-event-id") is None for r in fake.requests)
+    first, second = fake.sent("tools/call")
+    assert first.rpc_id != second.rpc_id
+    assert first.params["arguments"] == second.params["arguments"] == {"text": "lost"}
+
+
+async def test_a_request_lost_twice_fails(autojump_clock: MockClock) -> None:
+    """HT-M12: the re-issue happens once; when its stream breaks too, the call fails with
+    :class:`ResponseStreamLost` (a :class:`ServerGone`) and the client stays usable."""
     fake = FakeMCPServer(mode="modern", answer_as="sse")
     fake.handlers["tools/call"] = lambda p: HANG if p["arguments"]["text"] == "lost" else fake.builtin("tools/call", p)
     with trio.fail_after(BOUND):
         async with connect(fake) as client:
             async with trio.open_nursery() as nursery:
 
-                async def call() -> None:
+                async def run() -> None:
                     with pytest.raises(
-                        ServerGone,
+                        ResponseStreamLost,
                         match=r"^server 'mcp\.test' closed the response stream before answering "
                         r"\(2026-07-28 streams cannot be resumed\)$",
                     ):
-                        await client.call_tool("echo", {"text": "lost"}, on_progress=lambda p: None)
+                        await client.call_tool("echo", {"text": "lost"})
 
-                nursery.start_soon(call)
-                stream = await fake.stream_for("tools/call")
-                stream.end() if how == "end" else stream.drop()
+                nursery.start_soon(run)
+                (await fake.stream_for("tools/call", index=0)).drop()
+                (await fake.stream_for("tools/call", index=1)).drop()
             again = await client.call_tool("echo", {"text": "again"})
     assert again.content == [TextContent(text='echo {"text": "again"}')]
-    assert {r.method for r in fake.requests} == {"POST"}
-    first, second = fake.sent("tools/call")
-    assert first.rpc_id != second.rpc_id
+    assert len({r.rpc_id for r in fake.sent("tools/call")}) == 3
 
 
 # -- what a modern client never sends -----------------------------------------------------------------

@@ -459,3 +459,33 @@ async def test_oversized_answer_fails_the_call(autojump_clock: MockClock, answer
             tools = await client.list_tools()
     assert info.value.size > 4096
     assert [t.name for t in tools] == ["echo"]
+
+
+# -- batches (2025-03-26) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("version", "violations"), [("2025-03-26", 0), ("2025-11-25", 1)])
+async def test_a_batch_answer_is_received(autojump_clock: MockClock, version: str, violations: int) -> None:
+    """JR-21, HT-L02: a 2025-03-26 server may answer a POST with a JSON array batching a
+    notification and the response; both are delivered. From 2025-06-18 on a batch is a
+    violation (JR-22), counted, and its messages are still not lost."""
+    fake = FakeMCPServer(versions=(version,))
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            assert client.protocol_version == version
+            call_id = client.statistics().requests_sent + 1  # ids are allocated in order
+            fake.inject(
+                200,
+                rpc_method="tools/call",
+                json=[
+                    {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "b"}},
+                    {"jsonrpc": "2.0", "id": call_id, "result": {"content": [{"type": "text", "text": "batched"}]}},
+                ],
+            )
+            result = await client.call_tool("echo", {"text": "x"})
+            async for note in client.notifications():
+                assert (note.method, note.params) == ("notifications/message", {"level": "info", "data": "b"})
+                break
+            stats = client.statistics()
+    assert result.text() == "batched"
+    assert stats.protocol_violations == violations
