@@ -29,7 +29,6 @@ import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeVar
 
 import msgspec
@@ -183,15 +182,25 @@ class ClientStatistics(msgspec.Struct, frozen=True, kw_only=True):
     bytes_received: int
 
 
-@dataclass(slots=True)
 class _Waiter:
-    event: trio.Event
-    outcome: Response | ErrorResponse | BaseException | None = None
-    progress: list[JSONObject] | None = None  # None: progress not wanted
-    channel: trio.MemorySendChannel[_Waiter] | None = None  # handshake waiters report here
-    deadline: float = math.inf  # when the caller gives up (reset on progress)
-    expired: bool = False  # set by the deadline watcher
-    done: bool = False  # the caller stopped waiting (answered, timed out or cancelled)
+    """What one request's caller waits on (a plain slotted class: one is made per call)."""
+
+    __slots__ = ("channel", "deadline", "done", "event", "expired", "outcome", "progress")
+
+    def __init__(
+        self,
+        event: trio.Event,
+        *,
+        progress: list[JSONObject] | None = None,
+        channel: trio.MemorySendChannel[_Waiter] | None = None,
+    ) -> None:
+        self.event = event
+        self.outcome: Response | ErrorResponse | BaseException | None = None
+        self.progress = progress  # None: progress not wanted
+        self.channel = channel  # handshake waiters report here
+        self.deadline = math.inf  # when the caller gives up (reset on progress)
+        self.expired = False  # set by the deadline watcher
+        self.done = False  # the caller stopped waiting (answered, timed out or cancelled)
 
 
 class _Deadlines:

@@ -22,8 +22,9 @@ for a restart and goes straight to ``initialize``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from typing import Final
+
+import msgspec
 
 from .types import DiscoverResult, InitializeResult
 from .versions import LEGACY_REVISIONS, MODERN_REVISIONS, Era
@@ -54,27 +55,23 @@ class SessionState(enum.Enum):
     CLOSED = "closed"
 
 
-@dataclass(frozen=True, slots=True)
-class SendDiscover:
+class SendDiscover(msgspec.Struct, frozen=True):
     """Send ``server/discover`` offering ``version``."""
 
     version: str
 
 
-@dataclass(frozen=True, slots=True)
-class SendInitialize:
+class SendInitialize(msgspec.Struct, frozen=True):
     """Send ``initialize`` offering ``version``."""
 
     version: str
 
 
-@dataclass(frozen=True, slots=True)
-class Restart:
+class Restart(msgspec.Struct, frozen=True):
     """The server died on the probe: start it again (then ``initialize`` follows)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Decided:
+class Decided(msgspec.Struct, frozen=True):
     """The era is known. Exactly one of ``discover`` / ``initialize`` is set."""
 
     era: Era
@@ -83,8 +80,7 @@ class Decided:
     initialize: InitializeResult | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Failed:
+class Failed(msgspec.Struct, frozen=True):
     """Detection failed; ``reason`` explains, ``offered`` lists versions the server named."""
 
     reason: str
@@ -95,8 +91,7 @@ class Failed:
 Action = SendDiscover | SendInitialize | Restart | Decided | Failed
 
 
-@dataclass(slots=True)
-class EraDetector:
+class EraDetector(msgspec.Struct):
     """Decides the era from answers. Feed it outcomes; perform the actions it returns.
 
     Args:
@@ -113,9 +108,9 @@ class EraDetector:
     initialize_sent: bool = False
     restarted: bool = False
     done: bool = False
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
     _answered: bool = False  # any answer (result or error) arrived
-    _retried_versions: set[str] = field(default_factory=set)
+    _retried_versions: set[str] = msgspec.field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "legacy", "modern"):

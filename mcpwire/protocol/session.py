@@ -16,7 +16,6 @@ route without a second table; progress for a request that is no longer in flight
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import msgspec
@@ -52,24 +51,21 @@ W = TypeVar("W")
 _params_decoder = msgspec.json.Decoder(dict[str, object])
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerReceived(Generic[W]):
+class AnswerReceived(msgspec.Struct, Generic[W], frozen=True):
     """The answer to one of our requests."""
 
     entry: PendingRequest[W]
     message: Response | ErrorResponse
 
 
-@dataclass(frozen=True, slots=True)
-class ProgressReceived(Generic[W]):
+class ProgressReceived(msgspec.Struct, Generic[W], frozen=True):
     """``notifications/progress`` for a request still in flight."""
 
     entry: PendingRequest[W]
     params: dict[str, object]
 
 
-@dataclass(frozen=True, slots=True)
-class NotificationReceived:
+class NotificationReceived(msgspec.Struct, frozen=True):
     """Any other notification. ``subscription_id`` is set on 2026-07-28 subscription traffic."""
 
     method: str
@@ -77,16 +73,14 @@ class NotificationReceived:
     subscription_id: RequestId | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ServerRequestReceived:
+class ServerRequestReceived(msgspec.Struct, frozen=True):
     """A request from the server (legacy era only): answer it exactly once (JR-12)."""
 
     request: Request
     params: dict[str, object]
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+class Violation(msgspec.Struct, frozen=True):
     """The server broke the protocol in a way that does not end the connection."""
 
     reason: str
