@@ -1191,7 +1191,11 @@ class Client:
                     break
                 waiter.event = trio.Event()  # pragma: no cover - set with neither outcome nor progress
         finally:
+            # The heap may keep this waiter until its deadline: drop what it holds (a large
+            # answer must not outlive the call; the caller has it from the return value).
             waiter.done = True
+            waiter.outcome = None
+            waiter.progress = None
         capped = trio.current_time() >= hard
         raise RequestTimeout(
             f"'{entry.method}' (id {entry.id}) to server '{self.label}' got no answer within "

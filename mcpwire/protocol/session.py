@@ -123,6 +123,8 @@ class ClientSession(Generic[W]):
         self.state = SessionState.IDLE
         self.revision: Revision | None = None
         self.server_capabilities = ServerCapabilities()
+        #: check_method's answer per method, for the current revision and capabilities
+        self._verdicts: dict[str, str | None] = {}
         self.server_info: Implementation | None = None
         self.instructions: str | None = None
         self.table: RequestTable[W] = RequestTable()
@@ -151,6 +153,7 @@ class ClientSession(Generic[W]):
         """The handshake (or discovery) finished: requests may flow."""
         self.revision = Revision(version)
         self.server_capabilities = capabilities
+        self._verdicts.clear()
         self.server_info = server_info
         self.instructions = instructions
         self.state = SessionState.READY
@@ -210,7 +213,11 @@ class ClientSession(Generic[W]):
                 f"cannot send '{method}' to server '{self.label}': session is {state.name}, not READY"
             )
         if check and self.revision is not None:
-            why = check_method(method, self.revision, self.server_capabilities)
+            verdicts = self._verdicts
+            if method in verdicts:
+                why = verdicts[method]
+            else:
+                why = verdicts[method] = check_method(method, self.revision, self.server_capabilities)
             if why is not None:
                 raise LocalProtocolError(f"cannot call '{method}' on server '{self.label}': {why}")
         entry = self.table.add(method, waiter)

@@ -89,3 +89,15 @@ async def test_aclose_ends_the_watcher_in_a_callers_nursery(autojump_clock: Mock
                 await client.call_tool("echo", {"text": "x"})
                 await client.aclose()
             assert not nursery.cancel_scope.cancel_called
+
+
+async def test_finished_calls_left_in_the_heap_hold_no_answer(autojump_clock: MockClock) -> None:
+    """A large answer must not outlive its call: the waiters the heap still holds (until their
+    deadline or a compaction) keep neither the answer nor the progress list."""
+    fake = FakeMCPServer()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            result = await client.call_tool("echo", {"text": "x" * 100_000})
+            heap = list(client._deadlines._heap)
+    assert len(result.text()) > 100_000
+    assert heap and all(w.done and w.outcome is None and w.progress is None for _, _, w in heap)
