@@ -19,9 +19,8 @@ from _common import workload_main
 
 import mcpwire
 
-# Resolved here, before anything is timed: mcpwire imports its client module lazily. (The ignore:
-# mcpwire's lazy names are not re-exported for mypy --strict, see bench/README.md.)
-from mcpwire import Client, open_client  # type: ignore[attr-defined]
+# Resolved here, before anything is timed: mcpwire imports its client module lazily.
+from mcpwire import Client, open_client
 
 
 class MCPWireSession:

@@ -74,3 +74,31 @@ def test_protocol_sources_import_only_downwards(name: str) -> None:
     forbidden = {*IO_LIBRARIES, "logging", "socket", "subprocess", "threading", "select", "jsonschema"}
     assert absolute.isdisjoint(forbidden), absolute & forbidden
     assert relative <= {"errors"}, f"protocol/{name}.py imports {relative - {'errors'}} from above the core"
+
+
+def test_every_public_name_resolves_and_is_listed() -> None:
+    """``__all__`` is a literal list (type checkers read it to know what is re-exported) and
+    holds exactly the error classes, the lazily imported names and ``__version__``."""
+    import mcpwire
+    import mcpwire.errors
+
+    lazy = set(mcpwire._LAZY)
+    errors = {n for n in vars(mcpwire.errors) if isinstance(getattr(mcpwire.errors, n), type)}
+    errors = {n for n in errors if issubclass(getattr(mcpwire.errors, n), mcpwire.errors.MCPWireError)}
+    assert len(mcpwire.__all__) == len(set(mcpwire.__all__))
+    assert set(mcpwire.__all__) == lazy | errors | {"__version__"}
+    for name in mcpwire.__all__:
+        assert getattr(mcpwire, name) is not None, name
+
+
+def test_all_is_a_literal_list() -> None:
+    """No starred or computed entries: mypy --strict only treats literal ``__all__`` entries as
+    re-exports, so ``from mcpwire import open_client`` type-checks in users' code."""
+    tree = ast.parse((PROTOCOL_DIR.parent / "__init__.py").read_text(encoding="utf-8"))
+    (assign,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+    ]
+    assert isinstance(assign.value, ast.List)
+    assert all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in assign.value.elts)
