@@ -71,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("info", parents=[common], help="show era, revision, server info and capabilities")
     sub.add_parser("tools", parents=[common], help="list the server's tools")
     call = sub.add_parser("call", parents=[common], help="call a tool: TOOL '{json arguments}'")
+    for name, (_module, _needs) in _DELEGATED.items():  # listed in --help; parsed by their modules
+        sub.add_parser(name, help=_DELEGATED_HELP.get(name, ""), add_help=False)
     call.add_argument("tool", nargs="?", help="tool name (with a server command: the last two words after --)")
     call.add_argument("arguments", nargs="?", help="JSON object of arguments")
     return parser
@@ -181,9 +183,34 @@ async def _run(
         return 1 if result.is_error else 0
 
 
+_DELEGATED_HELP: dict[str, str] = {
+    "login": "authorize with an OAuth-protected server and store the tokens: login URL",
+}
+
+#: subcommands implemented elsewhere: name -> (module, what it needs when missing)
+_DELEGATED: dict[str, tuple[str, str]] = {
+    "login": ("mcpwire.auth.cli", "the http extra: pip install 'mcpwire[http]'"),
+}
+
+
+def _delegate(command: str, argv: list[str]) -> int:
+    import importlib
+
+    module_name, needs = _DELEGATED[command]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        print(f"mcpwire {command}: not available ({exc}); it needs {needs}", file=sys.stderr)
+        return 2
+    result: int = module.main(argv)
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mcpwire`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _DELEGATED:
+        return _delegate(argv[0], argv[1:])
     parser = _parser()
     try:
         options, command = _split_command(argv)

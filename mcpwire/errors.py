@@ -176,6 +176,21 @@ class AuthError(HTTPStatusError):
         self.challenge = challenge
 
 
+class OAuthError(AuthError):
+    """OAuth authorization failed or was refused (discovery, registration, redirect or token step).
+
+    ``status`` is the MCP server's HTTP status that started the flow (401 or 403); ``error`` is
+    the OAuth error code when the authorization server sent one. Tokens, secrets, codes and
+    verifiers never appear in messages.
+    """
+
+    def __init__(
+        self, message: str, *, status: int = 401, error: str = "", challenge: str = "", server: str = ""
+    ) -> None:
+        super().__init__(message, status=status, challenge=challenge, server=server)
+        self.error = error
+
+
 class SessionExpired(TransportError):
     """The server no longer knows the session (HTTP 404 on a session id); re-initialise."""
 

@@ -89,8 +89,11 @@ def _checks(out: Path) -> list[dict[str, object]]:
     CASES,
     ids=[f"{v}-{s}" + (f"-{sv}" if sv else "") for v, s, sv in CASES],
 )
-def test_scenario(runner_installed: Path, tmp_path: Path, version: str, scenario: str, spec_version: str | None) -> None:
-    entry = runner_installed / f"runner-{version}" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+def test_scenario(
+    runner_installed: Path, tmp_path: Path, version: str, scenario: str, spec_version: str | None
+) -> None:
+    package = runner_installed / f"runner-{version}" / "node_modules" / "@modelcontextprotocol" / "conformance"
+    entry = package / "dist" / "index.js"
     trace = tmp_path / "trace.txt"
     out = tmp_path / "out"
     client = f"{sys.executable} {HERE / 'official_client.py'}"
@@ -102,7 +105,9 @@ def test_scenario(runner_installed: Path, tmp_path: Path, version: str, scenario
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=90)
     log = proc.stdout + proc.stderr
     checks = _checks(out)
-    bad = [f"{c['id']}: {c['status']} {c.get('errorMessage', '')}" for c in checks if c["status"] in ("FAILURE", "WARNING")]
+    bad = [
+        f"{c['id']}: {c['status']} {c.get('errorMessage', '')}" for c in checks if c["status"] in ("FAILURE", "WARNING")
+    ]
     assert not bad, "\n".join(bad) + "\n" + log[-3000:]
     assert "CLIENT EXITED WITH ERROR" not in log and "TIMED OUT" not in log, log[-3000:]
     assert proc.returncode == 0, log[-3000:]

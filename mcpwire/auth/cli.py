@@ -1,0 +1,93 @@
+"""``mcpwire login URL``: authorize once in the browser and keep the tokens in a private file.
+
+Connects to the MCP server through an :class:`~mcpwire.auth.OAuthProvider` whose redirect
+handler listens on ``127.0.0.1``; the server's 401 starts the flow, the browser comes back to
+the loopback listener, and the tokens land in a :class:`~mcpwire.auth.FileTokenStorage`
+(mode 0600). Later runs with the same store reuse and refresh them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import trio
+
+__all__ = ["DEFAULT_STORE", "main"]
+
+log = logging.getLogger(__name__)
+
+#: Where tokens go unless ``--store`` says otherwise.
+DEFAULT_STORE = Path(os.environ.get("XDG_CONFIG_HOME", "~/.config")) / "mcpwire" / "tokens.json"
+#: The whole login, browser included, may take this long.
+LOGIN_TIMEOUT_SECONDS = 600.0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcpwire login", description="Authorize mcpwire with an MCP server (OAuth).")
+    parser.add_argument("url", help="the MCP server URL (HTTP)")
+    parser.add_argument("--store", type=Path, default=DEFAULT_STORE, help=f"token file (default {DEFAULT_STORE})")
+    parser.add_argument("--port", type=int, default=0, help="loopback callback port (default: any free port)")
+    parser.add_argument("--client-id", help="a pre-registered client id")
+    parser.add_argument("--client-secret-env", help="name of the environment variable holding its secret")
+    parser.add_argument("--client-metadata-url", help="an https Client ID Metadata Document URL")
+    parser.add_argument("--no-browser", action="store_true", help="print the authorization URL instead")
+    parser.add_argument("--timeout", type=float, default=LOGIN_TIMEOUT_SECONDS, help="seconds to wait in total")
+    return parser
+
+
+async def _login(args: argparse.Namespace) -> int:
+    import httpx
+
+    import mcpwire
+    from mcpwire.auth import ClientInfo, FileTokenStorage, OAuthError, OAuthProvider, open_loopback_redirect
+
+    def show(url: str) -> None:
+        print(f"Open this URL in a browser to authorize:\n\n  {url}\n", file=sys.stderr)
+
+    client = None
+    if args.client_id:
+        secret = os.environ.get(args.client_secret_env) if args.client_secret_env else None
+        client = ClientInfo(args.client_id, secret)
+    storage = FileTokenStorage(args.store)
+    with trio.move_on_after(args.timeout) as scope:
+        async with open_loopback_redirect(args.port, show=show if args.no_browser else None) as redirect:
+            provider = OAuthProvider(
+                args.url,
+                redirect=redirect,
+                storage=storage,
+                client=client,
+                client_metadata_url=args.client_metadata_url,
+            )
+            try:
+                async with (
+                    httpx.AsyncClient(auth=provider, timeout=30.0) as http,
+                    mcpwire.open_client(args.url, http_client=http) as session,
+                ):
+                    name = session.server_info.name if session.server_info else args.url
+            except OAuthError as exc:
+                print(f"mcpwire login: {exc}", file=sys.stderr)
+                return 1
+            except mcpwire.MCPWireError as exc:
+                print(f"mcpwire login: cannot connect to {args.url}: {exc}", file=sys.stderr)
+                return 1
+    if scope.cancelled_caught:
+        print(f"mcpwire login: gave up after {args.timeout:g} s without an authorization", file=sys.stderr)
+        return 1
+    print(f"Logged in to {name}; tokens saved in {storage.path}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs ``mcpwire login``; returns the exit status (0 on success)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    parts = urlsplit(args.url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        print(f"mcpwire login: not an http(s) URL: {args.url!r}", file=sys.stderr)
+        return 2
+    return trio.run(_login, args)
