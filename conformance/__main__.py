@@ -1,0 +1,8 @@
+"""``python -m conformance [OPTIONS] [TARGET] [-- CMD ARGS...]``."""
+
+import sys
+
+from conformance.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

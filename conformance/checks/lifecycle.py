@@ -1,0 +1,128 @@
+"""Lifecycle, version negotiation and ping (spec-checklist 12.2, SV-09..SV-12)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.context import CLIENT_INFO, Context
+from conformance.registry import check
+
+LIFECYCLE = "basic/lifecycle.mdx"
+LISTS = (("tools", "tools/list"), ("resources", "resources/list"), ("prompts", "prompts/list"))
+KNOWN = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+
+
+def _init_params(version: str, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": CLIENT_INFO}
+
+
+@check(
+    id="SV-09",
+    title="initialize answers the requested supported version, capabilities and serverInfo",
+    level="MUST",
+    spec=LIFECYCLE + " §Version Negotiation",
+    quote="If the server supports the requested protocol version, it MUST respond with the same version.",
+    eras=("legacy",),
+    tags=("lifecycle",),
+)
+async def initialize_result(ctx: Context) -> None:
+    async with ctx.raw() as wire:
+        answer = await wire.request("initialize", _init_params(ctx.revision), timeout=ctx.timeout * 2)
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            ctx.fail(f"initialize {ctx.revision} was not answered with a result: {answer!r:.300}")
+        if result.get("protocolVersion") != ctx.revision:
+            ctx.fail(f"requested {ctx.revision} (supported), answered {result.get('protocolVersion')!r}")
+        if not isinstance(result.get("capabilities"), dict):
+            ctx.fail("initialize result has no 'capabilities' object")
+        info = result.get("serverInfo")
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("name"), str)
+            or not isinstance(info.get("version"), str)
+        ):
+            ctx.fail(f"initialize result has no serverInfo with string name and version: {info!r:.200}")
+
+
+@check(
+    id="SV-09b",
+    title="an unknown requested version gets a counter-offer the server supports",
+    level="MUST",
+    spec=LIFECYCLE + " §Version Negotiation",
+    quote="Otherwise, the server MUST respond with another protocol version it supports.",
+    eras=("legacy",),
+    tags=("lifecycle", "versions"),
+)
+async def bogus_version(ctx: Context) -> None:
+    async with ctx.raw() as wire:
+        answer = await wire.request("initialize", _init_params("1900-01-01"), timeout=ctx.timeout * 2)
+        if "error" in answer:
+            # spec-checklist AMB-02: the page's own example answers with an error; a deviation only.
+            ctx.warn(f"answered an unknown version with an error, not a counter-offer: {answer['error']!r:.200}")
+        result = answer.get("result")
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if version not in ctx.supported:
+            ctx.fail(f"counter-offered {version!r}, which is not a version it accepts ({', '.join(ctx.supported)})")
+
+
+@check(
+    id="SV-10",
+    title="no server requests other than ping before notifications/initialized",
+    level="SHOULD",
+    spec=LIFECYCLE + " §Initialization",
+    quote="The server SHOULD NOT send requests other than pings and logging before receiving the "
+    "initialized notification.",
+    eras=("legacy",),
+    tags=("lifecycle",),
+)
+async def quiet_before_initialized(ctx: Context) -> None:
+    caps = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
+    async with ctx.session(capabilities=caps, initialized=False) as wire:
+        await wire.drain(0.3)
+        for frame in wire.frames:
+            if frame.is_request and frame.value.get("method") != "ping":
+                ctx.fail(f"sent {frame.value.get('method')!r} before notifications/initialized")
+
+
+@check(
+    id="SV-11",
+    title="no server requests or list_changed notifications that were not negotiated",
+    level="MUST",
+    spec=LIFECYCLE + " §Operation",
+    quote="Both parties MUST only use capabilities that were successfully negotiated.",
+    eras=("legacy",),
+    tags=("lifecycle", "capabilities"),
+)
+async def capability_honesty(ctx: Context) -> None:
+    async with ctx.session(capabilities={}) as wire:
+        await wire.request("ping", {}, timeout=ctx.timeout)
+        for capability, method in LISTS:
+            if ctx.has(capability):
+                await ctx.call(wire, method)
+        await wire.drain(0.2)
+        # spec-checklist SV-11: a MUST from 2025-06-18, a SHOULD before
+        violation = ctx.fail if ctx.revision >= "2025-06-18" else ctx.warn
+        for frame in wire.frames:
+            v = frame.value
+            if frame.is_request and v.get("method") in ("sampling/createMessage", "elicitation/create", "roots/list"):
+                violation(f"sent {v['method']} to a client that declared no capabilities")
+            if frame.is_notification and str(v.get("method")).endswith("/list_changed"):
+                kind = str(v["method"]).split("/")[1]
+                if not (ctx.capabilities.get(kind) or {}).get("listChanged"):
+                    violation(f"sent {v['method']} without advertising {kind}.listChanged")
+
+
+@check(
+    id="SV-12",
+    title="ping is answered promptly with an empty result",
+    level="MUST",
+    spec="basic/utilities/ping.mdx",
+    quote="The receiver MUST respond promptly with an empty response.",
+    eras=("legacy",),
+    tags=("lifecycle", "ping"),
+)
+async def ping(ctx: Context) -> None:
+    async with ctx.session() as wire:
+        answer = await wire.request("ping", timeout=ctx.timeout)
+        if answer.get("result") != {}:
+            ctx.fail(f"ping answered with {answer!r:.200}, not an empty result")

@@ -1,0 +1,314 @@
+"""The raw stdio wire under the checks.
+
+Theory of operation: :func:`open_wire` spawns a fresh server process in its own process group and
+gives the check a :class:`Wire`: it writes raw bytes or JSON lines to the server's stdin and reads
+stdout lines with a deadline each. Every line in either direction is recorded as an
+:class:`Exchange` (the evidence in reports), and stdout lines that are not JSON are kept as they
+are, so a check sees exactly what came back. Leaving the block shuts the server down in order
+(stdin closed, then SIGTERM, then SIGKILL to the group), each step bounded, and records which step
+was needed; the process is always reaped. Nothing here parses MCP beyond JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import trio
+
+__all__ = ["EOF_GRACE_S", "Exchange", "Frame", "NoAnswer", "Wire", "open_wire"]
+
+_log = logging.getLogger("mcpwire.check.harness")
+
+#: How long the server gets to exit after stdin EOF before SIGTERM, then after SIGTERM.
+EOF_GRACE_S: Final = 2.0
+TERM_GRACE_S: Final = 1.0
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+MAX_STDERR_BYTES: Final = 64 * 1024
+
+
+class NoAnswer(Exception):
+    """The server sent no answer to a request before its deadline."""
+
+
+@dataclass(slots=True, frozen=True)
+class Exchange:
+    """One line on the wire: ``">"`` client to server, ``"<"`` server to client, ``"!"`` event."""
+
+    direction: str
+    text: str
+    at: float
+
+
+@dataclass(slots=True)
+class Frame:
+    """One stdout line: its text and, when it is JSON, the decoded value."""
+
+    text: str
+    value: Any = None
+    is_json: bool = False
+
+    @property
+    def is_response(self) -> bool:
+        v = self.value
+        return isinstance(v, dict) and "method" not in v and ("result" in v or "error" in v)
+
+    @property
+    def is_request(self) -> bool:
+        v = self.value
+        return isinstance(v, dict) and "method" in v and "id" in v
+
+    @property
+    def is_notification(self) -> bool:
+        v = self.value
+        return isinstance(v, dict) and "method" in v and "id" not in v
+
+
+@dataclass(slots=True)
+class Wire:
+    """A live raw connection to one server process."""
+
+    process: trio.Process
+    started: float
+    exchanges: list[Exchange] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    stderr: bytearray = field(default_factory=bytearray)
+    exit_step: str | None = None
+    stdout_closed: bool = False
+    exit_after_s: float | None = None
+    _receive: trio.MemoryReceiveChannel[Frame] | None = None
+    _next_id: int = 0
+
+    def note(self, text: str) -> None:
+        self.exchanges.append(Exchange("!", text, time.monotonic() - self.started))
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    async def send_bytes(self, data: bytes) -> None:
+        """Write raw bytes to the server's stdin (no newline added)."""
+        assert self.process.stdin is not None
+        self.exchanges.append(Exchange(">", data.decode("utf-8", "replace").rstrip("\n"), self._now()))
+        try:
+            with trio.fail_after(5):
+                await self.process.stdin.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
+            self.note(f"write failed: {exc!r}")
+
+    async def send(self, message: Any) -> None:
+        """Write one JSON value as one line."""
+        await self.send_bytes(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+    async def recv(self, timeout: float) -> Frame | None:
+        """The next stdout line, or None at the deadline or end of output."""
+        assert self._receive is not None
+        with trio.move_on_after(timeout):
+            try:
+                return await self._receive.receive()
+            except trio.EndOfChannel:
+                return None
+        return None
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *, request_id: Any = None, timeout: float = 5.0
+    ) -> dict[str, Any]:
+        """Send a request and return its response; other frames in between stay in ``frames``.
+
+        Raises:
+            NoAnswer: no response with this id before ``timeout``.
+        """
+        rid = self.new_id() if request_id is None else request_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+        return await self.wait_response(rid, timeout=timeout, what=method)
+
+    async def wait_response(self, rid: Any, *, timeout: float = 5.0, what: str = "request") -> dict[str, Any]:
+        deadline = trio.current_time() + timeout
+        while True:
+            frame = await self.recv(max(0.0, deadline - trio.current_time()))
+            if frame is None:
+                if self.stdout_closed:
+                    raise NoAnswer(f"the server closed its stdout without answering {what} (id {rid!r})")
+                raise NoAnswer(f"no answer to {what} (id {rid!r}) within {timeout:g} s")
+            v = frame.value
+            if frame.is_response and v.get("id") == rid and type(v.get("id")) is type(rid):
+                return dict(v)
+            if isinstance(v, list):  # a batch answer: the caller looks at frames
+                continue
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+
+    async def drain(self, quiet: float) -> list[Frame]:
+        """Every frame that arrives until ``quiet`` seconds pass without one (bounded by 10 s)."""
+        got: list[Frame] = []
+        deadline = trio.current_time() + 10
+        while trio.current_time() < deadline:
+            frame = await self.recv(quiet)
+            if frame is None:
+                break
+            got.append(frame)
+        return got
+
+    async def close_stdin(self) -> None:
+        if self.process.stdin is not None:
+            self.note("stdin closed")
+            with trio.move_on_after(1):
+                await self.process.stdin.aclose()
+
+    def _now(self) -> float:
+        return time.monotonic() - self.started
+
+    def _record(self, text: str) -> Frame:
+        self.exchanges.append(Exchange("<", text, self._now()))
+        try:
+            value = json.loads(text)
+        except ValueError:
+            frame = Frame(text)
+        else:
+            frame = Frame(text, value, True)
+        self.frames.append(frame)
+        return frame
+
+
+async def _read_stdout(wire: Wire, send: trio.MemorySendChannel[Frame]) -> None:
+    stream = wire.process.stdout
+    assert stream is not None
+    buffer = bytearray()
+    async with send:
+        try:
+            while True:
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                while (cut := buffer.find(b"\n")) >= 0:
+                    line = bytes(buffer[:cut]).rstrip(b"\r")
+                    del buffer[: cut + 1]
+                    if line.strip():
+                        await send.send(wire._record(line.decode("utf-8", "replace")))
+                if len(buffer) > MAX_LINE_BYTES:
+                    await send.send(wire._record(bytes(buffer[:200]).decode("utf-8", "replace") + "...(truncated)"))
+                    buffer.clear()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        if buffer.strip():
+            await send.send(wire._record(bytes(buffer).decode("utf-8", "replace")))
+    wire.stdout_closed = True
+    wire.note("stdout closed")
+
+
+async def _read_stderr(wire: Wire) -> None:
+    stream = wire.process.stderr
+    assert stream is not None
+    try:
+        while chunk := await stream.receive_some(65536):
+            wire.stderr += chunk
+            if len(wire.stderr) > MAX_STDERR_BYTES:
+                del wire.stderr[: len(wire.stderr) - MAX_STDERR_BYTES]
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+
+
+def _signal_group(process: trio.Process, sig: signal.Signals) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            process.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+
+async def shutdown(wire: Wire, *, eof_grace: float = EOF_GRACE_S) -> None:
+    """Close stdin, then SIGTERM, then SIGKILL, each bounded; records the step that ended it."""
+    if wire.exit_step is not None:
+        return
+    process = wire.process
+    begin = time.monotonic()
+    await wire.close_stdin()
+    step = "eof"
+    with trio.move_on_after(eof_grace):
+        await process.wait()
+    if process.returncode is None:
+        step = "sigterm"
+        _signal_group(process, signal.SIGTERM)
+        with trio.move_on_after(TERM_GRACE_S):
+            await process.wait()
+    if process.returncode is None:
+        step = "sigkill"
+        _signal_group(process, signal.SIGKILL)
+        with trio.move_on_after(5):
+            await process.wait()
+    wire.exit_step = step
+    wire.exit_after_s = time.monotonic() - begin
+    wire.note(f"process ended after {step} ({wire.exit_after_s:.2f} s, status {process.returncode})")
+    if step != "sigkill":  # make sure no child of the server survives
+        _signal_group(process, signal.SIGKILL)
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+@asynccontextmanager
+async def open_wire(
+    argv: Sequence[str], *, env: dict[str, str] | None = None, eof_grace: float = EOF_GRACE_S
+) -> AsyncIterator[Wire]:
+    """Spawn ``argv`` with piped stdio and yield its :class:`Wire`; the process is always reaped.
+
+    Cancellation: the shutdown runs shielded and bounded (at most about 8 s).
+    """
+    process = await trio.lowlevel.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    wire = Wire(process, time.monotonic())
+    send, receive = trio.open_memory_channel[Frame](math.inf)
+    wire._receive = receive
+    _log.debug("spawned %s (pid %d)", argv[0], process.pid)
+    try:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_read_stdout, wire, send)
+                nursery.start_soon(_read_stderr, wire)
+                try:
+                    yield wire
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await shutdown(wire, eof_grace=eof_grace)
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # the caller's own exception comes out as itself, not wrapped by our nursery
+            leaves = _leaves(group)
+            if len(leaves) == 1:
+                raise leaves[0] from None
+            raise
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                _signal_group(process, signal.SIGKILL)
+                with trio.move_on_after(5):
+                    await process.wait()

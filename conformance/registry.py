@@ -1,0 +1,101 @@
+"""The check catalogue: ``@check`` registers a small async function with its metadata.
+
+Theory of operation: a check is ``async def fn(ctx: Context) -> None``. Returning normally is a
+pass; :meth:`Context.fail`, :meth:`Context.warn`, :meth:`Context.skip` and
+:meth:`Context.not_observed` end it with that outcome. A failure of a SHOULD-level check is
+reported as a warning unless ``--strict``. The runner decides applicability from ``eras``,
+``revisions`` (inclusive ``(first, last)`` bounds, ISO dates), ``transports`` and ``needs`` (server
+capabilities that must be advertised).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from conformance.context import Context
+
+__all__ = ["CATALOGUE", "Check", "CheckFn", "Level", "check"]
+
+
+class Level(enum.Enum):
+    """BCP 14 level of the rule a check tests."""
+
+    #: A violation fails the run.
+    MUST = "MUST"
+    #: A violation is a warning (a failure with ``--strict``).
+    SHOULD = "SHOULD"
+    #: Informative; a violation is a warning.
+    MAY = "MAY"
+
+
+CheckFn = Callable[["Context"], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One rule and the function that tests it."""
+
+    id: str
+    title: str
+    level: Level
+    spec: str
+    quote: str
+    fn: CheckFn
+    eras: frozenset[str]
+    revisions: tuple[str, str]
+    transports: frozenset[str]
+    needs: tuple[str, ...]
+    tags: frozenset[str]
+
+    def applies_to_revision(self, revision: str, era: str) -> str | None:
+        """None when the check applies to ``revision``, else why not."""
+        if era not in self.eras:
+            return f"applies to the {'/'.join(sorted(self.eras))} era only"
+        first, last = self.revisions
+        if not first <= revision <= last:
+            return f"applies to revisions {first}..{last} only"
+        return None
+
+
+#: Every registered check by id, in registration order.
+CATALOGUE: Final[dict[str, Check]] = {}
+
+
+def check(
+    *,
+    id: str,
+    title: str,
+    level: Level | str,
+    spec: str,
+    quote: str,
+    eras: tuple[str, ...] = ("legacy", "modern"),
+    revisions: tuple[str, str] = ("2024-11-05", "9999-12-31"),
+    transports: tuple[str, ...] = ("stdio", "http"),
+    needs: tuple[str, ...] = (),
+    tags: tuple[str, ...] = (),
+) -> Callable[[CheckFn], CheckFn]:
+    """Register ``fn`` as the check ``id``; ids are unique."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        if id in CATALOGUE:
+            raise ValueError(f"duplicate check id {id!r}")
+        CATALOGUE[id] = Check(
+            id=id,
+            title=title,
+            level=Level(level),
+            spec=spec,
+            quote=quote,
+            fn=fn,
+            eras=frozenset(eras),
+            revisions=revisions,
+            transports=frozenset(transports),
+            needs=needs,
+            tags=frozenset(tags) | {id.split("-")[0].lower()},
+        )
+        return fn
+
+    return register
