@@ -1,6 +1,13 @@
-"""Fuzzing for mcpwire: property tests of the sans-I/O core (``core_properties``).
+"""Fuzzing for mcpwire: the server fuzzer behind ``mcpwire fuzz``, and property tests of mcpwire itself.
 
-Run them with ``python -m pytest fuzz`` (they also run under ``tests/`` through
-``tests/protocol/test_properties.py``). ``MCPWIRE_FUZZ_EXAMPLES=5000 MCPWIRE_FUZZ_RANDOM=1``
-turns the deterministic CI run into a longer, randomised one.
+- The server fuzzer: :mod:`fuzz.cli` (``main(argv)``, also ``python -m fuzz``), :mod:`fuzz.runner`
+  (phases and findings), :mod:`fuzz.schemas` (tool arguments from ``inputSchema``),
+  :mod:`fuzz.messages` (protocol messages and mutations), :mod:`fuzz.stateful` (a rule-based
+  machine over a live server), :mod:`fuzz.oracles` (what a server must do, with spec references),
+  :mod:`fuzz.exchange` and :mod:`fuzz.wire` (the raw stdio exchange), :mod:`fuzz.trace` (JSONL
+  traces, generated pytest files, replay).
+- Property tests of the sans-I/O core: ``core_properties``. Run them with ``python -m pytest fuzz``
+  (they also run under ``tests/`` through ``tests/protocol/test_properties.py``).
+  ``MCPWIRE_FUZZ_EXAMPLES=5000 MCPWIRE_FUZZ_RANDOM=1`` turns the deterministic CI run into a longer,
+  randomised one.
 """

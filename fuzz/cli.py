@@ -1,0 +1,165 @@
+"""``mcpwire fuzz``: fuzz an MCP server over stdio and keep the minimal findings.
+
+    mcpwire fuzz [options] [-- CMD ARGS...]        (no command: the bundled demo server)
+    mcpwire fuzz --replay TRACE.jsonl [-- CMD ARGS...]
+
+Exit status: 0 when nothing was found (or a replay did not reproduce), 1 when something was
+found (or reproduced), 2 on usage errors or when the server could not be started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .runner import Config, Report, fuzz
+from .trace import replay, write_finding
+
+__all__ = ["main"]
+
+log = logging.getLogger("mcpwire.fuzz.cli")
+
+PHASES = ("tools", "protocol", "stateful", "lists")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mcpwire fuzz",
+        description="Fuzz an MCP server (stdio): schema-driven tool arguments, protocol mutations, oracles.",
+    )
+    p.add_argument("--seed", type=int, help="make the run deterministic")
+    p.add_argument("--max-examples", type=int, default=100, help="examples per tool and per phase (default 100)")
+    p.add_argument("--time-budget", type=float, help="seconds of searching in all (shrinking may go on)")
+    p.add_argument("--deadline", type=float, default=5.0, help="seconds a request may take (default 5)")
+    p.add_argument("--settle", type=float, default=0.0, help="extra seconds to wait for answers to a notification")
+    p.add_argument("--connect-timeout", type=float, default=20.0, help="seconds to start and learn the server")
+    p.add_argument("--database", type=Path, help="Hypothesis example database directory (replays past failures)")
+    p.add_argument("--era", choices=["auto", "legacy", "modern"], default="auto")
+    p.add_argument(
+        "--isolation",
+        choices=["process", "session"],
+        default="process",
+        help="a fresh server process per example (default), or one session replaced after a failure",
+    )
+    p.add_argument("--deny", action="append", default=[], metavar="TOOL", help="never call this tool (repeatable)")
+    p.add_argument("--allow", action="append", metavar="TOOL", help="call only these tools (repeatable)")
+    p.add_argument("--phase", action="append", choices=PHASES, help="run only these phases (repeatable)")
+    p.add_argument("--out", type=Path, default=Path("mcpwire-fuzz-findings"), help="where traces and tests go")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="server environment")
+    p.add_argument("--cwd", help="server working directory")
+    p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
+    p.add_argument("--replay", type=Path, metavar="TRACE", help="replay a trace instead of fuzzing")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    return p
+
+
+def _target(command: list[str] | None) -> list[str]:
+    return command or [sys.executable, "-m", "mcpwire.testing.demo_server"]
+
+
+def _report_json(report: Report, written: list[tuple[Path, Path]]) -> str:
+    profile = report.profile
+    out = {
+        "server": None
+        if profile is None
+        else {"argv": profile.argv, "era": profile.era, "revision": profile.revision, "info": profile.server_info},
+        "examples": report.examples,
+        "duration_s": round(report.duration, 3),
+        "skipped_tools": report.skipped_tools,
+        "error": report.error,
+        "findings": [
+            {**f.to_json(), "trace": str(t), "test": str(p)} for f, (t, p) in zip(report.findings, written, strict=True)
+        ],
+    }
+    return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Runs ``mcpwire fuzz`` with the arguments after the word ``fuzz``; returns the exit status."""
+    args_list = list(argv)
+    command: list[str] | None = None
+    if "--" in args_list:
+        i = args_list.index("--")
+        args_list, command = args_list[:i], args_list[i + 1 :]
+        if not command:
+            print("mcpwire fuzz: nothing after '--': give the server's command", file=sys.stderr)
+            return 2
+    try:
+        args = _parser().parse_args(args_list)
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    env: dict[str, str] = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"mcpwire fuzz: --env wants KEY=VALUE, not {item!r}", file=sys.stderr)
+            return 2
+        env[key] = value
+
+    if args.replay is not None:
+        try:
+            text = args.replay.read_text(encoding="utf-8")
+            result = replay(text, argv=command, deadline=args.deadline)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"mcpwire fuzz: cannot replay {args.replay}: {exc}", file=sys.stderr)
+            return 2
+        if args.json:
+            print(json.dumps({"reproduced": result.reproduced, "violations": [v.to_json() for v in result.violations]}))
+        else:
+            print(("reproduced: " if result.reproduced else "not reproduced: ") + result.describe())
+        return 1 if result.reproduced else 0
+
+    def progress(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    config = Config(
+        _target(command),
+        max_examples=args.max_examples,
+        time_budget=args.time_budget,
+        deadline=args.deadline,
+        settle=args.settle,
+        connect_timeout=args.connect_timeout,
+        seed=args.seed,
+        database=args.database,
+        era=args.era,
+        isolation=args.isolation,
+        deny=tuple(args.deny),
+        allow=tuple(args.allow) if args.allow else None,
+        phases=tuple(args.phase) if args.phase else PHASES,
+        env=env,
+        cwd=args.cwd,
+        progress=None if args.quiet else progress,
+    )
+    report = fuzz(config)
+    written: list[tuple[Path, Path]] = []
+    if report.profile is not None:
+        for index, finding in enumerate(report.findings, 1):
+            written.append(write_finding(args.out, index, finding, report.profile, args.deadline))
+    if args.json:
+        print(_report_json(report, written))
+    else:
+        if report.error:
+            print(f"mcpwire fuzz: {report.error}", file=sys.stderr)
+        for finding, (trace_path, test_path) in zip(report.findings, written, strict=True):
+            v = finding.violation
+            where = finding.tool or finding.phase
+            print(f"{v.info.severity.upper()} [{v.oracle}] {where}: {v.message}")
+            print(f"    spec: {v.info.spec}")
+            print(f"    trace: {trace_path}  test: {test_path}")
+        print(
+            f"{len(report.findings)} finding(s), {report.examples} examples in {report.duration:.1f}s"
+            + (f"; skipped tools: {', '.join(report.skipped_tools)}" if report.skipped_tools else "")
+        )
+    if report.profile is None:
+        return 2
+    return 1 if report.failed else 0

@@ -1,0 +1,343 @@
+"""Steps and observations: what the fuzzer writes to a server and what it saw come back.
+
+Theory of operation: one fuzz example is a list of :class:`Step` (a line to write and what it
+is: a request with its id, a notification, or a malformed line). :func:`execute` writes them in
+order on a :class:`~fuzz.wire.StdioPeer`, waits after each request for the answer with that id
+(value *and* JSON type, JR-05) up to a deadline, and after anything else for a short quiet
+period, so the answer to a notification or to a malformed line is attributed to the step that
+provoked it. Server requests are answered the way a client without capabilities would (``ping``
+with ``{}``, anything else with -32601), so a legacy server is never left waiting.
+The result is an :class:`Observation`; :mod:`fuzz.oracles` judges it. The same functions run
+the live fuzzer and ``--replay``, so a trace replays exactly what the fuzzer did.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .wire import StdioPeer, decode_line
+
+__all__ = [
+    "CLIENT_INFO",
+    "MODERN_REVISION",
+    "Answer",
+    "Deep",
+    "Observation",
+    "Profile",
+    "Step",
+    "dumps",
+    "execute",
+    "notification",
+    "prologue",
+    "request",
+    "same_id",
+]
+
+log = logging.getLogger("mcpwire.fuzz.exchange")
+
+MODERN_REVISION = "2026-07-28"
+CLIENT_INFO = {"name": "mcpwire-fuzz", "version": "0.1.0"}
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+#: How long to wait for stray lines after a step that expects no answer.
+SETTLE_S = 0.0
+
+StepKind = Literal["request", "notification", "malformed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Deep:
+    """``[[[...0...]]]`` nested ``depth`` times, written without recursing (json.dumps would)."""
+
+    depth: int
+
+    @property
+    def placeholder(self) -> str:
+        return f"@@mcpwire-fuzz-deep-{self.depth}@@"
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON, as a server expects one message per line (ST-03: no raw newlines)."""
+    deep: list[Deep] = []
+
+    def default(obj: object) -> object:
+        if isinstance(obj, Deep):
+            deep.append(obj)
+            return obj.placeholder
+        raise TypeError(f"cannot encode {type(obj).__name__}")
+
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=default)
+    for d in deep:
+        text = text.replace(f'"{d.placeholder}"', "[" * d.depth + "0" + "]" * d.depth, 1)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def same_id(a: object, b: object) -> bool:
+    """JR-05: an id matches only with the same value and the same JSON type."""
+    return type(a) is type(b) and a == b
+
+
+@dataclass(slots=True)
+class Step:
+    """One line written to the server, and what the oracles should expect of it."""
+
+    line: bytes
+    kind: StepKind
+    request_id: int | str | None = None
+    method: str | None = None
+    tool: str | None = None
+    #: for ``tools/call``: whether the arguments validate against the tool's inputSchema
+    valid: bool | None = None
+    #: part of the session's opening (initialize), not of the example itself
+    setup: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for key in ("request_id", "method", "tool", "valid"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.setup:
+            out["setup"] = True
+        return out
+
+
+def request(
+    rid: int | str, method: str, params: dict[str, Any] | None, *, tool: str | None = None, valid: bool | None = None
+) -> Step:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    return Step(dumps(message), "request", rid, method, tool, valid)
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> Step:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return Step(dumps(message), "notification", None, method)
+
+
+@dataclass(slots=True)
+class Profile:
+    """What the fuzzer learnt about a server once, up front: its era, revision and catalogue."""
+
+    argv: list[str]
+    era: Literal["legacy", "modern"]
+    revision: str
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    server_info: dict[str, Any] = field(default_factory=dict)
+
+    def params(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Request params for this era: 2026-07-28 requests carry the per-request ``_meta``."""
+        if self.era != "modern":
+            return params
+        out = dict(params or {})
+        meta = dict(out.get("_meta") or {})
+        meta.update(
+            {
+                META_PROTOCOL_VERSION: self.revision,
+                META_CLIENT_CAPABILITIES: {},
+                META_CLIENT_INFO: CLIENT_INFO,
+            }
+        )
+        out["_meta"] = meta
+        return out
+
+    def probe(self, rid: int | str) -> Step:
+        """A cheap request every server of the era must answer: the liveness probe."""
+        if self.era == "modern":
+            return request(rid, "server/discover", self.params({}))
+        return request(rid, "ping", None)
+
+    def output_schema(self, tool: str | None) -> Any:
+        for t in self.tools:
+            if t.get("name") == tool:
+                return t.get("outputSchema")
+        return None
+
+
+def prologue(profile: Profile) -> list[Step]:
+    """The legacy handshake (LC: initialize, then notifications/initialized); nothing when modern."""
+    if profile.era == "modern":
+        return []
+    init = request(
+        0,
+        "initialize",
+        {"protocolVersion": profile.revision, "capabilities": {}, "clientInfo": CLIENT_INFO},
+    )
+    done = notification("notifications/initialized")
+    init.setup = done.setup = True
+    return [init, done]
+
+
+@dataclass(slots=True)
+class Answer:
+    """A response that arrived, with the index of the step it answers (or followed)."""
+
+    step: int
+    message: Any
+    t: float
+
+
+@dataclass(slots=True)
+class Observation:
+    """Everything one execution of steps produced."""
+
+    steps: list[Step]
+    answers: dict[int, Answer] = field(default_factory=dict)
+    #: responses whose id matched no outstanding request (duplicates, unknown ids, null ids)
+    strays: list[Answer] = field(default_factory=list)
+    notifications: list[Any] = field(default_factory=list)
+    server_requests: list[Any] = field(default_factory=list)
+    noise: list[bytes] = field(default_factory=list)
+    timed_out: list[int] = field(default_factory=list)
+    #: index of the notification or malformed line after which the barrier request got no answer
+    barrier_timed_out: int | None = None
+    write_failed: int | None = None
+    #: index of the step after which the process was seen dead (None: alive at the end)
+    died_after: int | None = None
+    exit_status: int | None = None
+    oversized: bool = False
+    stderr_tail: str = ""
+    duration: float = 0.0
+
+
+def _answer_server_request(peer: StdioPeer, message: dict[str, Any], deadline: float) -> None:
+    rid = message.get("id")
+    if message.get("method") == "ping":
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "result": {}}
+    else:
+        reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "not supported by the fuzzer"}}
+    peer.send(dumps(reply), timeout=deadline)
+
+
+def execute(
+    peer: StdioPeer,
+    steps: Sequence[Step],
+    *,
+    deadline: float,
+    settle: float = SETTLE_S,
+    barrier: Callable[[str], Step] | None = None,
+) -> Observation:
+    """Writes ``steps`` in order and records what comes back (see the module docstring).
+
+    After each notification or malformed line it sends ``barrier(id)`` (a request every server
+    of the era answers) and waits for its answer, then ``settle`` more seconds, so an answer to
+    the line is attributed to it; a null-id parse error that arrives while a request waits is that
+    request's answer (JSON-RPC 2.0 §5.1: the server could not read it). Stops early when the
+    server dies, stops reading, or misses a deadline (a hung server would make every later wait
+    time out too).
+    """
+    obs = Observation(list(steps))
+    start = time.monotonic()
+    outstanding: dict[int, Step] = {}
+    answered: set[int] = set()
+    blame: list[int] = [-1]  # the last non-request step since the last answered request
+
+    def take(line: bytes, current: int) -> None:
+        """Files one line received while ``current`` is the step in progress."""
+        message = decode_line(line)
+        if not isinstance(message, dict):
+            if isinstance(message, list) and message:  # a batch (2025-03-26): file each element
+                for item in message:
+                    take(dumps(item), current)
+                return
+            obs.noise.append(line)
+            return
+        if "method" in message:
+            if "id" in message:
+                obs.server_requests.append(message)
+                _answer_server_request(peer, message, deadline)
+            else:
+                obs.notifications.append(message)
+            return
+        rid = message.get("id")
+        now = time.monotonic() - start
+        for index, step in outstanding.items():
+            if index not in answered and same_id(step.request_id, rid):
+                answered.add(index)
+                if index >= 0:
+                    obs.answers[index] = Answer(index, message, now)
+                    blame[0] = -1
+                return
+        pending = steps[current].kind == "request" and current not in answered
+        code = message.get("error", {}).get("code") if isinstance(message.get("error"), dict) else None
+        if rid is None and pending and blame[0] < 0 and code in (-32700, -32600):
+            # JSON-RPC 2.0 §5.1: a request the server could not read (depth, size) gets a null-id error
+            answered.add(current)
+            obs.answers[current] = Answer(current, message, now)
+            return
+        obs.strays.append(Answer(blame[0] if blame[0] >= 0 else current, message, now))
+
+    for index, step in enumerate(steps):
+        if not peer.alive():
+            obs.died_after = index - 1
+            break
+        if step.kind == "request":
+            outstanding[index] = step
+        elif not step.setup:
+            blame[0] = index
+        if not peer.send(step.line, timeout=deadline):
+            obs.write_failed = index
+            if not peer.alive():
+                obs.died_after = index
+            break
+        if step.kind != "request" and not step.setup:
+            if barrier is not None:
+                # a request right behind it: servers read in order, so whatever the line provoked
+                # arrives before the barrier's answer, however slow the server is
+                probe = barrier(f"mcpwire-fuzz-barrier-{index}")
+                probe.setup = True
+                outstanding[-1 - index] = probe
+                if not peer.send(probe.line, timeout=deadline):
+                    obs.write_failed = index
+                    break
+                until = time.monotonic() + deadline
+                while (-1 - index) not in answered and (remaining := until - time.monotonic()) > 0:
+                    line = peer.receive(remaining)
+                    if line is None:
+                        break
+                    take(line, index)
+                if (-1 - index) not in answered:
+                    if peer.alive():
+                        obs.barrier_timed_out = index
+                    else:
+                        obs.died_after = index
+                    break
+            while (line := peer.receive(settle)) is not None:
+                take(line, index)
+            blame[0] = -1  # its window is closed: later strays are not its doing
+        if step.kind == "request":
+            until = time.monotonic() + deadline
+            while index not in answered:
+                remaining = until - time.monotonic()
+                line = peer.receive(remaining) if remaining > 0 else None
+                if line is None:
+                    break
+                take(line, index)
+            if index not in answered:
+                if peer.oversized:
+                    break  # judged as answer-shape: the line was over the limit
+                if peer.alive():
+                    obs.timed_out.append(index)
+                else:
+                    obs.died_after = index
+                break
+    else:
+        last = len(steps) - 1
+        if not peer.alive():
+            obs.died_after = last
+    obs.exit_status = peer.exit_status
+    obs.oversized = peer.oversized
+    obs.duration = time.monotonic() - start
+    return obs

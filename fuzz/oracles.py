@@ -1,0 +1,342 @@
+"""The oracles: what a server must do with whatever the fuzzer sends, each with an id and a spec reference.
+
+Theory of operation: an oracle is a pure function of an :class:`~fuzz.exchange.Observation`
+(and the server :class:`~fuzz.exchange.Profile`) returning :class:`Violation` values. They run
+in a fixed order, most severe first, so the first violation of an example names its real cause
+(a crash also leaves requests unanswered; it is reported as the crash). Each oracle id has its
+own exception class (:func:`failure_class`), so Hypothesis keeps distinct bugs apart and shrinks
+each to its own minimal example.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .exchange import Observation, Profile, Step
+from .schemas import is_valid, validator_for
+
+__all__ = ["ORACLES", "Oracle", "OracleFailure", "Violation", "check", "failure_class", "legal_error_code"]
+
+log = logging.getLogger("mcpwire.fuzz.oracles")
+
+
+@dataclass(frozen=True, slots=True)
+class Oracle:
+    id: str
+    title: str
+    spec: str
+    severity: str = "error"
+
+
+ORACLES: dict[str, Oracle] = {
+    o.id: o
+    for o in (
+        Oracle(
+            "server-alive",
+            "the server process stays alive while the client talks to it",
+            "2025-11-25 basic/lifecycle §Shutdown (only the client ends a stdio session); ST-01, SV-08",
+        ),
+        Oracle(
+            "answer-deadline",
+            "every request is answered within the deadline",
+            "2025-11-25 basic/index §Responses (every request gets a response); SV-02",
+        ),
+        Oracle(
+            "one-answer",
+            "every request gets exactly one answer, with its id (same value and type); no answer to unknown ids",
+            'JSON-RPC 2.0 §5 and 2026-07-28 basic/index §Result Responses: "MUST include the same ID"; SV-02',
+        ),
+        Oracle(
+            "notification-silence",
+            "a notification is never answered",
+            '2026-07-28 basic/index §Notifications: "The receiver MUST NOT send a response."; SV-04, JR-07',
+        ),
+        Oracle(
+            "malformed-input",
+            "a malformed line is answered with -32700/-32600 (or another error) or ignored, never with a result",
+            "JSON-RPC 2.0 §5.1 (Parse error / Invalid Request); ST-08",
+        ),
+        Oracle(
+            "answer-shape",
+            "answers are well-formed JSON-RPC and validate against the revision's schema",
+            "2024-11-05 basic/messages (exactly one of result/error; integer code); schema.json; SV-03, SV-06",
+        ),
+        Oracle(
+            "error-code",
+            "error codes are legal: JSON-RPC's, MCP's, implementation-defined -32000..-32019, or outside the range",
+            '2026-07-28 basic/index §Error Codes: "MUST NOT emit any code from this sub-range that is not defined"'
+            "; JR-30, JR-32",
+        ),
+        Oracle(
+            "output-schema",
+            "structuredContent of a tool with an outputSchema validates against it",
+            '2026-07-28 server/tools §Output Schema: "Servers MUST provide structured results that conform"; SV-30',
+        ),
+        Oracle(
+            "stdout-clean",
+            "every stdout line is a JSON-RPC message",
+            '2026-07-28 basic/transports/stdio: "The server MUST NOT write anything to its stdout that is not a'
+            ' valid MCP message."; SV-01',
+        ),
+        Oracle(
+            "list-stable",
+            "lists are the same across calls and do not change as a side effect of other requests",
+            '2026-07-28 server/tools §Capabilities: "MUST NOT vary per-connection or as a side effect"; SV-34',
+        ),
+        Oracle(
+            "invalid-args-refused",
+            "arguments that break the inputSchema get an error result (isError) or a JSON-RPC error",
+            "2026-07-28 server/tools §Error Handling; SV-31",
+            severity="warning",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    oracle: str
+    message: str
+    step: int | None = None
+
+    @property
+    def info(self) -> Oracle:
+        return ORACLES[self.oracle]
+
+    def to_json(self) -> dict[str, Any]:
+        o = self.info
+        return {
+            "oracle": o.id,
+            "severity": o.severity,
+            "title": o.title,
+            "spec": o.spec,
+            "message": self.message,
+            "step": self.step,
+        }
+
+
+class OracleFailure(AssertionError):
+    """Raised inside a Hypothesis example; carries the violation and the observation."""
+
+    violation: Violation
+    observation: Observation | None
+
+    def __init__(self, violation: Violation, observation: Observation | None = None) -> None:
+        super().__init__(f"[{violation.oracle}] {violation.message}")
+        self.violation = violation
+        self.observation = observation
+
+
+@cache
+def failure_class(oracle: str) -> type[OracleFailure]:
+    """One exception class per oracle id, so Hypothesis treats each oracle as a distinct bug."""
+    name = "".join(part.title() for part in oracle.split("-")) + "Failure"
+    return type(name, (OracleFailure,), {"__module__": __name__})
+
+
+# -- error codes --------------------------------------------------------------------------------
+
+_STANDARD = {-32700, -32600, -32601, -32602, -32603}
+_MCP_LEGACY = {-32002, -32042}
+_MCP_MODERN = {-32002, -32020, -32021, -32022}
+
+
+def legal_error_code(code: object, revision: str) -> bool:
+    """JR-30/JR-32: outside -32768..-32000 anything goes; inside, only defined codes."""
+    if type(code) is not int:
+        return False
+    if not -32768 <= code <= -32000:
+        return True
+    if code in _STANDARD or -32019 <= code <= -32000:
+        return True
+    return code in (_MCP_MODERN if revision >= "2026-07-28" else _MCP_LEGACY)
+
+
+# -- the official schema (optional: used when found) ----------------------------------------------
+
+
+def schema_dir() -> Path | None:
+    """``$MCPWIRE_SCHEMA_DIR``, else ``shared/mcp-schema`` beside the repository, if present."""
+    env = os.environ.get("MCPWIRE_SCHEMA_DIR")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve().parent
+    candidates += [here.parent.parent / "shared" / "mcp-schema", here.parent / "shared" / "mcp-schema"]
+    for path in candidates:
+        if path.is_dir():
+            return path
+    return None
+
+
+@cache
+def _result_validator(revision: str, definition: str) -> Any:
+    base = schema_dir()
+    if base is None or not (base / revision / "schema.json").is_file():
+        return None
+    document = json.loads((base / revision / "schema.json").read_text(encoding="utf-8"))
+    defs = document.get("$defs") or document.get("definitions") or {}
+    if definition not in defs:
+        return None
+    key = "$defs" if "$defs" in document else "definitions"
+    schema = {"$schema": document.get("$schema", ""), key: defs, "$ref": f"#/{key}/{definition}"}
+    if not schema["$schema"]:
+        del schema["$schema"]
+    return validator_for(schema)
+
+
+_RESULT_TYPES = {
+    "tools/call": "CallToolResult",
+    "tools/list": "ListToolsResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "resources/list": "ListResourcesResult",
+    "resources/read": "ReadResourceResult",
+    "initialize": "InitializeResult",
+}
+
+
+def _schema_errors(revision: str, method: str | None, result: Any) -> str | None:
+    definition = _RESULT_TYPES.get(method or "")
+    if definition is None:
+        return None
+    validator = _result_validator(revision, definition)
+    if validator is None:
+        return None
+    try:
+        error = next(iter(validator.iter_errors(result)), None)
+    except RecursionError:
+        return "result too deeply nested to validate"
+    if error is None:
+        return None
+    path = "/".join(str(p) for p in error.absolute_path)
+    return f"{definition} at /{path}: {error.message[:200]}"
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, bytes) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _shape(message: Any) -> str | None:
+    if message.get("jsonrpc") != "2.0":
+        return f'jsonrpc is {_short(message.get("jsonrpc"))}, not "2.0"'
+    has_result, has_error = "result" in message, "error" in message
+    if has_result == has_error:
+        return "a response must have exactly one of result and error"
+    if has_error:
+        error = message["error"]
+        if not isinstance(error, dict):
+            return "error is not an object"
+        if type(error.get("code")) is not int:
+            return f"error.code is {_short(error.get('code'))}, not an integer"
+        if not isinstance(error.get("message"), str):
+            return "error.message is not a string"
+    elif not isinstance(message["result"], dict):
+        return f"result is {_short(message['result'])}, not an object"
+    return None
+
+
+def _describe(step: Step) -> str:
+    if step.tool is not None:
+        return f"tools/call {step.tool!r}"
+    return step.method or step.kind
+
+
+def check(obs: Observation, profile: Profile) -> list[Violation]:
+    """Every violation in the observation, most severe first."""
+    out: list[Violation] = []
+    steps = obs.steps
+    if obs.died_after is not None:
+        step = steps[obs.died_after] if 0 <= obs.died_after < len(steps) else None
+        what = f"after {_describe(step)}" if step else "before the first message"
+        tail = obs.stderr_tail.strip().splitlines()[-3:]
+        out.append(
+            Violation(
+                "server-alive",
+                f"the server exited (status {obs.exit_status}) {what}"
+                + (f"; stderr: {' | '.join(tail)}" if tail else ""),
+                obs.died_after,
+            )
+        )
+    if obs.barrier_timed_out is not None and obs.died_after is None:
+        step = steps[obs.barrier_timed_out]
+        out.append(
+            Violation(
+                "answer-deadline",
+                f"after {_describe(step)}, the server answered no request within the deadline",
+                obs.barrier_timed_out,
+            )
+        )
+    for index in obs.timed_out:
+        out.append(Violation("answer-deadline", f"no answer to {_describe(steps[index])} within the deadline", index))
+    if obs.oversized:
+        out.append(Violation("answer-shape", "a stdout line exceeded the fuzzer's line limit", None))
+    for stray in obs.strays:
+        step = steps[stray.step] if 0 <= stray.step < len(steps) else None
+        msg = stray.message
+        if step is not None and step.kind == "notification":
+            out.append(
+                Violation(
+                    "notification-silence",
+                    f"the notification {step.method!r} was answered: {_short(msg)}",
+                    stray.step,
+                )
+            )
+        elif step is not None and step.kind == "malformed":
+            if "result" in msg:
+                out.append(Violation("malformed-input", f"a malformed line got a result: {_short(msg)}", stray.step))
+        elif msg.get("id") is not None or "result" in msg:
+            out.append(Violation("one-answer", f"an answer matched no outstanding request: {_short(msg)}", stray.step))
+    for index, answer in sorted(obs.answers.items()):
+        step, msg = steps[index], answer.message
+        problem = _shape(msg)
+        if problem is not None:
+            out.append(Violation("answer-shape", f"answer to {_describe(step)}: {problem}", index))
+            continue
+        if "error" in msg:
+            code = msg["error"]["code"]
+            if not legal_error_code(code, profile.revision):
+                out.append(Violation("error-code", f"{_describe(step)} answered with reserved code {code}", index))
+            if step.kind == "malformed" or step.valid is not None or step.setup:
+                continue
+            continue
+        result = msg["result"]
+        if step.kind == "malformed":
+            out.append(Violation("malformed-input", f"a malformed request got a result: {_short(msg)}", index))
+            continue
+        invalid = _schema_errors(profile.revision, step.method, result)
+        if invalid is not None:
+            out.append(Violation("answer-shape", f"answer to {_describe(step)}: {invalid}", index))
+        if step.method == "tools/call" and result.get("isError") is not True:
+            schema = profile.output_schema(step.tool)
+            if isinstance(schema, dict):
+                structured = result.get("structuredContent")
+                if structured is None:
+                    out.append(Violation("output-schema", f"{_describe(step)} returned no structuredContent", index))
+                elif not is_valid(validator_for(schema), structured):
+                    out.append(
+                        Violation(
+                            "output-schema",
+                            f"{_describe(step)}: structuredContent {_short(structured)} breaks the outputSchema",
+                            index,
+                        )
+                    )
+            if step.valid is False:
+                out.append(
+                    Violation(
+                        "invalid-args-refused",
+                        f"{_describe(step)} accepted arguments its inputSchema rejects",
+                        index,
+                    )
+                )
+    if obs.noise:
+        out.append(Violation("stdout-clean", f"{len(obs.noise)} non-JSON-RPC stdout line(s): {_short(obs.noise[0])}"))
+    return out

@@ -1,0 +1,382 @@
+"""Hypothesis strategies for tool arguments, driven by each tool's ``inputSchema``.
+
+Theory of operation: :func:`valid_arguments` walks a JSON Schema (draft 2020-12, with the
+draft-07 spellings tools still use) and builds a strategy for the keywords it meets: ``type``
+(including lists of types), ``enum``/``const``, string bounds, ``pattern`` and common
+``format`` values, number bounds (exclusive ones too) and ``multipleOf``, array ``items`` /
+``prefixItems`` / bounds / ``uniqueItems``, object ``properties`` / ``required`` /
+``additionalProperties`` / ``patternProperties``, ``$ref`` to ``#/$defs`` and
+``#/definitions`` (resolved in the document itself; a remote ``$ref`` is never fetched),
+``allOf``/``anyOf``/``oneOf``/``not``. Whatever is approximated is made exact by filtering the
+top-level value through a ``jsonschema`` validator with retrieval disabled, so every "valid"
+example really is valid.
+
+Strategies are ordered so that Hypothesis shrinks toward the simplest input: the plain
+``integers()``/``text()`` branch comes first (``0``, ``-1``, ``""``), the extremes (huge ids,
+long strings, NUL and other awkward characters) after it. :func:`invalid_arguments` produces
+near-valid inputs: one property of the wrong type, a required property missing, arguments that
+are not an object, deep nesting and huge strings.
+
+``hypothesis-jsonschema`` would be the natural library here, but its object strategy does not
+run on current Hypothesis releases (it calls internals that were removed), so this module keeps
+its own, smaller walker.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import string
+from typing import Any
+
+import jsonschema
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+from hypothesis import strategies as st
+
+__all__ = [
+    "MAX_DEPTH",
+    "SchemaError",
+    "arguments",
+    "invalid_arguments",
+    "is_valid",
+    "valid_arguments",
+    "validator_for",
+]
+
+log = logging.getLogger("mcpwire.fuzz.schemas")
+
+MAX_DEPTH = 6
+#: Characters that break naive servers: NUL, controls, quotes, separators, non-BMP, RTL.
+AWKWARD_CHARS = "\x00\x01\x1f\x7f\n\r\t\"'\\/<>&%{}\u2028\u2029\u200b\u202e\ufeff\uffff\u00e9\U0001f600"
+EXTREME_INTS = (2**31 - 1, -(2**31), 2**31, 2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, -(2**63), 2**64)
+LONG_STRING_MAX = 20_000
+JSON_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+
+JSON = Any
+
+
+class SchemaError(ValueError):
+    """The schema cannot be turned into a strategy (an unsatisfiable or remote ``$ref``)."""
+
+
+def _no_retrieve(uri: str) -> referencing.Resource[Any]:
+    # Tool schemas are resolved in the document itself, never over the network.
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+def is_valid(validator: jsonschema.protocols.Validator, value: JSON) -> bool:
+    """``validator.is_valid`` that treats a value too deep to check as invalid."""
+    try:
+        return bool(validator.is_valid(value))
+    except RecursionError:
+        return False
+
+
+def validator_for(schema: JSON) -> jsonschema.protocols.Validator:
+    """A validator for ``schema`` (its ``$schema`` or 2020-12) that never retrieves remote refs."""
+    registry: referencing.Registry[Any] = referencing.Registry(retrieve=_no_retrieve)  # type: ignore[call-arg]
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, registry=registry, format_checker=cls.FORMAT_CHECKER)
+
+
+# -- primitives ---------------------------------------------------------------------------------
+
+_json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+any_json: st.SearchStrategy[JSON] = st.recursive(
+    _json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+_FORMATS: dict[str, st.SearchStrategy[str]] = {
+    "email": st.emails(),
+    "uri": st.sampled_from(["https://example.com/", "file:///tmp/x", "urn:x:y"]),
+    "uri-reference": st.sampled_from(["/a/b", "https://example.com/", "#frag"]),
+    "url": st.sampled_from(["https://example.com/", "http://127.0.0.1:9/x"]),
+    "date-time": st.datetimes().map(lambda d: d.isoformat() + "Z"),
+    "date": st.dates().map(lambda d: d.isoformat()),
+    "time": st.times().map(lambda t: t.isoformat() + "Z"),
+    "uuid": st.uuids().map(str),
+    "ipv4": st.ip_addresses(v=4).map(str),
+    "ipv6": st.ip_addresses(v=6).map(str),
+    "hostname": st.sampled_from(["localhost", "example.com", "a.b.c"]),
+}
+
+
+def _strings(schema: dict[str, Any]) -> st.SearchStrategy[str]:
+    fmt = schema.get("format")
+    if isinstance(fmt, str) and fmt in _FORMATS:
+        return _FORMATS[fmt]
+    lo = int(schema.get("minLength", 0))
+    hi_raw = schema.get("maxLength")
+    hi = int(hi_raw) if isinstance(hi_raw, int | float) else None
+    if isinstance(schema.get("pattern"), str):
+        try:
+            return st.from_regex(schema["pattern"]).filter(lambda s: lo <= len(s) and (hi is None or len(s) <= hi))
+        except Exception:  # an ECMA-only construct Python's re rejects: fall back to filtered text
+            log.debug("pattern %r not usable as a Python regex", schema["pattern"])
+    plain = st.text(min_size=lo, max_size=hi if hi is not None else max(lo, 40))
+    awkward = st.text(alphabet=AWKWARD_CHARS, min_size=max(lo, 1), max_size=hi if hi is not None else max(lo, 8))
+    top = min(hi if hi is not None else LONG_STRING_MAX, LONG_STRING_MAX)
+    options = [plain, awkward]
+    if top > max(lo, 40):
+        # a long run of one character: integer shrinking finds the exact length boundary
+        options.append(
+            st.tuples(st.sampled_from("a\x00é"), st.integers(min_value=max(lo, 1), max_value=top)).map(
+                lambda cn: cn[0] * cn[1]
+            )
+        )
+    return st.one_of(options)
+
+
+def _numbers(schema: dict[str, Any], integer: bool) -> st.SearchStrategy[int | float]:
+    lo = schema.get("minimum")
+    hi = schema.get("maximum")
+    xlo = schema.get("exclusiveMinimum")
+    xhi = schema.get("exclusiveMaximum")
+    if isinstance(xlo, bool):  # draft-04 spelling
+        xlo = lo if xlo else None
+        lo = None if xlo is not None else lo
+    if isinstance(xhi, bool):
+        xhi = hi if xhi else None
+        hi = None if xhi is not None else hi
+    mult = schema.get("multipleOf")
+    if integer:
+        ilo = None if lo is None else math.ceil(lo)
+        ihi = None if hi is None else math.floor(hi)
+        if xlo is not None:
+            ilo = max(ilo if ilo is not None else -(10**30), math.floor(xlo) + 1)
+        if xhi is not None:
+            ihi = min(ihi if ihi is not None else 10**30, math.ceil(xhi) - 1)
+        if isinstance(mult, int) and mult > 0:
+            qlo = None if ilo is None else -((-ilo) // mult)
+            qhi = None if ihi is None else ihi // mult
+            return st.integers(qlo, qhi).map(lambda q: q * mult)
+        base: st.SearchStrategy[int | float] = st.integers(ilo, ihi)
+        extremes = [v for v in EXTREME_INTS + tuple(-v for v in EXTREME_INTS) if _within(v, ilo, ihi)]
+        return base | st.sampled_from(extremes) if extremes else base
+    floats = st.floats(
+        min_value=lo if lo is not None else xlo,
+        max_value=hi if hi is not None else xhi,
+        exclude_min=xlo is not None and lo is None,
+        exclude_max=xhi is not None and hi is None,
+        allow_nan=False,
+        allow_infinity=False,
+    )
+    ints = _numbers({**schema, "multipleOf": None}, True)
+    if isinstance(mult, int | float) and mult > 0:
+        return ints.filter(lambda v: (v / mult) == int(v / mult))
+    return ints | floats
+
+
+def _within(value: int, lo: int | None, hi: int | None) -> bool:
+    return (lo is None or value >= lo) and (hi is None or value <= hi)
+
+
+# -- the walker ---------------------------------------------------------------------------------
+
+
+class _Walker:
+    def __init__(self, root: JSON) -> None:
+        self.root = root
+
+    def resolve(self, ref: str) -> JSON:
+        if not ref.startswith("#"):
+            raise SchemaError(f"remote $ref {ref!r} is not fetched")
+        node: JSON = self.root
+        for part in ref[1:].lstrip("/").split("/") if ref != "#" else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                raise SchemaError(f"$ref {ref!r} does not resolve in the tool's schema")
+        return node
+
+    def build(self, schema: JSON, depth: int = 0) -> st.SearchStrategy[JSON]:
+        if schema is True or schema == {}:
+            return any_json if depth < MAX_DEPTH else _json_scalars
+        if schema is False:
+            return st.nothing()
+        if not isinstance(schema, dict):
+            return any_json
+        if "$ref" in schema:
+            target = self.build(self.resolve(schema["$ref"]), depth + 1)
+            rest = {k: v for k, v in schema.items() if k != "$ref"}
+            if any(k not in ("description", "title", "default", "examples") for k in rest):
+                return target  # the siblings are enforced by the top-level filter
+            return target
+        if "const" in schema:
+            return st.just(schema["const"])
+        if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
+            return st.sampled_from(schema["enum"])
+        if "allOf" in schema and isinstance(schema["allOf"], list):
+            merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+            for part in schema["allOf"]:
+                part = self.resolve(part["$ref"]) if isinstance(part, dict) and "$ref" in part else part
+                if isinstance(part, dict):
+                    for key, value in part.items():
+                        if key == "properties" and isinstance(merged.get("properties"), dict):
+                            merged["properties"] = {**merged["properties"], **value}
+                        elif key == "required" and isinstance(merged.get("required"), list):
+                            merged["required"] = [*merged["required"], *value]
+                        else:
+                            merged.setdefault(key, value)
+            return self.build(merged, depth)
+        for key in ("anyOf", "oneOf"):
+            if key in schema and isinstance(schema[key], list) and schema[key]:
+                rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+                return st.one_of([self.build({**rest, **b} if isinstance(b, dict) else b, depth) for b in schema[key]])
+        types = schema.get("type")
+        if isinstance(types, list):
+            return st.one_of([self.build({**schema, "type": t}, depth) for t in types if t in JSON_TYPES])
+        if types is None:
+            types = self._infer_type(schema)
+            if types is None:
+                return any_json if depth < MAX_DEPTH else _json_scalars
+        if types == "null":
+            return st.none()
+        if types == "boolean":
+            return st.booleans()
+        if types == "integer":
+            return _numbers(schema, True)
+        if types == "number":
+            return _numbers(schema, False)
+        if types == "string":
+            return _strings(schema)
+        if types == "array":
+            return self._array(schema, depth)
+        if types == "object":
+            return self._object(schema, depth)
+        return st.nothing()
+
+    @staticmethod
+    def _infer_type(schema: dict[str, Any]) -> str | None:
+        if {"properties", "required", "additionalProperties"} & schema.keys():
+            return "object"
+        if {"items", "prefixItems", "minItems", "maxItems"} & schema.keys():
+            return "array"
+        if {"minLength", "maxLength", "pattern", "format"} & schema.keys():
+            return "string"
+        if {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"} & schema.keys():
+            return "number"
+        return None
+
+    def _array(self, schema: dict[str, Any], depth: int) -> st.SearchStrategy[JSON]:
+        lo = int(schema.get("minItems", 0))
+        hi = schema.get("maxItems")
+        hi = int(hi) if isinstance(hi, int | float) else max(lo, 5)
+        items = schema.get("items", {})
+        if depth >= MAX_DEPTH:
+            lo = hi = lo
+        prefix = schema.get("prefixItems")
+        if isinstance(items, list):  # draft-07 tuple form
+            prefix, items = items, schema.get("additionalItems", {})
+        element = self.build(items, depth + 1)
+        unique = bool(schema.get("uniqueItems"))
+        if isinstance(prefix, list) and prefix:
+            head = st.tuples(*[self.build(p, depth + 1) for p in prefix]).map(list)
+            tail = st.lists(element, max_size=max(0, hi - len(prefix))) if items is not False else st.just([])
+            return st.tuples(head, tail).map(lambda ht: ht[0] + ht[1])
+        return st.lists(element, min_size=lo, max_size=hi, unique_by=_canonical if unique else None)
+
+    def _object(self, schema: dict[str, Any], depth: int) -> st.SearchStrategy[JSON]:
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = [r for r in schema.get("required", []) if isinstance(r, str)]
+        req = {name: self.build(props.get(name, {}), depth + 1) for name in required}
+        opt = {name: self.build(sub, depth + 1) for name, sub in props.items() if name not in req}
+        base = st.fixed_dictionaries(req, optional=opt)
+        extra_schema = schema.get("additionalProperties", {})
+        if extra_schema is False or depth >= MAX_DEPTH or schema.get("unevaluatedProperties") is False:
+            return base
+        known = set(props)
+        names = st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=8).filter(lambda n: n not in known)
+        extras = st.dictionaries(names, self.build(extra_schema, depth + 1), max_size=2)
+        return st.tuples(base, extras).map(lambda be: {**be[1], **be[0]})
+
+
+def _canonical(value: JSON) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
+def valid_arguments(schema: JSON) -> st.SearchStrategy[JSON]:
+    """Arguments that validate against the tool's ``inputSchema`` (exact: filtered by a validator)."""
+    validator = validator_for(schema)
+    return _Walker(schema).build(schema).filter(lambda v: is_valid(validator, v))
+
+
+def _wrong_type_value(sub: JSON) -> st.SearchStrategy[JSON]:
+    declared = sub.get("type") if isinstance(sub, dict) else None
+    allowed = set(declared if isinstance(declared, list) else [declared] if declared else [])
+    if "number" in allowed:
+        allowed.add("integer")
+    samples: dict[str, st.SearchStrategy[JSON]] = {
+        "null": st.none(),
+        "boolean": st.booleans(),
+        "integer": st.integers(),
+        "string": st.text(max_size=10),
+        "array": st.lists(st.integers(), max_size=2),
+        "object": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    }
+    wrong = [s for t, s in samples.items() if t not in allowed and not (t == "integer" and "number" in allowed)]
+    return st.one_of(wrong) if wrong else st.nothing()
+
+
+def _deep(depth: int) -> JSON:
+    from .exchange import Deep
+
+    return Deep(depth)
+
+
+def invalid_arguments(schema: JSON) -> st.SearchStrategy[JSON]:
+    """Near-valid arguments that do *not* validate: the server must refuse them, not crash or hang."""
+    validator = validator_for(schema)
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    props = props if isinstance(props, dict) else {}
+    required = [r for r in schema.get("required", []) if isinstance(r, str)] if isinstance(schema, dict) else []
+    valid = valid_arguments(schema)
+    options: list[st.SearchStrategy[JSON]] = []
+    if props:
+
+        @st.composite
+        def wrong_type(draw: st.DrawFn) -> JSON:
+            base = dict(draw(valid))
+            name = draw(st.sampled_from(sorted(props)))
+            base[name] = draw(_wrong_type_value(props[name]))
+            return base
+
+        options.append(wrong_type())
+    if required:
+
+        @st.composite
+        def missing(draw: st.DrawFn) -> JSON:
+            base = dict(draw(valid))
+            base.pop(draw(st.sampled_from(required)), None)
+            return base
+
+        options.append(missing())
+    options.append(st.none() | st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=2))
+    near = st.one_of(options).filter(lambda v: not is_valid(validator, v))
+    if not props:
+        return near
+    # deep nesting (not validated: checking it would recurse as deep as the server's parser)
+    deep = st.tuples(st.sampled_from(sorted(props)), st.integers(min_value=64, max_value=3000)).map(
+        lambda nd: {nd[0]: _deep(nd[1])}
+    )
+    return near | deep
+
+
+def arguments(schema: JSON) -> st.SearchStrategy[tuple[bool, JSON]]:
+    """``(valid, arguments)``: mostly valid examples (they shrink first), sometimes invalid ones."""
+    try:
+        valid = valid_arguments(schema).map(lambda v: (True, v))
+    except SchemaError:
+        log.info("inputSchema not usable for valid arguments; only non-object arguments are generated")
+        return (st.none() | st.integers() | st.text(max_size=5)).map(lambda v: (False, v))
+    return valid | invalid_arguments(schema).map(lambda v: (False, v))

@@ -1,0 +1,177 @@
+"""A rule-based state machine over a live server: list, call, read, get prompt, cancel, re-list, subscribe.
+
+Theory of operation: each run of :class:`ServerMachine` starts a fresh server process, opens a
+session for the server's era (the legacy handshake, or nothing in 2026-07-28 where every
+request carries ``_meta``), and lets Hypothesis pick rules in any order. Every rule is a few
+steps run through :func:`~fuzz.exchange.execute` (with the era's barrier) and judged by the
+same oracles as the other phases, plus ``list-stable``: a re-list must give the names the
+first list gave. A violation raises its oracle's exception carrying *every* step of the session
+so far, so the finding replays from a fresh process; Hypothesis shrinks the rule sequence.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+
+from .exchange import Observation, Profile, Step, execute, notification, prologue, request
+from .oracles import OracleFailure, Violation, check, failure_class
+from .schemas import SchemaError, valid_arguments
+from .wire import StdioPeer
+
+__all__ = ["machine_for", "run_machine"]
+
+log = logging.getLogger("mcpwire.fuzz.stateful")
+
+
+def _names(items: list[dict[str, Any]], key: str = "name") -> list[str]:
+    return sorted(str(i.get(key)) for i in items if isinstance(i, dict))
+
+
+def machine_for(
+    argv: list[str],
+    profile: Profile,
+    *,
+    deadline: float,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    tools: list[dict[str, Any]] | None = None,
+) -> type[RuleBasedStateMachine]:
+    """The machine class for one server (``tools``: the ones it may call, after allow/deny)."""
+    callable_tools = [t for t in (profile.tools if tools is None else tools) if isinstance(t.get("inputSchema"), dict)]
+    strategies: dict[str, st.SearchStrategy[Any]] = {}
+    for tool in callable_tools:
+        try:
+            strategies[tool["name"]] = valid_arguments(tool["inputSchema"])
+        except SchemaError:
+            continue
+    prompts = [p for p in profile.prompts if isinstance(p.get("name"), str)]
+    uris = [r["uri"] for r in profile.resources if isinstance(r.get("uri"), str)]
+    can_subscribe = profile.era == "legacy" and bool((profile.capabilities.get("resources") or {}).get("subscribe"))
+
+    class ServerMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.peer = StdioPeer(argv, env=env, cwd=cwd)
+            self.steps: list[Step] = []
+            self.next_id = 1
+            self.answered: list[int | str] = []
+            self.run(prologue(profile))
+
+        # -- plumbing -------------------------------------------------------------------------
+
+        def run(self, steps: list[Step]) -> Observation:
+            self.steps.extend(steps)
+            obs = execute(self.peer, steps, deadline=deadline, barrier=profile.probe)
+            violations = check(obs, profile)
+            self.answered.extend(s.request_id for i, s in enumerate(steps) if i in obs.answers and s.request_id)
+            if violations:
+                self.fail(violations[0], obs)
+            return obs
+
+        def fail(self, violation: Violation, obs: Observation) -> None:
+            whole = Observation(list(self.steps))
+            whole.died_after, whole.exit_status = obs.died_after, obs.exit_status
+            self.peer.close()
+            whole.stderr_tail = self.peer.trace.stderr_tail
+            failure: OracleFailure = failure_class(violation.oracle)(violation, whole)
+            failure.entries = list(self.peer.trace.entries)  # type: ignore[attr-defined]
+            raise failure
+
+        def rid(self) -> int:
+            self.next_id += 1
+            return self.next_id
+
+        def call(self, method: str, params: dict[str, Any] | None, **kw: Any) -> dict[str, Any] | None:
+            step = request(self.rid(), method, profile.params(params), **kw)
+            obs = self.run([step])
+            answer = obs.answers.get(0)
+            result = answer.message.get("result") if answer else None
+            return result if isinstance(result, dict) else None
+
+        def teardown(self) -> None:
+            self.peer.close()
+
+        # -- rules ----------------------------------------------------------------------------
+
+        @rule()
+        def list_tools(self) -> None:
+            result = self.call("tools/list", None)
+            if result is not None and "nextCursor" not in result:
+                names = _names(result.get("tools") or [])
+                if names != _names(profile.tools):
+                    self.fail(
+                        Violation("list-stable", f"tools/list changed during the session: {names}"),
+                        Observation(list(self.steps)),
+                    )
+
+        @precondition(lambda self: bool(strategies))
+        @rule(data=st.data())
+        def call_tool(self, data: st.DataObject) -> None:
+            name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
+            args = data.draw(strategies[name], label="arguments")
+            self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True)
+
+        @precondition(lambda self: bool(prompts))
+        @rule(data=st.data())
+        def get_prompt(self, data: st.DataObject) -> None:
+            prompt = data.draw(st.sampled_from(prompts), label="prompt")
+            args = {
+                str(a["name"]): data.draw(st.text(max_size=8), label=str(a["name"]))
+                for a in prompt.get("arguments") or []
+                if isinstance(a, dict) and "name" in a
+            }
+            self.call("prompts/get", {"name": prompt["name"], "arguments": args})
+
+        @precondition(lambda self: bool(uris))
+        @rule(data=st.data())
+        def read_resource(self, data: st.DataObject) -> None:
+            self.call("resources/read", {"uri": data.draw(st.sampled_from(uris), label="uri")})
+
+        @precondition(lambda self: "prompts" in profile.capabilities)
+        @rule()
+        def list_prompts(self) -> None:
+            self.call("prompts/list", None)
+
+        @precondition(lambda self: "resources" in profile.capabilities)
+        @rule()
+        def list_resources(self) -> None:
+            self.call("resources/list", None)
+
+        @rule(data=st.data())
+        def cancel(self, data: st.DataObject) -> None:
+            """Cancels a request that was already answered (or never sent): never answered back."""
+            target = data.draw(st.sampled_from(self.answered) if self.answered else st.just(999_999), label="id")
+            self.run([notification("notifications/cancelled", profile.params({"requestId": target}))])
+
+        @precondition(lambda self: can_subscribe and bool(uris))
+        @rule(data=st.data())
+        def subscribe(self, data: st.DataObject) -> None:
+            uri = data.draw(st.sampled_from(uris), label="uri")
+            self.call("resources/subscribe", {"uri": uri})
+            self.call("resources/unsubscribe", {"uri": uri})
+
+    return ServerMachine
+
+
+def run_machine(
+    machine: type[RuleBasedStateMachine], *, max_examples: int, steps: int, seed: int | None, database: Any = None
+) -> None:
+    """Runs the machine (raises the shrunk :class:`OracleFailure` when a rule breaks an oracle)."""
+    config = settings(
+        max_examples=max_examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=database,
+        derandomize=False,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+    if seed is not None:
+        machine._hypothesis_internal_use_seed = seed
+    run_state_machine_as_test(machine, settings=config)
