@@ -27,10 +27,11 @@ import json
 import math
 import os
 import resource
+import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -38,17 +39,20 @@ from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "ECHO_SERVER",
+    "HTTP_ECHO_SERVER",
     "Params",
     "RunConcurrently",
     "Session",
     "median",
     "percentile",
+    "http_server",
     "workload_main",
 ]
 
 T = TypeVar("T")
 
 ECHO_SERVER = Path(__file__).resolve().parent / "echo_server.py"
+HTTP_ECHO_SERVER = Path(__file__).resolve().parent / "http_echo_server.py"
 MIB = 1024 * 1024
 
 
@@ -146,6 +150,31 @@ Connect = Callable[[Sequence[str], str], AbstractAsyncContextManager[Session]]
 RunConcurrently = Callable[[int, Callable[[], Coroutine[Any, Any, None]]], Awaitable[None]]
 #: ``run(async_fn)``: runs a coroutine function to completion on the library's event loop.
 Runner = Callable[[Callable[[], Awaitable[dict[str, Any]]]], dict[str, Any]]
+
+
+@contextmanager
+def http_server(argv: Sequence[str]) -> Iterator[str]:
+    """Starts an HTTP server process, yields the URL it prints first, and terminates it on exit.
+
+    The URL is read with a blocking ``readline``: it is part of the cold start, and nothing else
+    runs in the client before it is known.
+    """
+    process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().decode().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError(f"the server printed {url!r} instead of its URL")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 # -- the workload -----------------------------------------------------------------------------
