@@ -182,6 +182,51 @@ class ClientStatistics(msgspec.Struct, frozen=True, kw_only=True):
     bytes_received: int
 
 
+class _Wake:
+    """A one-waiter event: what a request's caller sleeps on until its answer (or progress, or
+    its deadline) arrives.
+
+    ``trio.Event`` serves any number of waiters through a parking lot; a call has exactly one
+    waiter, its caller, so this keeps just that task and reschedules it directly: one small
+    object per call and no parking-lot bookkeeping, on the path every call takes. ``clear()``
+    re-arms it for the next wait (after progress).
+    """
+
+    __slots__ = ("_flag", "_task")
+
+    def __init__(self) -> None:
+        self._flag = False
+        self._task: trio.lowlevel.Task | None = None
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        if not self._flag:
+            self._flag = True
+            task = self._task
+            if task is not None:
+                self._task = None
+                trio.lowlevel.reschedule(task)
+
+    def clear(self) -> None:
+        self._flag = False
+
+    async def wait(self) -> None:
+        """Returns once set. Cancellation: a checkpoint; raises ``Cancelled`` as trio does."""
+        if self._flag:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._task is not None:  # pragma: no cover - one waiter by construction
+            raise RuntimeError("a call's wake-up has a single waiter")
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
 class _Waiter:
     """What one request's caller waits on (a plain slotted class: one is made per call)."""
 
@@ -189,7 +234,7 @@ class _Waiter:
 
     def __init__(
         self,
-        event: trio.Event,
+        event: _Wake,
         *,
         progress: list[JSONObject] | None = None,
         channel: trio.MemorySendChannel[_Waiter] | None = None,
@@ -706,7 +751,7 @@ class Client:
         *,
         meta_version: str | None = None,
     ) -> PendingRequest[_Waiter]:
-        waiter = _Waiter(trio.Event(), channel=channel)
+        waiter = _Waiter(_Wake(), channel=channel)
         entry, payload = self._session.prepare_request(
             method, params, waiter, check=False, handshake=True, meta_version=meta_version
         )
@@ -1053,13 +1098,19 @@ class Client:
             meta[META_LOG_LEVEL] = self._log_level
             params["_meta"] = meta
         headers = self._headers_for(method, params)
-        waiter = _Waiter(trio.Event(), progress=[] if on_progress is not None else None)
+        waiter = _Waiter(_Wake(), progress=[] if on_progress is not None else None)
         entry, payload = self._session.prepare_request(
             method, params, waiter, check=check, progress=on_progress is not None
         )
-        self._requests_sent += 1
         try:
             await self._send(payload, request_id=entry.id, headers=headers)
+        except BaseException as exc:
+            issued = not (self._transport is None or self._transport.atomic_send or isinstance(exc, MCPWireError))
+            if self._session.table.abandon(entry.id) is not None and issued:
+                await self._cancel_on_wire(entry, exc)  # UT-C01: only what may have reached the server
+            raise
+        self._requests_sent += 1
+        try:
             outcome = await self._wait(entry, timeout, on_progress)
         except BaseException as exc:
             if self._session.table.abandon(entry.id) is not None:
@@ -1180,7 +1231,7 @@ class Client:
                     return waiter.outcome
                 if waiter.progress:
                     items, waiter.progress = waiter.progress, []
-                    waiter.event = trio.Event()
+                    waiter.event.clear()
                     waiter.expired = False
                     # LC-62: reset, but capped
                     deadlines.add(waiter, min(trio.current_time() + limit, hard), nursery)
@@ -1189,7 +1240,7 @@ class Client:
                     continue
                 if waiter.expired:
                     break
-                waiter.event = trio.Event()  # pragma: no cover - set with neither outcome nor progress
+                waiter.event.clear()  # pragma: no cover - set with neither outcome nor progress
         finally:
             # The heap may keep this waiter until its deadline: drop what it holds (a large
             # answer must not outlive the call; the caller has it from the return value).
@@ -1529,7 +1580,7 @@ class Client:
                             break
 
     async def _listen(self, sub: Subscription, timeout: float | None) -> None:
-        waiter = _Waiter(trio.Event())
+        waiter = _Waiter(_Wake())
         entry, payload = self._session.prepare_request("subscriptions/listen", {"notifications": sub.requested}, waiter)
         sub.id = entry.id
         self._subscriptions[entry.id] = sub

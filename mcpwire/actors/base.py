@@ -40,6 +40,10 @@ class Transport(Protocol):
     bytes_received: int
     #: True when the transport carries mirrored HTTP headers (Streamable HTTP).
     wants_headers: bool
+    #: True when a request's ``send`` either hands over the whole message or raises having sent
+    #: nothing, even when cancelled; then a request whose send raised was never issued, and is
+    #: not cancelled on the wire (UT-C01).
+    atomic_send: bool
 
     async def run(self, *, task_status: trio.TaskStatus[Transport] = ...) -> None: ...
 

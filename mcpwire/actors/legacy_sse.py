@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urljoin, urlsplit
 
@@ -27,7 +28,7 @@ from ..protocol.jsonrpc import RequestId, classify
 from ..protocol.sse import SSEDecoder, is_event_stream
 from ..transports import HttpServer
 from .base import MessageSink
-from .streamable_http import _backoff, open_http_client
+from .streamable_http import _backoff, body_chunks, open_http_client, open_stream
 
 if TYPE_CHECKING:
     import httpx
@@ -84,6 +85,7 @@ class LegacySSETransport:
         self.bytes_sent = 0
         self.bytes_received = 0
         self.wants_headers = False
+        self.atomic_send = False  # a POST cancelled midway may have reached the server
         self.pid: int | None = None
 
     def stderr_tail(self) -> list[str]:
@@ -133,29 +135,30 @@ class LegacySSETransport:
             self.endpoint = None
             try:
                 headers = {**self._headers, "Accept": "text/event-stream"}
-                async with self._http.stream("GET", self.spec.url, headers=headers) as response:
+                async with open_stream(self._http, "GET", self.spec.url, headers) as response:
                     self._check_status(response)
                     with trio.move_on_after(ENDPOINT_TIMEOUT) as wait_endpoint:
-                        async for chunk in response.aiter_bytes():
-                            self.bytes_received += len(chunk)
-                            for event in decoder.feed(chunk):
-                                if event.event == "endpoint" and self.endpoint is None:
-                                    self.endpoint = check_endpoint(self.spec.url, event.data)
-                                    wait_endpoint.deadline = float("inf")
-                                    failures = 0
-                                    if not started:
-                                        started = True
-                                        task_status.started(self)
-                                    else:
-                                        # HS-04: a new stream is a new session: pending requests are lost
-                                        # and the client must initialise again.
-                                        log.info("%s: SSE stream reconnected; the session starts anew", self.label)
-                                        self._sink.session_lost(self._dropped(dropped))
-                                        dropped = None
-                                elif event.event == "message" and event.data.strip():
-                                    if self.endpoint is None:
-                                        continue  # nothing precedes the endpoint event (HS-03)
-                                    self._sink.message_received(classify(event.data.encode()))
+                        async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+                            async for chunk in pieces:
+                                self.bytes_received += len(chunk)
+                                for event in decoder.feed(chunk):
+                                    if event.event == "endpoint" and self.endpoint is None:
+                                        self.endpoint = check_endpoint(self.spec.url, event.data)
+                                        wait_endpoint.deadline = float("inf")
+                                        failures = 0
+                                        if not started:
+                                            started = True
+                                            task_status.started(self)
+                                        else:
+                                            # HS-04: a new stream is a new session: pending requests are lost
+                                            # and the client must initialise again.
+                                            log.info("%s: SSE stream reconnected; the session starts anew", self.label)
+                                            self._sink.session_lost(self._dropped(dropped))
+                                            dropped = None
+                                    elif event.event == "message" and event.data.strip():
+                                        if self.endpoint is None:
+                                            continue  # nothing precedes the endpoint event (HS-03)
+                                        self._sink.message_received(classify(event.data.encode()))
                     if wait_endpoint.cancelled_caught:
                         raise ConnectError(f"server '{self.label}' sent no endpoint event within {ENDPOINT_TIMEOUT:g}s")
             except (httpx.TransportError, FrameTooLarge) as exc:

@@ -8,6 +8,17 @@ continuously into the ``mcpwire.server.<name>`` logger and a ring buffer of the 
 server writing megabytes of diagnostics never blocks on a full pipe (ST-07) and its last words
 are attached to :class:`~mcpwire.errors.ServerGone`.
 
+Writes never wait on the pipe in the caller's task. A message is written at once with one
+non-blocking ``write`` when nothing is queued; whatever the pipe does not take (a full pipe, a
+large message) goes to a backlog that a writer task flushes in order. Messages sent in the same
+scheduler batch as a direct write are queued too, so that many calls in flight share one
+``writev`` instead of a system call each. So concurrent calls need no
+lock, a caller's cancellation can never cut a line in half (the backlog is the actor's, not the
+caller's), and a server that stops reading stdin stalls only the writer, while the callers' own
+timeouts stay in force. The backlog is bounded (``MAX_BACKLOG_BYTES``): past it, senders wait,
+cancellably, before anything of theirs is queued. Closing does not wait for the backlog: a client
+that closes abandons what the server has not read, and its pending calls fail with ClientClosed.
+
 Shutdown follows 2025-11-25 basic/lifecycle §Shutdown (LC-50, ST-18): close stdin, wait for the
 process to exit; "sending SIGTERM if the server does not exit within a reasonable time"; "Sending
 SIGKILL if the server does not exit within a reasonable time after SIGTERM". Signals go to the
@@ -18,6 +29,7 @@ Every step is bounded, and the process is always reaped.
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 import os
 import signal
@@ -41,6 +53,8 @@ log = logging.getLogger(__name__)
 READ_CHUNK_BYTES: Final = 256 * 1024
 STDERR_LINE_BYTES: Final = 8 * 1024  # longer stderr lines are truncated in the ring and logs
 EXIT_WAIT_AFTER_EOF: Final = 1.0  # seconds to wait for an exit status once stdout closed
+MAX_BACKLOG_BYTES: Final = 8 * 1024 * 1024  # queued past what the pipe took; then senders wait
+WRITEV_MAX_BUFFERS: Final = 512  # messages per writev (POSIX guarantees IOV_MAX >= 16; Linux 1024)
 
 
 class StdioTransport:
@@ -69,7 +83,15 @@ class StdioTransport:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=stderr_lines)
         self._stderr_log = logging.getLogger(f"mcpwire.server.{self.label}")
         self._proc: trio.Process | None = None
-        self._send_lock = trio.Lock()
+        self._send_lock = trio.Lock()  # only where stdin has no file descriptor (not POSIX)
+        self._stdin_fd = -1
+        self._backlog: collections.deque[bytes | memoryview] = collections.deque()
+        self._coalescing = False  # a message went out in this scheduler batch: queue the next ones
+        self._backlog_bytes = 0
+        self._backlog_wake = trio.Event()  # set when the backlog gets its first item
+        self._backlog_room = trio.Event()  # set when the backlog drops below its bound
+        self._write_error: BaseException | None = None
+        self._stdin_closed = False  # never write to the fd number once it is closed: it may be reused
         self._closing = False
         self._lost = False
         self._stdout_done = trio.Event()
@@ -77,6 +99,7 @@ class StdioTransport:
         self.bytes_received = 0
         self.bytes_sent = 0
         self.wants_headers = False
+        self.atomic_send = True  # queued whole or not at all (a wait for room comes first)
 
     # -- introspection ----------------------------------------------------------------------
 
@@ -124,11 +147,16 @@ class StdioTransport:
         except OSError as exc:
             raise ConnectError(f"cannot start server '{self.label}' ({spec.command!r}): {exc}") from exc
         log.debug("%s: started pid %s", self.label, self._proc.pid)
+        fileno = getattr(self._proc.stdin, "fileno", None)
+        if fileno is not None:
+            self._stdin_fd = fileno()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._read_stdout)
                 nursery.start_soon(self._drain_stderr)
                 nursery.start_soon(self._watch_exit)
+                if self._stdin_fd >= 0:
+                    nursery.start_soon(self._flush_backlog)
                 task_status.started(self)
         finally:
             with trio.CancelScope(shield=True):
@@ -155,14 +183,99 @@ class StdioTransport:
             ServerGone: the server's stdin is closed (it exited or is exiting).
         """
         proc = self._proc
-        if proc is None or proc.stdin is None or self._lost:
-            raise self._gone("cannot send: the server is not running")
+        if proc is None or proc.stdin is None or self._lost or self._stdin_closed or self._write_error is not None:
+            raise self._gone("cannot send: the server is not running", self._write_error)
+        line = data + b"\n"
+        if self._stdin_fd < 0:
+            try:
+                async with self._send_lock:
+                    await proc.stdin.send_all(line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise self._gone("the server closed its stdin") from exc
+            self.bytes_sent += len(line)
+            return
+        while self._backlog_bytes >= MAX_BACKLOG_BYTES:
+            # Back-pressure: nothing of ours is queued yet, so a cancellation here loses nothing.
+            self._backlog_room = trio.Event()
+            await self._backlog_room.wait()
+            if self._write_error is not None or self._lost or self._stdin_closed:
+                raise self._gone("cannot send: the server is not running", self._write_error)
+        self.bytes_sent += len(line)
+        if self._backlog or self._coalescing:
+            self._queue(line)  # behind what is already queued: order is kept
+            return
         try:
-            async with self._send_lock:
-                await proc.stdin.send_all(data + b"\n")
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            raise self._gone("the server closed its stdin") from exc
-        self.bytes_sent += len(data) + 1
+            written = os.write(self._stdin_fd, line)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:
+            self._write_failed(exc)
+            raise self._gone("the server closed its stdin", exc) from exc
+        if written < len(line):
+            self._queue(memoryview(line)[written:])
+        else:
+            # Written at once. Until the writer task runs (in the scheduler's next batch), later
+            # messages are queued, so the tasks woken together by one read (many calls in
+            # flight) share a single write.
+            self._coalescing = True
+            self._backlog_wake.set()
+
+    def _queue(self, rest: bytes | memoryview) -> None:
+        self._backlog.append(rest)
+        self._backlog_bytes += len(rest)
+        self._backlog_wake.set()
+
+    def _write_failed(self, exc: OSError) -> None:
+        """stdin is broken: every later send fails at once, with this as the cause."""
+        if self._write_error is None:
+            self._write_error = exc
+        self._backlog.clear()
+        self._backlog_bytes = 0
+        self._backlog_room.set()
+
+    def _write_backlog(self) -> bool:
+        """Writes as much of the backlog as the pipe takes, with one ``writev`` per round;
+        False when the pipe is full. Raises OSError when stdin is broken."""
+        backlog = self._backlog
+        while backlog:
+            count = min(len(backlog), WRITEV_MAX_BUFFERS)
+            try:
+                written = os.writev(self._stdin_fd, [backlog[i] for i in range(count)])
+            except BlockingIOError:
+                return False
+            self._backlog_bytes -= written
+            while written:
+                head = backlog[0]
+                if written < len(head):
+                    backlog[0] = memoryview(head)[written:]
+                    return False  # a short write: the pipe is full
+                written -= len(head)
+                backlog.popleft()
+        return True
+
+    async def _flush_backlog(self) -> None:
+        """The writer task: writes what was queued, in order, whenever the pipe takes more."""
+        while True:
+            await self._backlog_wake.wait()
+            self._backlog_wake = trio.Event()
+            while self._backlog:
+                if self._stdin_closed:  # closed by shutdown: nothing more goes out
+                    self._write_failed(BrokenPipeError(errno.EPIPE, "stdin was closed"))
+                    return
+                try:
+                    flushed = self._write_backlog()
+                except OSError as exc:
+                    log.debug("%s: writing to stdin failed: %s", self.label, exc)
+                    self._write_failed(exc)
+                    return
+                if self._backlog_bytes < MAX_BACKLOG_BYTES:
+                    self._backlog_room.set()
+                if not flushed:
+                    try:
+                        await trio.lowlevel.wait_writable(self._stdin_fd)
+                    except trio.ClosedResourceError:
+                        pass
+            self._coalescing = False
 
     async def aclose(self) -> None:
         """Shuts the server down in order; idempotent. Shielded, and bounded by the grace times."""
@@ -252,15 +365,18 @@ class StdioTransport:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _gone(self, what: str) -> ServerGone:
+    def _gone(self, what: str, cause: BaseException | None = None) -> ServerGone:
         code = self.returncode
         status = f"exited with status {code}" if code is not None else "is no longer reachable"
-        return ServerGone(
+        gone = ServerGone(
             f"server '{self.label}' {status}: {what}",
             server=self.label,
             returncode=code,
             stderr_tail=self.stderr_tail(),
         )
+        if cause is not None:
+            gone.__cause__ = cause
+        return gone
 
     def _lose(self, error: BaseException | None) -> None:
         if self._lost:
@@ -280,7 +396,8 @@ class StdioTransport:
         if proc is None:
             return
         grace = self.spec.shutdown_grace
-        if proc.returncode is None and proc.stdin is not None:
+        if proc.stdin is not None and not self._stdin_closed:
+            self._stdin_closed = True
             with trio.move_on_after(grace):
                 await proc.stdin.aclose()
         if proc.returncode is None:

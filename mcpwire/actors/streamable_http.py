@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing, asynccontextmanager
+from typing import TYPE_CHECKING, Final, cast
 
 import trio
 
@@ -59,6 +60,7 @@ SEND_ATTEMPTS: Final = 3
 RESUME_ATTEMPTS: Final = 5
 DEFAULT_RETRY_MS: Final = 1000
 GET_STREAM_ATTEMPTS: Final = 5
+RESPONSE_CLOSE_TIMEOUT: Final = 2.0  # seconds to close a streamed response, even when cancelled
 
 
 def open_http_client() -> httpx.AsyncClient:
@@ -69,6 +71,31 @@ def open_http_client() -> httpx.AsyncClient:
     return httpx.AsyncClient(
         timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0), follow_redirects=False
     )
+
+
+def body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The body's chunks, as the async generator httpx makes them: used under ``aclosing`` so
+    that leaving a stream early (the answer came, an error) releases it at once, not at GC."""
+    return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
+
+
+@asynccontextmanager
+async def open_stream(
+    http: httpx.AsyncClient, method: str, url: str, headers: Mapping[str, str]
+) -> AsyncIterator[httpx.Response]:
+    """``http.stream(...)``, but the response is closed even when the caller is cancelled: a
+    close interrupted by the cancellation would leave its socket to the garbage collector."""
+    response = await http.send(http.build_request(method, url, headers=headers), stream=True)
+    try:
+        yield response
+    finally:
+        await close_response(response)
+
+
+async def close_response(response: httpx.Response) -> None:
+    """Closes a streamed response; shielded and bounded."""
+    with trio.CancelScope(shield=True), trio.move_on_after(RESPONSE_CLOSE_TIMEOUT):
+        await response.aclose()
 
 
 def _backoff(attempt: int, base: float = 0.25, cap: float = 5.0) -> float:
@@ -121,6 +148,7 @@ class StreamableHTTPTransport:
         self.bytes_sent = 0
         self.bytes_received = 0
         self.wants_headers = True
+        self.atomic_send = True  # a request's POST runs in its own task; send only starts it
         self.pid: int | None = None
 
     # -- lifetime ---------------------------------------------------------------------------
@@ -135,9 +163,14 @@ class StreamableHTTPTransport:
                 await self._closed.wait()
                 nursery.cancel_scope.cancel()
         finally:
-            if self._owns_http and self._http is not None:
-                with trio.CancelScope(shield=True), trio.move_on_after(5):
-                    await self._http.aclose()
+            with trio.CancelScope(shield=True):
+                # Cancelled from outside, this may run before the client's own aclose(): the
+                # session's DELETE must still go out, and before the HTTP client closes (a
+                # request made after would open a connection that nobody closes).
+                await self.aclose()
+                if self._owns_http and self._http is not None:
+                    with trio.move_on_after(5):
+                        await self._http.aclose()
 
     def stderr_tail(self) -> list[str]:
         return []
@@ -162,8 +195,11 @@ class StreamableHTTPTransport:
             await self._get_ready.wait()
 
     async def aclose(self) -> None:
-        """Ends every stream and DELETEs a legacy session (HT-L15). Idempotent, bounded."""
+        """Ends every stream and DELETEs a legacy session (HT-L15). Idempotent, bounded: a
+        second call waits for the first to finish."""
         if self._closing:
+            with trio.CancelScope(shield=True), trio.move_on_after(3.0):
+                await self._closed.wait()
             return
         self._closing = True
         with trio.CancelScope(shield=True):
@@ -272,7 +308,7 @@ class StreamableHTTPTransport:
                 await self._handle_response(response, request_id, opens_session)
                 return
             finally:
-                await response.aclose()
+                await close_response(response)
 
     async def _handle_response(
         self, response: httpx.Response, request_id: RequestId | None, opens_session: bool = False
@@ -306,7 +342,7 @@ class StreamableHTTPTransport:
             await self._read_body(response)
             return
         body = await self._read_body(response)
-        if ctype == "application/json" and body.strip():
+        if ctype == "application/json" and body and not body.isspace():
             message = classify(body)
             # A JSON-RPC answer, even on 4xx: 2026-07-28 answers -32020/-32021/-32022 with
             # 400 and -32601 with 404, and the client acts on the error (LC-43, LC-47).
@@ -332,13 +368,23 @@ class StreamableHTTPTransport:
         declared = response.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self._max:
             raise FrameTooLarge(int(declared), self._max)
-        chunks = bytearray()
-        async for chunk in response.aiter_bytes():
-            chunks += chunk
-            if len(chunks) > self._max:
-                raise FrameTooLarge(len(chunks), self._max)
-        self.bytes_received += len(chunks)
-        return bytes(chunks)
+        if (
+            declared is not None
+            and declared.isdigit()
+            and response.headers.get("content-encoding", "identity") == "identity"
+        ):
+            # h11 frames the body by its declared length, and nothing inflates it: bounded.
+            body = await response.aread()
+        else:
+            buffer = bytearray()
+            async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+                async for chunk in pieces:
+                    buffer += chunk
+                    if len(buffer) > self._max:
+                        raise FrameTooLarge(len(buffer), self._max)
+            body = bytes(buffer)
+        self.bytes_received += len(body)
+        return body
 
     # -- SSE streams ----------------------------------------------------------------------------
 
@@ -347,12 +393,13 @@ class StreamableHTTPTransport:
 
         decoder = SSEDecoder(self._max)
         try:
-            async for chunk in response.aiter_bytes():
-                self.bytes_received += len(chunk)
-                for event in decoder.feed(chunk):
-                    self._event(event.event, event.data, answered)
-                if answered.done and answered.request_id is not None:
-                    return  # HT-L: the response ends our interest in the stream
+            async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+                async for chunk in pieces:
+                    self.bytes_received += len(chunk)
+                    for event in decoder.feed(chunk):
+                        self._event(event.event, event.data, answered)
+                    if answered.done and answered.request_id is not None:
+                        return  # HT-L: the response ends our interest in the stream
         except httpx.TransportError as exc:
             log.info("%s: stream interrupted: %r", self.label, exc)
         if answered.done or self._closing:
@@ -380,19 +427,20 @@ class StreamableHTTPTransport:
             headers = self._session_headers({"Accept": "text/event-stream", "Last-Event-ID": last_id})
             decoder = SSEDecoder(self._max)
             try:
-                async with self._http.stream("GET", self.url, headers=headers) as response:
+                async with open_stream(self._http, "GET", self.url, headers) as response:
                     if response.status_code != 200:
                         log.info("%s: resuming the stream answered HTTP %s", self.label, response.status_code)
                         if response.status_code in (404, 405):
                             refused = response.status_code  # the server keeps no stream to resume
                             break
                         continue
-                    async for chunk in response.aiter_bytes():
-                        self.bytes_received += len(chunk)
-                        for event in decoder.feed(chunk):
-                            self._event(event.event, event.data, answered)
-                        if answered.done:
-                            return
+                    async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+                        async for chunk in pieces:
+                            self.bytes_received += len(chunk)
+                            for event in decoder.feed(chunk):
+                                self._event(event.event, event.data, answered)
+                            if answered.done:
+                                return
             except httpx.TransportError as exc:
                 log.info("%s: resumed stream interrupted: %r", self.label, exc)
             if decoder.last_event_id is not None:
@@ -430,7 +478,7 @@ class StreamableHTTPTransport:
                 headers["Last-Event-ID"] = last_id
             decoder = SSEDecoder(self._max)
             try:
-                async with self._http.stream("GET", self.url, headers=headers) as response:
+                async with open_stream(self._http, "GET", self.url, headers) as response:
                     self._get_ready.set()
                     if response.status_code in (404, 405):
                         log.debug("%s: no GET stream (HTTP %s)", self.label, response.status_code)
@@ -441,10 +489,11 @@ class StreamableHTTPTransport:
                         failures += 1
                     else:
                         failures = 0
-                        async for chunk in response.aiter_bytes():
-                            self.bytes_received += len(chunk)
-                            for event in decoder.feed(chunk):
-                                self._event(event.event, event.data, _Answered(None))
+                        async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+                            async for chunk in pieces:
+                                self.bytes_received += len(chunk)
+                                for event in decoder.feed(chunk):
+                                    self._event(event.event, event.data, _Answered(None))
             except httpx.TransportError as exc:
                 self._get_ready.set()
                 failures += 1

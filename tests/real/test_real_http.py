@@ -138,3 +138,32 @@ async def test_sdk_server_auto_detects_modern(sdk_http: int) -> None:
         async with mcpwire.open_client(url, era_cache=False) as client:
             assert client.era is Era.MODERN
             assert client.protocol_version == "2026-07-28"
+
+
+async def test_cancelling_the_whole_block_leaves_no_socket(everything_http: int) -> None:
+    """Structured concurrency over HTTP: the block is cancelled from outside while the legacy
+    GET stream is open and a call has just finished. The session is still DELETEd, and no
+    socket is left for the garbage collector (it would say so with a ResourceWarning)."""
+    import gc
+    import warnings
+
+    url = f"http://127.0.0.1:{everything_http}/mcp"
+
+    async def consume(client: mcpwire.Client) -> None:
+        async for _ in client.notifications():
+            pass
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with trio.fail_after(30):
+            with trio.CancelScope() as scope:
+                async with mcpwire.open_client(url, era="legacy", era_cache=False) as client:
+                    assert (await client.call_tool("echo", {"message": "x"})).text().endswith("x")
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(consume, client)
+                        await trio.sleep(0.2)
+                        scope.cancel()
+            assert scope.cancelled_caught
+        gc.collect()
+    leaks = [str(w.message) for w in caught if "unclosed" in str(w.message) and "socket" in str(w.message)]
+    assert leaks == []

@@ -1,0 +1,100 @@
+"""Writes to a real subprocess's stdin: no lock, no torn lines, bounded back-pressure.
+
+The stdio actor writes a message at once when nothing is queued and leaves whatever the pipe
+does not take to its writer task. These tests use ``fixtures/faulty_server.py``, whose ``pause``
+tool makes it stop reading stdin for a while, so the pipe (64 KiB on Linux) really fills up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from _faulty import Record, open_faulty
+
+from mcpwire import RequestTimeout
+from mcpwire.actors import stdio
+from mcpwire.client import Client
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def text_of(tag: int, size: int) -> str:
+    head = f"<{tag}>"
+    return head + "x" * (size - len(head))
+
+
+async def test_concurrent_large_requests_arrive_whole_and_in_order(tmp_path: Path) -> None:
+    """24 calls at once, each far larger than the pipe: every one is echoed back intact (a torn
+    or interleaved line would be a parse error on the server and a missing answer here)."""
+    record = Record(tmp_path / "received.jsonl")
+    results: dict[int, str] = {}
+
+    async def call(client: Client, tag: int) -> None:
+        result = await client.call_tool("echo", {"text": text_of(tag, 200 * KIB)})
+        results[tag] = result.text()
+
+    with trio.fail_after(30):
+        async with open_faulty(*record.flags) as client:
+            async with trio.open_nursery() as nursery:
+                for tag in range(24):
+                    nursery.start_soon(call, client, tag)
+            assert client.statistics().pending == 0
+    assert results == {tag: text_of(tag, 200 * KIB) for tag in range(24)}
+    calls = [m for m in record.messages() if m.get("method") == "tools/call"]
+    assert len(calls) == 24
+
+
+async def test_a_call_that_times_out_while_queued_leaves_the_stream_whole(tmp_path: Path) -> None:
+    """LC-60: a 2 MiB request is still queued when its call times out. The request goes out whole,
+    followed by its ``notifications/cancelled``; the next call on the same connection works."""
+    record = Record(tmp_path / "received.jsonl")
+    with trio.fail_after(30):
+        async with open_faulty(*record.flags) as client:
+            assert (await client.call_tool("pause", {"seconds": 1.0})).text() == "paused"
+            with pytest.raises(RequestTimeout) as timed_out:
+                await client.call_tool("echo", {"text": text_of(1, 2 * MIB)}, timeout=0.2)
+            assert timed_out.value.method == "tools/call"
+            assert (await client.call_tool("echo", {"text": "after"})).text() == "after"
+            await record.wait_for(lambda r: "notifications/cancelled" in r.methods())
+    big = [m for m in record.messages() if m.get("method") == "tools/call" and m["params"]["name"] == "echo"]
+    assert big[0]["params"]["arguments"]["text"] == text_of(1, 2 * MIB)
+    [cancel] = [m["params"] for m in record.messages() if m.get("method") == "notifications/cancelled"]
+    assert cancel["requestId"] == big[0]["id"]
+
+
+async def test_senders_wait_for_room_past_the_backlog_bound_and_can_be_cancelled(tmp_path: Path) -> None:
+    """Past ``MAX_BACKLOG_BYTES`` queued, a sender waits before anything of its own is queued: if
+    it is cancelled there, the server never sees its request nor a cancellation for it (UT-C01),
+    and the queued calls still complete once the server reads again."""
+    record = Record(tmp_path / "received.jsonl")
+    size = stdio.MAX_BACKLOG_BYTES // 2 + 64 * KIB  # two of them fill the backlog
+    done: list[int] = []
+    stuck: list[bool] = []
+
+    async def call(client: Client, tag: int) -> None:
+        result = await client.call_tool("echo", {"text": text_of(tag, size)}, timeout=20)
+        assert result.text() == text_of(tag, size)
+        done.append(tag)
+
+    with trio.fail_after(40):
+        async with open_faulty(*record.flags) as client:
+            assert (await client.call_tool("pause", {"seconds": 1.5})).text() == "paused"
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, client, 1)
+                nursery.start_soon(call, client, 2)
+                await trio.testing.wait_all_tasks_blocked()
+                with trio.move_on_after(0.3) as scope:
+                    await client.call_tool("echo", {"text": "never sent"})
+                stuck.append(scope.cancelled_caught)
+            assert (await client.call_tool("echo", {"text": "later"})).text() == "later"
+    assert stuck == [True]
+    assert sorted(done) == [1, 2]
+    texts = [m["params"]["arguments"].get("text") for m in record.messages() if m.get("method") == "tools/call"]
+    assert "later" in texts and "never sent" not in texts
+    ids = {m["id"] for m in record.messages() if m.get("method") == "tools/call"}
+    cancelled = {m["params"]["requestId"] for m in record.messages() if m.get("method") == "notifications/cancelled"}
+    assert cancelled <= ids, "a cancellation referenced a request the server never received"
