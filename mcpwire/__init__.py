@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         connect_client,
         open_client,
     )
+    from .host import ApprovalRequest, Host, HostConfig, HostToolResult, ServerStatus, load_config
     from .protocol.types import (
         ContentBlock,
         DiscoverResult,
@@ -98,6 +99,12 @@ _LAZY: dict[str, str] = {
     "Era": "protocol.versions",
     "StdioServer": "transports",
     "HttpServer": "transports",
+    "Host": "host",
+    "HostConfig": "host",
+    "HostToolResult": "host",
+    "ServerStatus": "host",
+    "ApprovalRequest": "host",
+    "load_config": "host",
 }
 
 __all__ = [
@@ -155,6 +162,12 @@ __all__ = [
     "Era",
     "StdioServer",
     "HttpServer",
+    "Host",
+    "HostConfig",
+    "HostToolResult",
+    "ServerStatus",
+    "ApprovalRequest",
+    "load_config",
 ]
 
 

@@ -327,4 +327,9 @@ class ApprovalDenied(HostError):
 
 
 class ToolExecutionError(HostError):
-    """A routed tool call failed; names server, tool and cause."""
+    """A routed tool call failed; names server, tool and cause (``__cause__``)."""
+
+    def __init__(self, message: str, *, tool: str = "", server: str = "") -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.server = server

@@ -3,11 +3,17 @@
 Theory of operation: the file is decoded as plain JSON, then every server entry is checked by
 hand so that each problem names its JSON path and what was expected. A bad entry is logged and
 skipped; ``strict=True`` raises one :class:`~mcpwire.errors.ConfigError` listing every problem.
-Placeholders (``${env:NAME}``, ``${NAME}``, ``{BASE_PATH}``) are expanded in every string.
+Placeholders (``${env:NAME}``, ``${NAME}``, ``{BASE_PATH}``, and VS Code's ``${workspaceFolder}``
+and ``${userHome}``) are expanded in every string.
+
+Policy settings live in an entry's ``policy`` object; ``policy.tools`` maps tool-name globs to
+per-tool overrides. :meth:`PolicyConfig.for_tool` resolves what applies to one tool: for each
+setting, the first matching glob that sets it wins, then the server's value.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 import re
@@ -23,12 +29,17 @@ from ..transports import HttpServer, StdioServer
 
 __all__ = [
     "CONFIG_ENV_VAR",
+    "DEFAULT_TIMEOUT_SECONDS",
     "HostConfig",
     "PolicyConfig",
     "ServerConfig",
+    "ToolPolicy",
+    "ToolSettings",
     "find_config",
     "load_config",
     "parse_config",
+    "parse_server",
+    "search_paths",
 ]
 
 log = logging.getLogger("mcpwire.host.config")
@@ -39,9 +50,38 @@ DEFAULT_TIMEOUT_SECONDS: Final = 30.0
 
 Transport = Literal["stdio", "http", "sse"]
 Decision = Literal["allow", "deny", "ask"]
+RiskName = Literal["low", "medium", "high", "critical"]
 
-_PLACEHOLDER = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\{BASE_PATH\}")
-_NAME_OK = re.compile(r"^[A-Za-z0-9_.-]+$")
+_PLACEHOLDER: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}|\{BASE_PATH\}")
+_NAME_OK: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
+_URL_OK: Final = re.compile(r"^https?://[^/\s]+\S*$")
+
+
+class ToolPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Per-tool overrides (``policy.tools.<glob>``); ``None`` means "as the server says"."""
+
+    timeout_seconds: float | None = None
+    retries: int | None = None
+    #: retry on transient failures even without an idempotent annotation (or never, if false)
+    retryable: bool | None = None
+    #: cache results even without a read-only annotation (or never, if false)
+    cacheable: bool | None = None
+    cache_ttl_seconds: float | None = None
+    approval: Decision | None = None
+    #: the risk level, instead of the one inferred from annotations and the name
+    risk: RiskName | None = None
+
+
+class ToolSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What applies to one tool of one server (see :meth:`PolicyConfig.for_tool`)."""
+
+    timeout_seconds: float
+    retries: int
+    retryable: bool | None
+    cacheable: bool | None
+    cache_ttl_seconds: float
+    approval: Decision | None
+    risk: RiskName | None
 
 
 class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,12 +90,43 @@ class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     retries: int = 2
     retryable_tools: tuple[str, ...] = ()
+    cacheable_tools: tuple[str, ...] = ()
     cache_ttl_seconds: float = 60.0
     cache_size: int = 256
+    #: consecutive failures that open the breaker; 0 disables it
     breaker_failures: int = 5
     breaker_cooldown_seconds: float = 30.0
     #: tool glob -> decision; the first matching glob wins
     approval: tuple[tuple[str, Decision], ...] = ()
+    #: believe the server's annotations even when they lower a tool's risk below its name's
+    trust_annotations: bool = False
+    #: tool glob -> overrides, first match wins per setting
+    tools: tuple[tuple[str, ToolPolicy], ...] = ()
+
+    def for_tool(self, tool: str) -> ToolSettings:
+        """The settings for ``tool``: per-tool overrides first, then this server's values."""
+        matching = [p for glob, p in self.tools if fnmatch.fnmatchcase(tool, glob)]
+        timeout = next((p.timeout_seconds for p in matching if p.timeout_seconds is not None), self.timeout_seconds)
+        retries = next((p.retries for p in matching if p.retries is not None), self.retries)
+        ttl = next((p.cache_ttl_seconds for p in matching if p.cache_ttl_seconds is not None), self.cache_ttl_seconds)
+        retryable = next((p.retryable for p in matching if p.retryable is not None), None)
+        if retryable is None and any(fnmatch.fnmatchcase(tool, g) for g in self.retryable_tools):
+            retryable = True
+        cacheable = next((p.cacheable for p in matching if p.cacheable is not None), None)
+        if cacheable is None and any(fnmatch.fnmatchcase(tool, g) for g in self.cacheable_tools):
+            cacheable = True
+        approval = next((p.approval for p in matching if p.approval is not None), None)
+        if approval is None:
+            approval = next((d for glob, d in self.approval if fnmatch.fnmatchcase(tool, glob)), None)
+        return ToolSettings(
+            timeout_seconds=timeout,
+            retries=retries,
+            retryable=retryable,
+            cacheable=cacheable,
+            cache_ttl_seconds=ttl,
+            approval=approval,
+            risk=next((p.risk for p in matching if p.risk is not None), None),
+        )
 
 
 class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,6 +151,8 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     allowed_tools: tuple[str, ...] | None = None
     disabled_tools: tuple[str, ...] = ()
     namespace: str | None = None
+    #: seconds between health checks; ``None``: the host's default; 0: none
+    health_interval_seconds: float | None = None
     policy: PolicyConfig = msgspec.field(default_factory=PolicyConfig)
 
     @property
@@ -87,12 +160,21 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
         """The namespace used in tool names (``namespace`` or the server's name)."""
         return self.namespace or self.name
 
+    @property
+    def target(self) -> str:
+        """The command line or URL, for display (no secrets: env and headers are not part of it)."""
+        if self.type == "stdio":
+            return shlex.join([self.command or "", *self.args])
+        return self.url or ""
+
     def to_spec(self) -> StdioServer | HttpServer:
         """The transport spec :func:`mcpwire.open_client` connects to."""
         if self.type == "stdio":
-            assert self.command is not None
+            if self.command is None:  # pragma: no cover - parse_config never builds one
+                raise ConfigError(f"server {self.name!r}: a stdio server needs a command")
             return StdioServer(command=self.command, args=self.args, env=dict(self.env), cwd=self.cwd, name=self.name)
-        assert self.url is not None
+        if self.url is None:  # pragma: no cover - parse_config never builds one
+            raise ConfigError(f"server {self.name!r}: an HTTP server needs a url")
         bearer = self.auth_token if self.auth_type == "bearer" else None
         api_key = self.auth_token if self.auth_type == "api_key" else None
         return HttpServer(
@@ -106,9 +188,8 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     def __repr__(self) -> str:
-        where = shlex.join([self.command or "", *self.args]) if self.type == "stdio" else self.url
         return (
-            f"ServerConfig({self.name!r}, type={self.type!r}, target={where!r}, env keys={sorted(self.env)}, "
+            f"ServerConfig({self.name!r}, type={self.type!r}, target={self.target!r}, env keys={sorted(self.env)}, "
             f"header keys={sorted(self.headers)}, auth={self.auth_type!r}, enabled={self.enabled})"
         )
 
@@ -121,6 +202,11 @@ class HostConfig(msgspec.Struct, frozen=True, kw_only=True):
     servers: tuple[ServerConfig, ...] = ()
     path: str | None = None
     problems: tuple[str, ...] = ()
+
+
+def search_paths() -> list[Path]:
+    """The default candidates, in order: ``./mcp.json``, then ``~/.config/mcpwire/mcp.json``."""
+    return [Path.cwd() / "mcp.json", Path.home() / ".config" / "mcpwire" / "mcp.json"]
 
 
 def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
@@ -138,7 +224,7 @@ def find_config(explicit: str | os.PathLike[str] | None = None) -> Path | None:
         if not path.is_file():
             raise ConfigError(f"config file {env!r} (from ${CONFIG_ENV_VAR}) does not exist")
         return path
-    for candidate in (Path.cwd() / "mcp.json", Path.home() / ".config" / "mcpwire" / "mcp.json"):
+    for candidate in search_paths():
         if candidate.is_file():
             return candidate
     return None
@@ -150,7 +236,12 @@ def load_config(
     strict: bool = False,
     environ: Mapping[str, str] | None = None,
 ) -> HostConfig:
-    """Finds (see :func:`find_config`) and parses a config file; no file gives an empty config."""
+    """Finds (see :func:`find_config`) and parses a config file; no file gives an empty config.
+
+    Raises:
+        ConfigError: the file is missing (when named), unreadable or not JSON; its top level is
+            not a config; or, with ``strict``, any entry has a problem.
+    """
     found = find_config(path)
     if found is None:
         log.debug("no config file found; the host starts empty")
@@ -159,7 +250,10 @@ def load_config(
         data = msgspec.json.decode(found.read_bytes())
     except (OSError, msgspec.DecodeError) as exc:
         raise ConfigError(f"cannot read config file {str(found)!r}: {exc}") from exc
-    config = parse_config(data, base_path=found.resolve().parent, strict=strict, environ=environ)
+    try:
+        config = parse_config(data, base_path=found.resolve().parent, strict=strict, environ=environ)
+    except ConfigError as exc:
+        raise ConfigError(f"{found}: {exc}", exc.problems) from None
     return HostConfig(servers=config.servers, path=str(found), problems=config.problems)
 
 
@@ -205,6 +299,27 @@ def parse_config(
     return HostConfig(servers=tuple(servers), problems=tuple(problems))
 
 
+def parse_server(
+    name: str,
+    entry: Mapping[str, object],
+    *,
+    base_path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ServerConfig:
+    """One entry, as in a file's ``mcpServers`` (used by ``Host.register`` with a dict).
+
+    Raises:
+        ConfigError: listing every problem of the entry.
+    """
+    env = os.environ if environ is None else environ
+    base = str(Path(base_path)) if base_path is not None else os.getcwd()
+    problems: list[str] = []
+    server = _parse_entry(f"$.{name}", name, dict(entry), _Expander(env, base, problems), problems)
+    if problems or server is None:
+        raise ConfigError(f"server {name!r}: " + "; ".join(problems), problems)
+    return server
+
+
 def _kind(value: object) -> str:
     if value is None:
         return "null"
@@ -220,12 +335,27 @@ class _Expander:
 
     def __call__(self, path: str, text: str) -> str:
         def replace(match: re.Match[str]) -> str:
-            if match.group(0) == "{BASE_PATH}":
+            whole = match.group(0)
+            if whole == "{BASE_PATH}":
                 return self.base
-            var = match.group(1) or match.group(2)
+            head, arg = match.group(1), match.group(2)
+            if arg is None:
+                if head == "workspaceFolder":
+                    # VS Code keeps mcp.json in <workspace>/.vscode/
+                    return str(Path(self.base).parent) if Path(self.base).name == ".vscode" else self.base
+                if head == "userHome":
+                    return str(Path.home())
+                var = head
+            elif head == "env":
+                var = arg
+            else:
+                self.problems.append(
+                    f"{path}: the placeholder {whole} is not supported; use ${{env:NAME}}, ${{NAME}} or {{BASE_PATH}}"
+                )
+                return ""
             value = self.env.get(var)
             if value is None:
-                self.problems.append(f"{path}: environment variable {var!r} is not set (used as {match.group(0)})")
+                self.problems.append(f"{path}: environment variable {var!r} is not set (used as {whole})")
                 return ""
             return value
 
@@ -236,9 +366,13 @@ _KNOWN_KEYS: Final = frozenset(
     {
         "type", "transport", "command", "args", "env", "cwd", "url", "headers", "auth", "enabled", "disabled",
         "timeout_seconds", "timeout", "description", "allowed_tools", "disabled_tools", "namespace", "policy",
-        "envFile", "alwaysAllow", "autoApprove",
+        "health_interval_seconds", "envFile", "alwaysAllow", "autoApprove",
     }
 )  # fmt: skip
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _parse_entry(path: str, name: str, entry: object, expand: _Expander, problems: list[str]) -> ServerConfig | None:
@@ -313,13 +447,18 @@ def _parse_entry(path: str, name: str, entry: object, expand: _Expander, problem
                 problems.append(f"{path}.command: expected a program, got an empty string")
             # a bare program name may contain spaces in its path: split only with no args given
             elif "args" not in entry and " " in text.strip():
-                command, *rest = shlex.split(text)
-                args = tuple(rest)
+                try:
+                    command, *rest = shlex.split(text)
+                    args = tuple(rest)
+                except ValueError as exc:
+                    problems.append(f"{path}.command: cannot split {text!r} into words: {exc}")
             else:
                 command = text
         elif isinstance(raw, list) and raw and all(isinstance(v, str) for v in raw):
             argv = [expand(f"{path}.command[{i}]", v) for i, v in enumerate(raw)]
             command, args = argv[0], tuple(argv[1:])
+            if not command.strip():
+                problems.append(f"{path}.command[0]: expected a program, got an empty string")
         else:
             problems.append(f"{path}.command: expected a string or a non-empty list of strings, got {_kind(raw)}")
         extra = strings("args")
@@ -327,7 +466,7 @@ def _parse_entry(path: str, name: str, entry: object, expand: _Expander, problem
             args = (*args, *extra)
     else:
         url = string("url", required=True)
-        if url is not None and not re.match(r"^https?://[^/\s]+", url):
+        if url is not None and not _URL_OK.match(url):
             problems.append(f"{path}.url: expected an http:// or https:// URL, got {url!r}")
 
     auth_type: Literal["bearer", "api_key"] | None = None
@@ -364,15 +503,21 @@ def _parse_entry(path: str, name: str, entry: object, expand: _Expander, problem
     timeout = entry.get("timeout_seconds")
     if timeout is None and entry.get("timeout") is not None:
         ms = entry["timeout"]
-        timeout = ms / 1000 if isinstance(ms, int | float) and not isinstance(ms, bool) else ms
+        timeout = ms / 1000 if _number(ms) else ms
         tkey = "timeout"
     else:
         tkey = "timeout_seconds"
     if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            problems.append(f"{path}.{tkey}: expected a positive number, got {timeout!r}")
+        if not _number(timeout) or timeout <= 0:
+            shown = entry[tkey]
+            problems.append(f"{path}.{tkey}: expected a positive number, got {shown!r}")
         else:
             policy = msgspec.structs.replace(policy, timeout_seconds=float(timeout))
+
+    health = entry.get("health_interval_seconds")
+    if health is not None and (not _number(health) or health < 0):
+        problems.append(f"{path}.health_interval_seconds: expected a non-negative number, got {health!r}")
+        health = None
 
     allowed = strings("allowed_tools")
     disabled = strings("disabled_tools") or ()
@@ -383,9 +528,8 @@ def _parse_entry(path: str, name: str, entry: object, expand: _Expander, problem
     description = string("description")
     env = mapping("env")
     headers = mapping("headers")
-    if problems:
+    if problems or kind is None:
         return None
-    assert kind is not None
     return ServerConfig(
         name=name,
         type=kind,
@@ -403,8 +547,43 @@ def _parse_entry(path: str, name: str, entry: object, expand: _Expander, problem
         allowed_tools=allowed,
         disabled_tools=disabled,
         namespace=namespace,
+        health_interval_seconds=None if health is None else float(health),
         policy=policy,
     )
+
+
+_POLICY_NUMBERS: Final[dict[str, type]] = {
+    "timeout_seconds": float,
+    "retries": int,
+    "cache_ttl_seconds": float,
+    "cache_size": int,
+    "breaker_failures": int,
+    "breaker_cooldown_seconds": float,
+}
+_TOOL_NUMBERS: Final = ("timeout_seconds", "retries", "cache_ttl_seconds")
+_DECISIONS: Final = ("allow", "deny", "ask")
+_RISKS: Final = ("low", "medium", "high", "critical")
+
+
+def _check_number(path: str, key: str, value: object, problems: list[str]) -> float | int | None:
+    want = _POLICY_NUMBERS[key]
+    ok = _number(value) and value >= 0  # type: ignore[operator]
+    if want is int:
+        ok = ok and isinstance(value, int)
+    if key == "timeout_seconds":
+        ok = ok and value > 0  # type: ignore[operator]
+    if not ok:
+        noun = (
+            "a positive number"
+            if key == "timeout_seconds"
+            else "a non-negative integer"
+            if want is int
+            else "a non-negative number"
+        )
+        problems.append(f"{path}.{key}: expected {noun}, got {value!r}")
+        return None
+    result: float | int = want(value)
+    return result
 
 
 def _parse_policy(path: str, raw: object, problems: list[str]) -> PolicyConfig:
@@ -414,41 +593,69 @@ def _parse_policy(path: str, raw: object, problems: list[str]) -> PolicyConfig:
         problems.append(f"{path}: expected an object, got {_kind(raw)}")
         return PolicyConfig()
     values: dict[str, object] = {}
-    numbers = {
-        "timeout_seconds": float,
-        "retries": int,
-        "cache_ttl_seconds": float,
-        "cache_size": int,
-        "breaker_failures": int,
-        "breaker_cooldown_seconds": float,
-    }
     for key, value in raw.items():
-        if key in numbers:
-            want = numbers[key]
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-            if want is int:
-                ok = ok and isinstance(value, int)
-            if not ok:
-                noun = "a non-negative integer" if want is int else "a non-negative number"
-                problems.append(f"{path}.{key}: expected {noun}, got {value!r}")
-            else:
-                values[key] = want(value)
-        elif key == "retryable_tools":
+        if key in _POLICY_NUMBERS:
+            number = _check_number(path, key, value, problems)
+            if number is not None:
+                values[key] = number
+        elif key in ("retryable_tools", "cacheable_tools"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 problems.append(f"{path}.{key}: expected a list of tool names or globs, got {_kind(value)}")
             else:
                 values[key] = tuple(value)
+        elif key == "trust_annotations":
+            if not isinstance(value, bool):
+                problems.append(f"{path}.{key}: expected true or false, got {_kind(value)}")
+            else:
+                values[key] = value
         elif key == "approval":
             if not isinstance(value, dict):
                 problems.append(f"{path}.approval: expected an object mapping tool globs to allow/deny/ask")
                 continue
             rules: list[tuple[str, Decision]] = []
             for glob, decision in value.items():
-                if decision not in ("allow", "deny", "ask"):
+                if decision not in _DECISIONS:
                     problems.append(f"{path}.approval.{glob}: expected 'allow', 'deny' or 'ask', got {decision!r}")
                 else:
                     rules.append((glob, decision))
             values[key] = tuple(rules)
+        elif key == "tools":
+            if not isinstance(value, dict):
+                problems.append(f"{path}.tools: expected an object mapping tool globs to settings, got {_kind(value)}")
+                continue
+            values[key] = tuple(
+                (glob, _parse_tool_policy(f"{path}.tools.{glob}", sub, problems)) for glob, sub in value.items()
+            )
         else:
             log.info("config: %s: ignoring unknown key %r", path, key)
-    return PolicyConfig(**values)  # type: ignore[arg-type]
+    return msgspec.convert(values, PolicyConfig)
+
+
+def _parse_tool_policy(path: str, raw: object, problems: list[str]) -> ToolPolicy:
+    if not isinstance(raw, dict):
+        problems.append(f"{path}: expected an object, got {_kind(raw)}")
+        return ToolPolicy()
+    values: dict[str, object] = {}
+    for key, value in raw.items():
+        if key in _TOOL_NUMBERS:
+            number = _check_number(path, key, value, problems)
+            if number is not None:
+                values[key] = number
+        elif key in ("retryable", "cacheable"):
+            if not isinstance(value, bool):
+                problems.append(f"{path}.{key}: expected true or false, got {_kind(value)}")
+            else:
+                values[key] = value
+        elif key == "approval":
+            if value not in _DECISIONS:
+                problems.append(f"{path}.approval: expected 'allow', 'deny' or 'ask', got {value!r}")
+            else:
+                values[key] = value
+        elif key == "risk":
+            if not isinstance(value, str) or value.lower() not in _RISKS:
+                problems.append(f"{path}.risk: expected 'low', 'medium', 'high' or 'critical', got {value!r}")
+            else:
+                values[key] = value.lower()
+        else:
+            log.info("config: %s: ignoring unknown key %r", path, key)
+    return msgspec.convert(values, ToolPolicy)

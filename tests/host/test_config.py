@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from mcpwire.errors import ConfigError
-from mcpwire.host.config import find_config, load_config, parse_config
+from mcpwire.host.config import ToolPolicy, find_config, load_config, parse_config, parse_server
 from mcpwire.transports import HttpServer, StdioServer
 
 ENV = {"TOKEN": "s3cret", "HOME_DIR": "/home/x"}
@@ -147,3 +148,121 @@ def test_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ConfigError, match=r"^cannot read config file"):
         load_config(tmp_path / "bad.json")
+
+
+def test_per_tool_policies_resolve_first_match_per_setting() -> None:
+    cfg = parse_config(
+        {
+            "mcpServers": {
+                "s": {
+                    "command": "x",
+                    "timeout_seconds": 20,
+                    "policy": {
+                        "retries": 1,
+                        "retryable_tools": ["sync_*"],
+                        "cacheable_tools": ["lookup"],
+                        "cache_ttl_seconds": 10,
+                        "approval": {"delete_*": "ask", "*": "allow"},
+                        "trust_annotations": True,
+                        "tools": {
+                            "delete_tmp": {"approval": "allow", "risk": "LOW"},
+                            "delete_*": {"timeout_seconds": 5, "retryable": False},
+                            "*": {"timeout_seconds": 9, "cacheable": False},
+                        },
+                    },
+                }
+            }
+        }
+    )
+    (s,) = cfg.servers
+    assert s.policy.trust_annotations is True
+    assert s.policy.tools[0] == ("delete_tmp", ToolPolicy(approval="allow", risk="low"))
+    tmp = s.policy.for_tool("delete_tmp")
+    assert (tmp.timeout_seconds, tmp.approval, tmp.risk, tmp.retryable) == (5.0, "allow", "low", False)
+    other = s.policy.for_tool("delete_all")
+    assert (other.timeout_seconds, other.approval, other.risk) == (5.0, "ask", None)
+    sync = s.policy.for_tool("sync_now")
+    assert (sync.timeout_seconds, sync.retryable, sync.retries, sync.approval) == (9.0, True, 1, "allow")
+    assert (sync.cacheable, sync.cache_ttl_seconds) == (False, 10.0)  # the "*" override wins
+    bare = parse_config({"mcpServers": {"b": {"command": "x", "timeout": 2500}}}).servers[0].policy.for_tool("t")
+    assert (bare.timeout_seconds, bare.retries, bare.retryable, bare.cacheable, bare.approval) == (
+        2.5, 2, None, None, None
+    )  # fmt: skip
+
+
+def test_policy_problems_name_their_paths() -> None:
+    data = {
+        "mcpServers": {
+            "p": {
+                "command": "x",
+                "policy": {
+                    "retries": 1.5,
+                    "timeout_seconds": 0,
+                    "cache_size": -1,
+                    "retryable_tools": "all",
+                    "trust_annotations": "yes",
+                    "approval": {"x": "maybe"},
+                    "tools": {"t": {"retries": -2, "risk": "extreme", "cacheable": 1, "approval": "sure"}, "u": 3},
+                },
+                "health_interval_seconds": -1,
+            }
+        }
+    }
+    assert parse_config(data).problems == (
+        "$.mcpServers.p.policy.retries: expected a non-negative integer, got 1.5",
+        "$.mcpServers.p.policy.timeout_seconds: expected a positive number, got 0",
+        "$.mcpServers.p.policy.cache_size: expected a non-negative integer, got -1",
+        "$.mcpServers.p.policy.retryable_tools: expected a list of tool names or globs, got a string",
+        "$.mcpServers.p.policy.trust_annotations: expected true or false, got a string",
+        "$.mcpServers.p.policy.approval.x: expected 'allow', 'deny' or 'ask', got 'maybe'",
+        "$.mcpServers.p.policy.tools.t.retries: expected a non-negative integer, got -2",
+        "$.mcpServers.p.policy.tools.t.risk: expected 'low', 'medium', 'high' or 'critical', got 'extreme'",
+        "$.mcpServers.p.policy.tools.t.cacheable: expected true or false, got a number",
+        "$.mcpServers.p.policy.tools.t.approval: expected 'allow', 'deny' or 'ask', got 'sure'",
+        "$.mcpServers.p.policy.tools.u: expected an object, got a number",
+        "$.mcpServers.p.health_interval_seconds: expected a non-negative number, got -1",
+    )
+
+
+def test_vscode_placeholders(tmp_path: Path) -> None:
+    vscode = tmp_path / "proj" / ".vscode"
+    cfg = parse_config(
+        {"servers": {"s": {"command": "${workspaceFolder}/bin/s", "args": ["${userHome}"], "cwd": "{BASE_PATH}"}}},
+        base_path=vscode,
+    )
+    (s,) = cfg.servers
+    assert (s.command, s.args, s.cwd) == (f"{tmp_path}/proj/bin/s", (str(Path.home()),), str(vscode))
+    bad = parse_config({"servers": {"s": {"type": "http", "url": "https://h/mcp", "headers": {"K": "${input:key}"}}}})
+    assert bad.problems == (
+        "$.servers.s.headers.K: the placeholder ${input:key} is not supported; use ${env:NAME}, ${NAME} or {BASE_PATH}",
+    )
+
+
+def test_parse_server_lists_every_problem() -> None:
+    server = parse_server(
+        "gh", {"url": "https://api.example.com/mcp", "auth": {"type": "bearer", "token": "${T}"}}, environ={"T": "x"}
+    )
+    assert server.type == "http" and server.auth_token == "x"
+    with pytest.raises(ConfigError) as err:
+        parse_server("bad", {"command": ["", "x"], "env": {"A": 1}, "auth": {"type": "basic"}})
+    assert err.value.problems == (
+        "$.bad.command[0]: expected a program, got an empty string",
+        "$.bad.auth.type: expected 'bearer' or 'api_key', got 'basic'",
+        "$.bad.env: expected an object of strings, got an object",
+    )
+    assert str(err.value).startswith("server 'bad': $.bad.command[0]: expected a program")
+
+
+def test_strict_load_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"ok": {"command": "x"}, "missing": {"args": ["y"]}}}))
+    assert [s.name for s in load_config(path).servers] == ["ok"]
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: 1 problem\(s\) in the configuration:\n") as err:
+        load_config(path, strict=True)
+    assert err.value.problems == (
+        "$.mcpServers.missing: expected a 'command' (stdio server) or a 'url' (HTTP server); it has neither",
+    )
+    path.write_text(json.dumps({"mcpServers": []}))
+    assert load_config(path).problems == (
+        "$.mcpServers: expected an object mapping server names to entries, got a list",
+    )

@@ -1,15 +1,20 @@
+"""The host with the bundled demo server as real subprocesses: routing, a broken entry, a real
+crash and restart, and cache invalidation by the server's own notifications in both eras."""
+
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 import trio
-import trio.lowlevel
+import trio.testing
 
+import mcpwire
 from mcpwire.errors import ToolExecutionError, UnknownTool
-from mcpwire.host import Host, ServerStatus
+from mcpwire.host import Host, HostEvents, ServerStatus
 
 
 def _config(tmp_path: Path, servers: dict[str, object]) -> Path:
@@ -18,8 +23,17 @@ def _config(tmp_path: Path, servers: dict[str, object]) -> Path:
     return path
 
 
-def _demo(name: str) -> dict[str, object]:
-    return {"command": sys.executable, "args": ["-u", "-m", "mcpwire.testing.demo_server", "--name", name]}
+def _demo(name: str, *extra: str, **entry: object) -> dict[str, object]:
+    args = ["-u", "-m", "mcpwire.testing.demo_server", "--name", name, *extra]
+    return {"command": sys.executable, "args": args, **entry}
+
+
+async def _next_tools_event(events: HostEvents, server: str) -> int:
+    with trio.fail_after(10):
+        async for event in events:
+            if event.kind == "tools" and event.server == server:
+                return event.tool_count
+    raise AssertionError("the host closed")
 
 
 async def test_two_servers_routing_and_a_broken_one(tmp_path: Path) -> None:
@@ -27,63 +41,75 @@ async def test_two_servers_routing_and_a_broken_one(tmp_path: Path) -> None:
         tmp_path,
         {"a": _demo("a"), "b": _demo("b"), "broken": {"command": str(tmp_path / "no-such-program")}},
     )
-    async with Host.from_config(path, backoff_base=5.0, health_interval=0) as host:
+    async with Host.from_config(path, backoff_base=30.0, health_interval=0) as host:
         assert host.get("a").status is ServerStatus.CONNECTED
         assert host.get("b").status is ServerStatus.CONNECTED
-        assert host.get("broken").status is ServerStatus.ERROR
-        assert host.get("broken").error
+        broken = host.get("broken")
+        assert broken.status is ServerStatus.ERROR
+        assert broken.error is not None and broken.error.startswith("ServerNotFound: cannot start server 'broken'")
         names = {t.name for t in host.tools()}
         assert {"a__echo", "b__echo", "a__add"} <= names
         result = await host.call_tool("b__echo", {"text": "hi"})
-        assert "hi" in result.text()
-        assert result.server == "b"
-        with pytest.raises(UnknownTool):
-            await host.call_tool("c__echo", {})
+        assert (result.text, result.server, result.tool, result.result.server) == ("hi", "b", "echo", "b")
+        with pytest.raises(UnknownTool, match=r"^no tool named 'broken__echo'; .* server 'broken' is error"):
+            await host.call_tool("broken__echo", {})
+        added = await host.call_tool("a__add", {"a": 2, "b": 3})
+        assert added.result.structured_content == {"sum": 5}
         stats = host.statistics()
-        assert stats["servers"]["a"]["status"] == "connected"  # type: ignore[index]
+        assert stats.servers["a"].status == "connected" and stats.servers["b"].calls["echo"].calls == 1
     assert host.get("a").status is ServerStatus.DISCONNECTED
 
 
 async def test_crash_and_restart(tmp_path: Path) -> None:
     path = _config(tmp_path, {"a": _demo("a")})
     async with Host.from_config(path, backoff_base=0.05, backoff_cap=0.1, health_interval=0) as host:
+        events = host.events()
+        pid = host.get("a").client.pid  # type: ignore[union-attr]
+        with pytest.raises(ToolExecutionError, match=r"^tool 'crash' on server 'a' failed: ServerGone") as failed:
+            await host.call_tool("a__crash", {})
+        assert (failed.value.server, failed.value.tool) == ("a", "crash")
+        assert isinstance(failed.value.__cause__, mcpwire.ServerGone)
         statuses: list[str] = []
-
-        async def watch() -> None:
-            async for event in host.events():
-                statuses.append(event.status)
-                if event.status == "connected":
-                    return
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch)
-            await trio.lowlevel.checkpoint()
-            with pytest.raises(ToolExecutionError, match="'crash' on server 'a'"):
-                await host.call_tool("a__crash", {})
-        info = await host.wait_status("a", ServerStatus.CONNECTED, timeout=20)
-        assert info.restart_count >= 1
-        assert statuses[-1] == "connected"
-        assert "error" in statuses
-        result = await host.call_tool("a__echo", {"text": "back"})
-        assert "back" in result.text()
+        with trio.fail_after(20):
+            async for event in events:
+                if event.kind == "status":
+                    statuses.append(event.status)
+                    if event.status == "connected":
+                        break
+                    if event.status == "error":
+                        assert re.match(r"^ServerGone: server 'a' exited with status 3: ", event.error or "")
+        assert statuses == ["error", "connecting", "connected"]
+        info = host.get("a")
+        assert info.restart_count == 1 and info.client is not None and info.client.pid != pid
+        assert (await host.call_tool("a__echo", {"text": "back"})).text == "back"
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-async def test_resource_cache_and_list_changed_invalidation(tmp_path: Path, era: str) -> None:
-    demo = _demo("a")
-    demo["args"] = [*demo["args"], "--era", era]  # type: ignore[misc]
-    path = _config(tmp_path, {"a": demo})
+async def test_list_changed_refreshes_tools_and_drops_cached_results(tmp_path: Path, era: str) -> None:
+    path = _config(tmp_path, {"a": _demo("a", "--era", era, policy={"cacheable_tools": ["echo"]})})
     async with Host.from_config(path, health_interval=0) as host:
-        first = await host.read_resource("a", "demo://static/hello")
-        second = await host.read_resource("a", "demo://static/hello")
-        assert first == second
-        assert (host.cache.hits, host.cache.misses) == (1, 1)
-        # a read-only tool result is cached under kind "tool"; list_changed must drop it
-        host.cache.put(("a", "tool", "echo", "{}"), "stale")
-        await host.call_tool("a__notify", {})
-        for _ in range(1000):  # at most 10 s
-            if len(host.cache) <= 1:
-                break
-            await trio.sleep(0.01)
-        assert host.cache.get(("a", "tool", "echo", "{}")) == (False, None)
         assert host.get("a").era == era
+        await host.call_tool("a__echo", {"text": "x"})
+        assert (await host.call_tool("a__echo", {"text": "x"})).cached
+        events = host.events()
+        await host.call_tool("a__notify", {})
+        assert await _next_tools_event(events, "a") == host.get("a").tool_count > 0
+        assert not (await host.call_tool("a__echo", {"text": "x"})).cached
+        assert len(host.cache_for("a")) == 1
+
+
+async def test_resources_updated_invalidates_a_cached_read(tmp_path: Path) -> None:
+    path = _config(tmp_path, {"a": _demo("a", "--era", "legacy")})
+    async with Host.from_config(path, health_interval=0) as host:
+        cache = host.cache_for("a")
+        uri = "demo://items/1"
+        await host.read_resource("a", uri)
+        # the host sends resources/subscribe for the URI it cached; once every task waits, it
+        # is on the wire ahead of the next call, and the server handles requests in order
+        await trio.testing.wait_all_tasks_blocked()
+        await host.call_tool("a__touch", {"uri": uri})
+        # resources/updated arrived before the call's answer; let the host's reader handle it
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(cache) == 0
+        await host.read_resource("a", uri)
+        assert (cache.hits, cache.misses) == (0, 2)

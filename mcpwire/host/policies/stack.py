@@ -1,0 +1,129 @@
+"""The policy stack: audit -> approval -> cache -> breaker -> retry -> timeout -> invoke.
+
+Theory of operation: :meth:`PolicyStack.run` takes a :class:`CallContext` and an ``invoke``
+coroutine function that performs the request with the (possibly modified) arguments. Approval
+runs first so a denied call costs nothing and is still audited; the cache answers before the
+breaker so a cached read works while a server is failing; the breaker wraps the retries so one
+call counts once; the timeout bounds each attempt. Metrics and the audit record are written in
+``finally``, so every call leaves exactly one of each, whatever its outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+import trio
+
+from ...errors import ApprovalDenied
+from .approval import ApprovalPolicy
+from .audit import AuditLog
+from .breaker import CircuitBreaker
+from .cache import ResultCache, hinted_ttl
+from .context import CallContext
+from .metrics import Metrics
+from .retry import RetryPolicy
+from .timeout import run_with_timeout
+
+__all__ = ["PolicyStack"]
+
+log = logging.getLogger("mcpwire.host.policies")
+T = TypeVar("T")
+
+
+def _is_error_result(value: object) -> bool:
+    return getattr(value, "is_error", False) is True
+
+
+@dataclass(slots=True)
+class PolicyStack(Generic[T]):
+    """Every policy of one server; any of them may be left out (``None``)."""
+
+    breaker: CircuitBreaker | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    cache: ResultCache[T] | None = None
+    approval: ApprovalPolicy | None = None
+    audit: AuditLog | None = None
+    metrics: Metrics | None = None
+
+    def cacheable(self, ctx: CallContext) -> bool:
+        if self.cache is None or not self.cache.enabled:
+            return False
+        if ctx.cacheable is not None:
+            return ctx.cacheable
+        return ctx.kind != "tool" or bool(ctx.read_only)
+
+    async def run(self, ctx: CallContext, invoke: Callable[[Mapping[str, object]], Awaitable[T]]) -> T:
+        """Runs ``invoke(arguments)`` under every policy; sets ``ctx.approval`` and ``ctx.outcome``.
+
+        Raises:
+            ApprovalDenied, CircuitOpen: a policy refused the call.
+            RequestTimeout: every attempt ran out of time.
+            MCPWireError: the call's own failure, after retries.
+
+        Cancellation: propagates; the audit record says ``cancelled``.
+        """
+        start = time.perf_counter()
+        error: str | None = None
+        ctx.approval = "allow"
+        ctx.outcome = "error"
+        try:
+            if self.approval is not None:
+                try:
+                    ctx.approval, ctx.arguments = await self.approval.check(ctx)
+                except ApprovalDenied:
+                    ctx.approval = ctx.outcome = "denied"
+                    raise
+            cache = self.cache if self.cacheable(ctx) else None
+            if cache is not None:
+                key = ResultCache.key(ctx)
+                hit, value = cache.get(key)
+                if hit:
+                    ctx.outcome = "cache_hit"
+                    return value  # type: ignore[return-value]
+            args = ctx.arguments
+
+            async def attempt() -> T:
+                return await run_with_timeout(ctx, lambda: invoke(args))
+
+            async def retried() -> T:
+                return await self.retry.run(ctx, attempt)
+
+            result = await (self.breaker.run(retried) if self.breaker is not None else retried())
+            if _is_error_result(result):
+                ctx.outcome = "tool_error"
+            else:
+                ctx.outcome = "ok"
+                if cache is not None:
+                    ttl = hinted_ttl(result, ctx)
+                    if ctx.cache_ttl is not None:
+                        ttl = ctx.cache_ttl if ttl is None else min(ttl, ctx.cache_ttl)
+                    cache.put(key, result, ttl=ttl, scope=getattr(result, "cache_scope", None))
+            return result
+        except BaseException as exc:
+            if isinstance(exc, trio.Cancelled):
+                ctx.outcome = "cancelled"
+            elif ctx.outcome != "denied":
+                ctx.outcome = "error"
+            if not isinstance(exc, trio.Cancelled):
+                error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            raise
+        finally:
+            latency = time.perf_counter() - start
+            if self.metrics is not None:
+                name = ctx.tool if ctx.kind == "tool" else "resources/read"
+                self.metrics.observe(
+                    ctx.server,
+                    name,
+                    latency,
+                    ok=ctx.outcome in ("ok", "cache_hit"),
+                    cache_hit=ctx.outcome == "cache_hit",
+                )
+            if self.audit is not None:
+                try:
+                    self.audit.record(ctx, latency=latency, error=error)
+                except OSError as exc:
+                    log.warning("audit log %s is not writable: %s", self.audit.path, exc)

@@ -1,0 +1,210 @@
+"""In-process fake servers for host tests: faults real servers will not produce on demand
+(refused connections, failing health checks, hanging calls), driven under trio's autojump clock.
+
+A :class:`FakeServer` keeps its state across connections, so a test can change its tools,
+break it, or heal it between reconnects; :class:`Factory` is the host's ``client_factory``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import trio
+import trio.lowlevel
+
+from mcpwire.client import ServerNotification
+from mcpwire.errors import ConnectError, RPCError, ServerGone
+from mcpwire.host import ServerConfig
+from mcpwire.protocol.types import (
+    JSONObject,
+    ReadResourceResult,
+    ResourceContents,
+    ServerCapabilities,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+    ToolResult,
+)
+
+SCHEMA: JSONObject = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def tool(name: str, **hints: bool) -> Tool:
+    return Tool(name=name, input_schema=SCHEMA, annotations=ToolAnnotations(**hints) if hints else None)
+
+
+def default_tools() -> list[Tool]:
+    return [
+        tool("get_thing", read_only_hint=True),
+        tool("set_thing", read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+        tool("delete_thing"),
+        tool("slow_thing", read_only_hint=True),
+        tool("hidden"),
+    ]
+
+
+@dataclass
+class FakeServer:
+    name: str
+    tools: list[Tool] = field(default_factory=default_tools)
+    era: str = "legacy"
+    #: the next N connections are refused
+    refuse: int = 0
+    healthy: bool = True
+    #: raised by every call (None: calls succeed)
+    call_error: Exception | None = None
+    #: close the connection when a call arrives, without answering
+    crash_on_call: bool = False
+    #: calls to this tool never answer
+    hang: str = "slow_thing"
+    ttl_ms: int | None = None
+    #: every (client number, tool, arguments) called
+    calls: list[tuple[int, str, JSONObject]] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    health_checks: list[str] = field(default_factory=list)
+    requests: list[tuple[str, JSONObject]] = field(default_factory=list)
+    subscriptions: list[JSONObject] = field(default_factory=list)
+    clients: list[FakeClient] = field(default_factory=list)
+    connect_times: list[float] = field(default_factory=list)
+    #: how each connection was closed: "in order", or "cancelled" (its block was cancelled)
+    closes: list[str] = field(default_factory=list)
+
+    @property
+    def client(self) -> FakeClient:
+        return self.clients[-1]
+
+
+class FakeClient:
+    def __init__(self, server: FakeServer, number: int) -> None:
+        self.server = server
+        self.number = number
+        self.closed = trio.Event()
+        self._send, self._recv = trio.open_memory_channel[ServerNotification](100)
+
+    @property
+    def era(self) -> str:
+        return self.server.era
+
+    @property
+    def protocol_version(self) -> str:
+        return "2026-07-28" if self.server.era == "modern" else "2025-11-25"
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities:
+        return ServerCapabilities(tools={"listChanged": True}, resources={"subscribe": True, "listChanged": True})
+
+    def push(self, method: str, params: JSONObject | None = None) -> None:
+        """A notification from the server."""
+        self._send.send_nowait(ServerNotification(method, params or {}))
+
+    def crash(self) -> None:
+        self.closed.set()
+        self._send.close()
+
+    async def list_tools(self) -> list[Tool]:
+        return list(self.server.tools)
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, object], *, timeout: float | None = None
+    ) -> ToolResult:
+        self.server.calls.append((self.number, name, dict(arguments)))  # type: ignore[arg-type]
+        if self.closed.is_set():
+            raise ServerGone("the connection is closed", server=self.server.name)
+        if self.server.crash_on_call:
+            self.crash()
+            raise ServerGone("the server exited with status 3", server=self.server.name, returncode=3)
+        if self.server.call_error is not None:
+            raise self.server.call_error
+        if name == self.server.hang:
+            await trio.sleep_forever()
+        if name == "fail":
+            return ToolResult(content=[TextContent(text="it broke")], is_error=True, tool=name, server=self.server.name)
+        text = f"{name}({json.dumps(dict(arguments), sort_keys=True)})#{len(self.server.calls)}@{self.number}"
+        return ToolResult(content=[TextContent(text=text)], tool=name, server=self.server.name)
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        self.server.reads.append(uri)
+        if self.server.call_error is not None:
+            raise self.server.call_error
+        return ReadResourceResult(
+            contents=[ResourceContents(uri=uri, text=f"{uri}#{len(self.server.reads)}")], ttl_ms=self.server.ttl_ms
+        )
+
+    async def request(
+        self, method: str, params: Mapping[str, object] | None = None, *, timeout: float | None = None
+    ) -> JSONObject:
+        self.server.requests.append((method, dict(params or {})))  # type: ignore[arg-type]
+        if method == "resources/subscribe" and self.server.era == "modern":
+            raise RPCError(-32601, "Method not found", method=method)
+        return {}
+
+    @asynccontextmanager
+    async def subscribe(
+        self,
+        resources: Sequence[str] = (),
+        *,
+        tools_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        timeout: float | None = None,
+    ) -> AsyncIterator[None]:
+        record: JSONObject = {"resources": list(resources), "tools": tools_list_changed, "open": True}
+        self.server.subscriptions.append(record)
+        try:
+            yield None
+        finally:
+            record["open"] = False
+
+    async def _check(self, method: str) -> None:
+        self.server.health_checks.append(method)
+        if not self.server.healthy:
+            raise ServerGone("no answer", server=self.server.name)
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        await self._check("ping")
+
+    async def discover(self, *, timeout: float | None = None) -> None:
+        await self._check("server/discover")
+
+    async def notifications(self) -> AsyncIterator[ServerNotification]:
+        async for note in self._recv:
+            yield note
+
+    async def wait_closed(self) -> None:
+        await self.closed.wait()
+
+    async def aclose(self) -> None:
+        self.crash()
+
+
+class Factory:
+    """The host's ``client_factory``: a fake connection to the named :class:`FakeServer`."""
+
+    def __init__(self, *servers: FakeServer) -> None:
+        self.servers = {s.name: s for s in servers}
+
+    def __getitem__(self, name: str) -> FakeServer:
+        return self.servers[name]
+
+    @asynccontextmanager
+    async def __call__(self, config: ServerConfig) -> AsyncIterator[FakeClient]:
+        server = self.servers.setdefault(config.name, FakeServer(config.name))
+        server.connect_times.append(trio.current_time())
+        if server.refuse > 0:
+            server.refuse -= 1
+            raise ConnectError(f"cannot connect to {config.name!r}: connection refused")
+        client = FakeClient(server, len(server.clients) + 1)
+        server.clients.append(client)
+        try:
+            yield client
+        finally:
+            try:
+                await trio.lowlevel.checkpoint()
+                server.closes.append("in order")
+            except trio.Cancelled:
+                server.closes.append("cancelled")
+                raise
+            finally:
+                await client.aclose()
