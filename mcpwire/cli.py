@@ -4,10 +4,17 @@
     mcpwire tools [--json] [-- CMD ARGS...]            the server's tools
     mcpwire call  [--json] TOOL ['{json}']             call a tool of the demo server
     mcpwire call  [--json] -- CMD ARGS... TOOL '{json}'
+    mcpwire check [OPTIONS] [-- CMD ARGS... | URL | NAME]  conformance report (conformance.cli)
+    mcpwire fuzz  [OPTIONS] [-- CMD ARGS... | URL]         property-based fuzzing (fuzz.cli)
+    mcpwire servers | tools | call NAME '{json}' | export   the servers of mcp.json (host.cli)
+    mcpwire login URL                                      OAuth authorization (auth.cli)
 
 With no command the bundled demo server (``python -m mcpwire.testing.demo_server``) is used, so
-every command works on a fresh install. Exit status: 0 on success, 1 when a called tool reports
-an error, 2 on usage, connection or protocol errors.
+every command works on a fresh install; ``tools`` and ``call`` use the servers of ``mcp.json``
+instead when one is given (``--config``) or found (``$MCPWIRE_CONFIG``, ``./mcp.json``, the user's
+config file). Exit status: 0 on success, 1 when a called tool reports an error (for ``check``:
+when a MUST fails; for ``fuzz``: when something was found), 2 on usage, connection or protocol
+errors.
 """
 
 from __future__ import annotations
@@ -184,32 +191,64 @@ async def _run(
 
 
 _DELEGATED_HELP: dict[str, str] = {
+    "check": "check a server against the specification: check [-- CMD ARGS... | URL | NAME]",
+    "fuzz": "property-based fuzzing of a server's tools and protocol: fuzz [-- CMD ARGS... | URL]",
+    "servers": "start the servers of mcp.json and show their status",
+    "export": "export the tools of mcp.json for an LLM: export --format openai|anthropic|markdown",
     "login": "authorize with an OAuth-protected server and store the tokens: login URL",
 }
 
 #: subcommands implemented elsewhere: name -> (module, what it needs when missing)
 _DELEGATED: dict[str, tuple[str, str]] = {
+    "check": ("conformance.cli", "the test extra: pip install 'mcpwire[test]'"),
+    "fuzz": ("fuzz.cli", "the test extra: pip install 'mcpwire[test]'"),
+    "servers": ("mcpwire.host.cli", "the http extra for HTTP servers: pip install 'mcpwire[http]'"),
+    "export": ("mcpwire.host.cli", "the http extra for HTTP servers: pip install 'mcpwire[http]'"),
     "login": ("mcpwire.auth.cli", "the http extra: pip install 'mcpwire[http]'"),
 }
+
+#: commands that take their servers from mcp.json (the host); `tools` and `call` join them when a
+#: config is given or found and no server command follows '--'
+_HOST_COMMANDS = frozenset({"servers", "export", "tools", "call"})
 
 
 def _delegate(command: str, argv: list[str]) -> int:
     import importlib
 
-    module_name, needs = _DELEGATED[command]
+    module_name, needs = _DELEGATED.get(command, ("mcpwire.host.cli", ""))
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         print(f"mcpwire {command}: not available ({exc}); it needs {needs}", file=sys.stderr)
         return 2
-    result: int = module.main(argv)
+    result: int = module.main(command, argv) if command in _HOST_COMMANDS else module.main(argv)
     return result
+
+
+def _uses_config(argv: Sequence[str]) -> bool:
+    """``tools``/``call`` without ``-- CMD``: the servers of mcp.json when one is given or found.
+
+    Found means ``--config``, ``$MCPWIRE_CONFIG``, ``./mcp.json`` or the user's config file (the
+    host's search order); with none of them the bundled demo server answers, as on a fresh install.
+    """
+    if "--" in argv:
+        return False
+    if any(a == "--config" or a.startswith("--config=") for a in argv):
+        return True
+    from .host.config import CONFIG_ENV_VAR, find_config
+
+    if os.environ.get(CONFIG_ENV_VAR):
+        return True
+    try:
+        return find_config() is not None
+    except MCPWireError:  # pragma: no cover - only an explicit path can be missing
+        return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mcpwire`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in _DELEGATED:
+    if argv and (argv[0] in _DELEGATED or (argv[0] in _HOST_COMMANDS and _uses_config(argv[1:]))):
         return _delegate(argv[0], argv[1:])
     parser = _parser()
     try:

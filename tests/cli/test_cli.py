@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 TIMEOUT = 60
 
 
-def mcpwire(*args: str) -> subprocess.CompletedProcess[str]:
+def mcpwire(*args: str, cwd: Path | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("MCPWIRE_CONFIG", None)
+    if home is not None:  # no user config file leaks in from the machine running the tests
+        env["HOME"] = str(home)
+        env.pop("XDG_CONFIG_HOME", None)
     return subprocess.run(
-        [sys.executable, "-m", "mcpwire", *args], capture_output=True, text=True, timeout=TIMEOUT, check=False
+        [sys.executable, "-m", "mcpwire", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+        cwd=cwd,
+        env=env,
     )
 
 
@@ -64,3 +77,77 @@ def test_login_is_dispatched() -> None:
     proc = mcpwire("login", "not-a-url")
     assert proc.returncode == 2
     assert proc.stderr == "mcpwire login: not an http(s) URL: 'not-a-url'\n"
+
+
+def test_check_is_dispatched() -> None:
+    """``mcpwire check`` belongs to :mod:`conformance.cli`: the catalogue lists the seed checks."""
+    proc = mcpwire("check", "--list")
+    assert proc.returncode == 0, proc.stderr
+    assert "SV-01" in proc.stdout and "SV-12" in proc.stdout
+
+
+def test_check_runs_on_the_reference_server_by_default() -> None:
+    proc = mcpwire("check", "-q", "--only", "SV-01,SV-12", "--revision", "2025-11-25", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report, "an empty report"
+    assert "SV-01" in proc.stdout and "SV-12" in proc.stdout
+
+
+def test_fuzz_is_dispatched() -> None:
+    proc = mcpwire("fuzz", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: mcpwire fuzz")
+    assert "--seed" in proc.stdout
+
+
+@pytest.fixture
+def demo_config(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = {"mcpServers": {"demo": {"command": sys.executable, "args": ["-m", "mcpwire.testing.demo_server"]}}}
+    (work / "mcp.json").write_text(json.dumps(config))
+    return work
+
+
+def test_tools_and_call_use_mcp_json_when_one_is_found(demo_config: Path) -> None:
+    """In a folder with mcp.json, ``tools`` lists namespaced tools and ``call`` takes their names."""
+    proc = mcpwire("tools", "--json", cwd=demo_config, home=demo_config.parent)
+    assert proc.returncode == 0, proc.stderr
+    names = {row["name"] for row in json.loads(proc.stdout)}
+    assert {"demo__echo", "demo__add"} <= names
+    proc = mcpwire("call", "demo__echo", '{"text": "through the host"}', cwd=demo_config, home=demo_config.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert "through the host" in proc.stdout
+    proc = mcpwire("servers", "--json", cwd=demo_config, home=demo_config.parent)
+    assert proc.returncode == 0, proc.stderr
+    [row] = json.loads(proc.stdout)
+    assert (row["name"], row["status"]) == ("demo", "connected")
+
+
+def test_a_server_command_wins_over_mcp_json(demo_config: Path) -> None:
+    proc = mcpwire(
+        "tools",
+        "--json",
+        "--",
+        sys.executable,
+        "-m",
+        "mcpwire.testing.demo_server",
+        cwd=demo_config,
+        home=demo_config.parent,
+    )
+    assert proc.returncode == 0, proc.stderr
+    names = {tool["name"] for tool in json.loads(proc.stdout)}
+    assert "echo" in names and "demo__echo" not in names
+
+
+def test_without_mcp_json_tools_lists_the_demo_server(tmp_path: Path) -> None:
+    proc = mcpwire("tools", "--json", cwd=tmp_path, home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "echo" in {tool["name"] for tool in json.loads(proc.stdout)}
+
+
+def test_an_explicit_config_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    proc = mcpwire("tools", "--config", str(tmp_path / "missing.json"), cwd=tmp_path, home=tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "missing.json" in proc.stderr
