@@ -227,19 +227,20 @@ class _Wake:
         return trio.lowlevel.Abort.SUCCEEDED
 
 
-class _Waiter:
-    """What one request's caller waits on (a plain slotted class: one is made per call)."""
+class _Waiter(_Wake):
+    """What one request's caller waits on, and its wake-up (a plain slotted class: one is made
+    per call)."""
 
-    __slots__ = ("channel", "deadline", "done", "event", "expired", "outcome", "progress")
+    __slots__ = ("channel", "deadline", "done", "expired", "outcome", "progress")
 
     def __init__(
         self,
-        event: _Wake,
         *,
         progress: list[JSONObject] | None = None,
         channel: trio.MemorySendChannel[_Waiter] | None = None,
     ) -> None:
-        self.event = event
+        self._flag = False
+        self._task = None
         self.outcome: Response | ErrorResponse | BaseException | None = None
         self.progress = progress  # None: progress not wanted
         self.channel = channel  # handshake waiters report here
@@ -258,13 +259,14 @@ class _Deadlines:
     heap holds far more entries than live waiters), so memory stays bounded by the calls in flight.
     """
 
-    __slots__ = ("_heap", "_next_compaction", "_scope", "_seq", "_started", "_stop")
+    __slots__ = ("_armed", "_heap", "_next_compaction", "_scope", "_seq", "_started", "_stop")
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, _Waiter]] = []
         self._next_compaction = COMPACT_DEADLINES_AT
         self._seq = 0
         self._scope: trio.CancelScope | None = None
+        self._armed = math.inf  # the scope's deadline, kept here: reading the property costs a call
         self._started = False
         self._stop = trio.CancelScope()
 
@@ -279,8 +281,8 @@ class _Deadlines:
         if not self._started:
             self._started = True
             nursery.start_soon(self._watch)
-        elif self._scope is not None and deadline < self._scope.deadline:
-            self._scope.deadline = deadline
+        elif self._scope is not None and deadline < self._armed:
+            self._scope.deadline = self._armed = deadline
 
     def close(self) -> None:
         self._stop.cancel()
@@ -293,7 +295,8 @@ class _Deadlines:
         heap = self._heap
         with self._stop:
             while True:
-                with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as scope:
+                self._armed = heap[0][0] if heap else math.inf
+                with trio.CancelScope(deadline=self._armed) as scope:
                     self._scope = scope
                     await trio.sleep_forever()
                 self._scope = None
@@ -302,7 +305,7 @@ class _Deadlines:
                     deadline, _, waiter = heapq.heappop(heap)
                     if not waiter.done and waiter.outcome is None and waiter.deadline == deadline:
                         waiter.expired = True
-                        waiter.event.set()
+                        waiter.set()
 
 
 class _ResultHead(msgspec.Struct, rename="camel"):
@@ -332,6 +335,7 @@ class _PromptsPage(msgspec.Struct, rename="camel"):
 
 
 _decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+_call_tool_decoder: msgspec.json.Decoder[CallToolWire] | None = None  # built on first use (about 1 ms)
 
 
 def _decode(raw: msgspec.Raw, kind: type[T], method: str, server: str) -> T:
@@ -398,6 +402,7 @@ class Client:
         self.spec = spec
         self.label = name or spec.label
         self._nursery = nursery
+        self._clock: trio.abc.Clock | None = None  # the run's clock, fixed for the run (first use)
         self._timeout = timeout
         self._max_timeout = max_timeout
         self._connect_timeout = connect_timeout
@@ -438,6 +443,7 @@ class Client:
         self._legacy_subscriptions: list[Subscription] = []
         self._server_request_scopes: dict[RequestId, trio.CancelScope] = {}
         self._tools: dict[str, Tool] = {}
+        self._output_schemas: frozenset[str] = frozenset()  # names of the tools that declare one
         self._validators: dict[str, Validator | None] = {}
         self._log_level: str | None = None
         self._discover: DiscoverResult | None = None
@@ -600,7 +606,7 @@ class Client:
             await self._transport.aclose()
         for entry in self._session.table.fail_all():
             entry.waiter.outcome = ClientClosed("restarting the server")
-            entry.waiter.event.set()
+            entry.waiter.set()
         await self._start_transport()
 
     async def _detect(self, mode: str, legacy: tuple[str, ...], modern: tuple[str, ...]) -> Decided:
@@ -751,7 +757,7 @@ class Client:
         *,
         meta_version: str | None = None,
     ) -> PendingRequest[_Waiter]:
-        waiter = _Waiter(_Wake(), channel=channel)
+        waiter = _Waiter(channel=channel)
         entry, payload = self._session.prepare_request(
             method, params, waiter, check=False, handshake=True, meta_version=meta_version
         )
@@ -808,7 +814,11 @@ class Client:
         if type(message) is Response:
             entry = self._session.table.resolve(message.id)
             if entry is not None:
-                self._resolve(entry.waiter, message)
+                waiter = entry.waiter  # self._resolve(), inlined
+                waiter.outcome = message
+                waiter.set()
+                if waiter.channel is not None:
+                    waiter.channel.send_nowait(waiter)
             return
         for event in self._session.receive(message):
             if isinstance(event, AnswerReceived):
@@ -817,7 +827,7 @@ class Client:
                 waiter = event.entry.waiter
                 if waiter.progress is not None:
                     waiter.progress.append(event.params)  # type: ignore[arg-type]
-                    waiter.event.set()
+                    waiter.set()
             elif isinstance(event, NotificationReceived):
                 self._on_notification(event)
             elif isinstance(event, ServerRequestReceived):
@@ -844,7 +854,7 @@ class Client:
 
     def _resolve(self, waiter: _Waiter, outcome: Response | ErrorResponse | BaseException) -> None:
         waiter.outcome = outcome
-        waiter.event.set()
+        waiter.set()
         if waiter.channel is not None:
             waiter.channel.send_nowait(waiter)
 
@@ -895,6 +905,7 @@ class Client:
             self._log_server_message(params)
         elif method == "notifications/tools/list_changed":
             self._tools.clear()
+            self._output_schemas = frozenset()
             self._validators.clear()
         note = ServerNotification(method, params, event.subscription_id)
         if event.subscription_id is not None:
@@ -1030,10 +1041,13 @@ class Client:
         try:
             await transport.send(payload, request_id=request_id, headers=headers, opens_session=opens_session)
         except TransportError as exc:
-            if self._closing:  # our own aclose() broke the write: not the server's doing (LC-54)
-                what = f"request id {request_id}" if request_id is not None else "a notification"
-                raise ClientClosed(f"the client of server '{self.label}' closed while sending {what}") from exc
-            raise
+            self._raise_send_failure(exc, request_id)
+
+    def _raise_send_failure(self, exc: TransportError, request_id: RequestId | None) -> NoReturn:
+        if self._closing:  # our own aclose() broke the write: not the server's doing (LC-54)
+            what = f"request id {request_id}" if request_id is not None else "a notification"
+            raise ClientClosed(f"the client of server '{self.label}' closed while sending {what}") from exc
+        raise exc
 
     def _headers_for(
         self,
@@ -1084,6 +1098,8 @@ class Client:
         _retried: bool = False,
     ) -> msgspec.Raw:
         """Sends one request and returns its raw result. Raises RPCError on an error answer."""
+        if timeout is not None and not timeout > 0:  # before anything is sent
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         if not self._session_ready.is_set():
             # LC-04 on a renewed session: "the client SHOULD NOT send requests other than pings
             # before the server has responded to the initialize request".
@@ -1097,15 +1113,22 @@ class Client:
             meta = dict(params.get("_meta") or {})  # type: ignore[call-overload]
             meta[META_LOG_LEVEL] = self._log_level
             params["_meta"] = meta
-        headers = self._headers_for(method, params)
-        waiter = _Waiter(_Wake(), progress=[] if on_progress is not None else None)
+        transport = self._transport
+        headers = self._headers_for(method, params) if transport is not None and transport.wants_headers else None
+        waiter = _Waiter(progress=[] if on_progress is not None else None)
         entry, payload = self._session.prepare_request(
             method, params, waiter, check=check, progress=on_progress is not None
         )
         try:
-            await self._send(payload, request_id=entry.id, headers=headers)
+            # self._send(), inlined: one coroutine less on every call
+            if transport is None or self._lost is not None:
+                raise self._gone_error()
+            try:
+                await transport.send(payload, request_id=entry.id, headers=headers)
+            except TransportError as exc:
+                self._raise_send_failure(exc, entry.id)
         except BaseException as exc:
-            issued = not (self._transport is None or self._transport.atomic_send or isinstance(exc, MCPWireError))
+            issued = not (transport is None or transport.atomic_send or isinstance(exc, MCPWireError))
             if self._session.table.abandon(entry.id) is not None and issued:
                 await self._cancel_on_wire(entry, exc)  # UT-C01: only what may have reached the server
             raise
@@ -1215,15 +1238,20 @@ class Client:
     ) -> Response | ErrorResponse | BaseException:
         waiter = entry.waiter
         limit = self._timeout if timeout is None else timeout
-        if limit <= 0:
-            raise ValueError(f"timeout must be positive, not {limit}")
-        now = trio.current_time()
-        hard = now + max(self._max_timeout, limit)
+        clock = self._clock
+        if clock is None:
+            clock = self._clock = trio.lowlevel.current_clock()
+        now = clock.current_time()
+        hard = now + max(self._max_timeout, limit)  # so the first deadline, now + limit, is within it
         deadlines, nursery = self._deadlines, self._nursery
-        deadlines.add(waiter, min(now + limit, hard), nursery)
+        deadlines.add(waiter, now + limit, nursery)
         try:
             while True:
-                await waiter.event.wait()
+                if waiter._flag:
+                    await trio.lowlevel.checkpoint()
+                else:  # waiter.wait(), inlined: this is every call's one wait
+                    waiter._task = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(waiter._abort)
                 if waiter.outcome is not None:
                     if waiter.progress and on_progress is not None:
                         # Progress that arrived before the answer, in the same wake-up: deliver it.
@@ -1231,23 +1259,23 @@ class Client:
                     return waiter.outcome
                 if waiter.progress:
                     items, waiter.progress = waiter.progress, []
-                    waiter.event.clear()
+                    waiter.clear()
                     waiter.expired = False
                     # LC-62: reset, but capped
-                    deadlines.add(waiter, min(trio.current_time() + limit, hard), nursery)
+                    deadlines.add(waiter, min(clock.current_time() + limit, hard), nursery)
                     if on_progress is not None:
                         await _deliver_progress(items, on_progress)
                     continue
                 if waiter.expired:
                     break
-                waiter.event.clear()  # pragma: no cover - set with neither outcome nor progress
+                waiter.clear()  # pragma: no cover - set with neither outcome nor progress
         finally:
             # The heap may keep this waiter until its deadline: drop what it holds (a large
             # answer must not outlive the call; the caller has it from the return value).
             waiter.done = True
             waiter.outcome = None
             waiter.progress = None
-        capped = trio.current_time() >= hard
+        capped = clock.current_time() >= hard
         raise RequestTimeout(
             f"'{entry.method}' (id {entry.id}) to server '{self.label}' got no answer within "
             + (f"the hard cap of {hard - now:g}s" if capped else f"{limit:g}s")
@@ -1286,6 +1314,20 @@ class Client:
     ) -> msgspec.Raw:
         """A request, with 2026-07-28 input rounds handled (MRTR)."""
         raw = await self._roundtrip(method, params, timeout=timeout, on_progress=on_progress, check=check)
+        return await self._complete(method, params, raw, timeout=timeout, on_progress=on_progress, check=check)
+
+    async def _complete(
+        self,
+        method: str,
+        params: Mapping[str, object] | None,
+        raw: msgspec.Raw,
+        *,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        check: bool,
+    ) -> msgspec.Raw:
+        """The answer ``raw`` to ``method``, followed through 2026-07-28 input rounds (MRTR) to
+        a complete result; legacy answers are returned as they are."""
         revision = self._session.revision
         if revision is None or not revision.modern:
             return raw
@@ -1439,6 +1481,7 @@ class Client:
         for problem in problems:
             log.warning("%s: skipping an invalid tool: %s", self.label, problem)
         self._tools = {t.name: t for t in tools}
+        self._output_schemas = frozenset(t.name for t in tools if t.output_schema is not None)
         self._validators.clear()
         return tools
 
@@ -1465,14 +1508,28 @@ class Client:
         params: dict[str, object] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        raw = await self._request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        raw = await self._roundtrip("tools/call", params, timeout=timeout, on_progress=on_progress)
         content: list[ContentBlock]
+        # The common answer is decoded once: a complete result whose blocks are all of known
+        # types (its resultType read on the way). Anything else takes the general path: input
+        # rounds (MRTR), an unknown resultType (JR-10), blocks of other types.
         try:
-            wire: CallToolWire | CallToolWireLenient = _decoder_for(CallToolWire).decode(raw)
-            content = list(wire.content)  # type: ignore[arg-type]
+            decoder = _call_tool_decoder or _decoder_for(CallToolWire)
+            wire: CallToolWire | CallToolWireLenient | None = decoder.decode(raw)
         except jsonrpc.DECODE_ERRORS:
-            wire = _decode(raw, CallToolWireLenient, "tools/call", self.label)
-            content = decode_content(wire.content)
+            wire = None
+        revision = self._session.revision
+        modern = revision is not None and revision.modern
+        if isinstance(wire, CallToolWire) and (not modern or wire.result_type == "complete"):
+            content = list(wire.content)
+        else:
+            raw = await self._complete("tools/call", params, raw, timeout=timeout, on_progress=on_progress, check=True)
+            try:
+                wire = _decoder_for(CallToolWire).decode(raw)
+                content = list(wire.content)
+            except jsonrpc.DECODE_ERRORS:
+                wire = _decode(raw, CallToolWireLenient, "tools/call", self.label)
+                content = decode_content(wire.content)
         result = ToolResult(
             content=content,
             structured_content=wire.structured_content,
@@ -1481,7 +1538,7 @@ class Client:
             tool=name,
             server=self.label,
         )
-        if self._validate_output and not result.is_error:
+        if self._validate_output and not result.is_error and name in self._output_schemas:
             self._check_output(name, result)
         return result
 
@@ -1580,7 +1637,7 @@ class Client:
                             break
 
     async def _listen(self, sub: Subscription, timeout: float | None) -> None:
-        waiter = _Waiter(_Wake())
+        waiter = _Waiter()
         entry, payload = self._session.prepare_request("subscriptions/listen", {"notifications": sub.requested}, waiter)
         sub.id = entry.id
         self._subscriptions[entry.id] = sub
@@ -1593,7 +1650,7 @@ class Client:
             )
             limit = self._timeout if timeout is None else timeout
             with trio.move_on_after(limit):
-                while sub.acknowledged is None and not waiter.event.is_set() and sub._error is None:
+                while sub.acknowledged is None and not waiter.is_set() and sub._error is None:
                     await sub._changed.wait()
             if isinstance(waiter.outcome, ErrorResponse):
                 out = waiter.outcome
@@ -1829,9 +1886,12 @@ class Subscription:
 
 
 def _decoder_for(kind: type[T]) -> msgspec.json.Decoder[T]:
+    global _call_tool_decoder
     decoder = _decoders.get(kind)
     if decoder is None:
         decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+        if kind is CallToolWire:
+            _call_tool_decoder = decoder
     return decoder
 
 

@@ -201,8 +201,10 @@ class StdioTransport:
             if self._write_error is not None or self._lost or self._stdin_closed:
                 raise self._gone("cannot send: the server is not running", self._write_error)
         self.bytes_sent += len(line)
-        if self._backlog or self._coalescing:
-            self._queue(line)  # behind what is already queued: order is kept
+        if self._coalescing or self._backlog:
+            # Behind what is already queued (order is kept); the writer is already awake.
+            self._backlog.append(line)
+            self._backlog_bytes += len(line)
             return
         try:
             written = os.write(self._stdin_fd, line)
@@ -223,7 +225,7 @@ class StdioTransport:
     def _queue(self, rest: bytes | memoryview) -> None:
         self._backlog.append(rest)
         self._backlog_bytes += len(rest)
-        self._backlog_wake.set()
+        self._backlog_wake.set()  # (a no-op when the writer is already awake)
 
     def _write_failed(self, exc: OSError) -> None:
         """stdin is broken: every later send fails at once, with this as the cause."""

@@ -175,12 +175,22 @@ def _from_envelope(env: _Envelope, line: bytes) -> Request | Notification | Resp
 
 def classify(data: bytes) -> Message:
     """Classifies one complete JSON text. Never raises."""
-    first = _first_byte(data)
+    first = data[0] if data and data[0] == 0x7B else _first_byte(data)
     if first == 0x7B:  # {
         try:
             env = _envelope.decode(data)
         except _BAD_INPUT as exc:
             return NotProtocol(data, _reason(exc))
+        rid = env.id
+        if (  # the common case, a result, without the general path's call
+            env.result
+            and not env.error
+            and env.jsonrpc == "2.0"
+            and type(env.method) is UnsetType
+            and rid is not None
+            and type(rid) is not UnsetType
+        ):
+            return Response(rid, env.result)
         return _from_envelope(env, data)
     if first == 0x5B:  # [
         try:

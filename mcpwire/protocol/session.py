@@ -133,6 +133,8 @@ class ClientSession(Generic[W]):
         info.setdefault("version", client_info.version)
         self._client_info_value = info
         self._modern_meta: dict[str, object] = {}
+        #: the same, encoded once: spliced into requests whose params carry no ``_meta`` of their own
+        self._modern_meta_raw: msgspec.Raw | None = None
 
     # -- state --------------------------------------------------------------------------------
 
@@ -159,6 +161,10 @@ class ClientSession(Generic[W]):
         self.state = SessionState.READY
         if self.revision.modern:
             self._modern_meta = self.modern_meta(version)
+            self._modern_meta_raw = msgspec.Raw(jsonrpc.encode_json(self._modern_meta))
+        else:
+            self._modern_meta = {}
+            self._modern_meta_raw = None
 
     def closing(self) -> None:
         if self.state is not SessionState.CLOSED:
@@ -221,6 +227,16 @@ class ClientSession(Generic[W]):
             if why is not None:
                 raise LocalProtocolError(f"cannot call '{method}' on server '{self.label}': {why}")
         entry = self.table.add(method, waiter)
+        if meta_version is None and not progress:
+            # The common case, kept cheap: legacy params go out as they are; 2026-07-28 ones get
+            # the per-request _meta encoded once at READY (LC-20..LC-22).
+            raw_meta = self._modern_meta_raw
+            if raw_meta is None:
+                plain = params if params is None or type(params) is dict else dict(params)
+                return entry, jsonrpc.encode_request(entry.id, method, plain or None)
+            if not params or "_meta" not in params:
+                with_meta: dict[str, object] = {**params, "_meta": raw_meta} if params else {"_meta": raw_meta}
+                return entry, jsonrpc.encode_request(entry.id, method, with_meta)
         out: dict[str, object] = dict(params) if params else {}
         modern_meta = self._modern_meta if meta_version is None else self.modern_meta(meta_version)
         if modern_meta or progress:

@@ -296,6 +296,8 @@ class CallToolWire(Wire, frozen=True, kw_only=True):
     structured_content: JSONValue | UnsetType = UNSET
     is_error: bool = False
     meta: JSONObject | None = field(default=None, name="_meta")
+    #: 2026-07-28 (JR-10): ``"complete"``; anything else goes through the client's general path.
+    result_type: str = "complete"
 
 
 class CallToolWireLenient(Wire, frozen=True, kw_only=True):

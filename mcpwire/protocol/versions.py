@@ -71,11 +71,13 @@ class Revision:
     place that relies on that.
     """
 
-    __slots__ = ("era", "version")
+    __slots__ = ("era", "modern", "version")
 
     def __init__(self, version: str) -> None:
         self.version = version
         self.era = era_of(version)
+        #: the 2026-07-28 era (a plain attribute: it is read on every call)
+        self.modern = self.era is Era.MODERN
 
     def __repr__(self) -> str:
         return f"Revision({self.version!r})"
@@ -88,10 +90,6 @@ class Revision:
 
     def at_least(self, version: str) -> bool:
         return self.version >= version
-
-    @property
-    def modern(self) -> bool:
-        return self.era is Era.MODERN
 
     @property
     def receives_batches(self) -> bool:

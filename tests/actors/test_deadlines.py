@@ -101,3 +101,17 @@ async def test_finished_calls_left_in_the_heap_hold_no_answer(autojump_clock: Mo
             heap = list(client._deadlines._heap)
     assert len(result.text()) > 100_000
     assert heap and all(w.done and w.outcome is None and w.progress is None for _, _, w in heap)
+
+
+@pytest.mark.parametrize("timeout", [0.0, -1.0, float("nan")])
+async def test_a_timeout_that_is_not_positive_is_refused_before_sending(timeout: float) -> None:
+    """A bad ``timeout=`` is the caller's error: ValueError, and nothing goes to the server (no
+    request that would then have to be cancelled)."""
+    fake = FakeMCPServer()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            before = len(fake.sent("tools/call"))
+            with pytest.raises(ValueError, match=r"^timeout must be a positive number of seconds, not "):
+                await client.call_tool("echo", {"text": "x"}, timeout=timeout)
+            assert len(fake.sent("tools/call")) == before == 0
+            assert (await client.call_tool("echo", {"text": "y"})).text() == 'echo {"text": "y"}'
