@@ -1,5 +1,16 @@
 """``mcpwire check [OPTIONS] [TARGET] [-- CMD ARGS...]``: the command line of the checker.
 
+TARGET is a URL (Streamable HTTP, or the 2024-11-05 HTTP+SSE transport: detected, or
+``--transport``) or the name of a server in an ``mcp.json`` (``--config``); ``-- CMD ARGS...`` is
+a stdio server; nothing is the bundled reference server. A config entry may pin the era
+checked with ``"era": "legacy"`` or ``"modern"``.
+
+Tool calls: checks that need to call tools (structured output, progress, cancellation, MRTR,
+logging levels) are skipped unless ``--call-tools read-only`` (tools annotated ``readOnlyHint``
+and not ``destructiveHint``), ``--call-tools all`` or ``--call-tool NAME`` allows them: calling
+the tools of a real server can have real effects. The reference server is checked with
+``read-only`` by default (all its tools are harmless except ``crash``, which is not read-only).
+
 Exit status: 0 when every MUST passes (and no baseline entry is stale), 1 otherwise, 2 on usage
 or connection errors.
 """
@@ -11,6 +22,7 @@ import dataclasses
 import json
 import logging
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +30,8 @@ from typing import Any
 import trio
 
 from conformance.baseline import apply_baseline, read_baseline
-from conformance.context import Target
+from conformance.context import Target, ToolPolicy
+from conformance.http_harness import TargetUnreachable
 from conformance.registry import CATALOGUE
 from conformance.report import progress_line, to_html, to_json, to_junit, to_terminal
 from conformance.runner import ALL_REVISIONS, Result, run
@@ -61,6 +74,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", metavar="FILE", help="JUnit XML report")
     p.add_argument("--html", metavar="FILE", help="self-contained HTML report")
     p.add_argument("--baseline", type=Path, metavar="FILE", help="expected failures: ID or ID@REVISION per line")
+    p.add_argument(
+        "--transport",
+        choices=("auto", "http", "sse"),
+        default="auto",
+        help="URL targets: Streamable HTTP, the 2024-11-05 HTTP+SSE transport, or detect (default)",
+    )
+    p.add_argument(
+        "--header",
+        action="append",
+        metavar="NAME:VALUE",
+        help="an HTTP header for every request (e.g. 'Authorization: Bearer ...'); never shown in reports",
+    )
+    p.add_argument(
+        "--call-tools",
+        choices=("none", "read-only", "all"),
+        default=None,
+        help="which tools checks may call: none (default for your servers), read-only (annotated "
+        "readOnlyHint), all; the reference server defaults to read-only",
+    )
+    p.add_argument("--call-tool", action="append", metavar="NAME", help="also allow calling this tool (repeatable)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each answer (default 5)")
     p.add_argument("--eof-grace", type=float, default=2.0, help="seconds to exit after stdin EOF (default 2)")
     p.add_argument("--jobs", type=int, default=2, help="checks run at once (default 2)")
@@ -70,26 +103,45 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _from_config(path: Path, name: str) -> Target:
-    try:
-        config: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read server {name!r} from {path}: {exc}")
-    servers = config.get("mcpServers") or config.get("servers") or {} if isinstance(config, dict) else {}
-    entry = servers.get(name) if isinstance(servers, dict) else None
-    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-        raise UsageError(f"{path} has no stdio server named {name!r}")
-    argv = (entry["command"], *[str(a) for a in entry.get("args") or []])
-    env = None
-    if isinstance(entry.get("env"), dict):
-        import os
+    from mcpwire.errors import ConfigError
+    from mcpwire.host.config import parse_config
 
-        env = {**os.environ, **{str(k): str(v) for k, v in entry["env"].items()}}
-    return Target(argv, env=env, name=name)
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        config = parse_config(data, base_path=path.resolve().parent)
+    except (OSError, ValueError, ConfigError) as exc:
+        raise UsageError(f"cannot read server {name!r} from {path}: {exc}")
+    server = next((s for s in config.servers if s.name == name), None)
+    if server is None:
+        problems = [p for p in config.problems if f".{name}" in p]
+        detail = f": {'; '.join(problems)}" if problems else ""
+        raise UsageError(f"{path} has no usable server named {name!r}{detail}")
+    entries = data.get("mcpServers") or data.get("servers") or {}
+    era = entries.get(name, {}).get("era") if isinstance(entries.get(name), dict) else None
+    if era not in (None, "legacy", "modern"):
+        raise UsageError(f'{path}: server {name!r} has "era": {era!r}; expected "legacy" or "modern"')
+    spec = server.to_spec()
+    from mcpwire.transports import HttpServer
+
+    if isinstance(spec, HttpServer):
+        transport = {"auto": "auto", "streamable-http": "http", "sse": "sse"}[spec.transport]
+        if server.type == "sse":
+            transport = "sse"
+        return Target(url=spec.url, transport=transport, headers=spec.auth_headers(), name=name, era=era)
+    return Target(tuple(spec.argv), env=spec.environment(), name=name, era=era, cwd=spec.cwd)
 
 
 def _target(options: argparse.Namespace, command: list[str]) -> Target:
     target = _base_target(options, command)
-    return dataclasses.replace(target, eof_grace=options.eof_grace)
+    headers = dict(target.headers or {})
+    for header in options.header or ():
+        header_name, sep, value = header.partition(":")
+        if not sep or not header_name.strip():
+            raise UsageError(f"--header {header!r}: expected NAME:VALUE")
+        headers[header_name.strip()] = value.strip()
+    if headers and not target.is_http:
+        raise UsageError("--header applies to URL targets only")
+    return dataclasses.replace(target, eof_grace=options.eof_grace, headers=headers or target.headers)
 
 
 def _base_target(options: argparse.Namespace, command: list[str]) -> Target:
@@ -100,7 +152,10 @@ def _base_target(options: argparse.Namespace, command: list[str]) -> Target:
     if options.target is None:
         return reference_target()
     if options.target.startswith(("http://", "https://")):
-        raise UsageError("HTTP targets: not yet supported")
+        parts = urllib.parse.urlsplit(options.target)
+        if not parts.netloc:
+            raise UsageError(f"{options.target!r} is not an http(s) URL with a host")
+        return Target(url=options.target, transport=options.transport)
     return _from_config(options.config, options.target)
 
 
@@ -111,8 +166,22 @@ def _write(path: str, text: str) -> None:
         Path(path).write_text(text + "\n", encoding="utf-8")
 
 
+def _missing_extra() -> str | None:
+    """The checker validates with jsonschema and speaks HTTP with httpx: name what is missing."""
+    import importlib.util
+
+    missing = [name for name in ("jsonschema", "httpx", "httpx_sse") if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return f"mcpwire check needs {', '.join(missing)}: pip install 'mcpwire[check]'"
+
+
 def main(argv: list[str]) -> int:
     """Run the checker with the arguments after ``check``; returns the exit status."""
+    problem = _missing_extra()
+    if problem is not None:
+        print(f"mcpwire check: {problem}", file=sys.stderr)
+        return 2
     command: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
@@ -142,6 +211,9 @@ def main(argv: list[str]) -> int:
         print(f"mcpwire check: cannot read the baseline: {exc}", file=sys.stderr)
         return 2
 
+    mode = options.call_tools or ("read-only" if options.target is None and not command else "none")
+    tools = ToolPolicy(mode, tuple(_split(options.call_tool)))
+
     def progress(result: Result) -> None:
         if not options.quiet:
             print(progress_line(result), file=sys.stderr, flush=True)
@@ -157,10 +229,15 @@ def main(argv: list[str]) -> int:
                 timeout=options.timeout,
                 jobs=options.jobs,
                 on_result=progress,
+                tools=tools,
             )
         )
+    except TargetUnreachable as exc:  # it names the URL already
+        print(f"mcpwire check: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
-        print(f"mcpwire check: cannot start {target.label!r}: {exc}", file=sys.stderr)
+        verb = "reach" if target.is_http else "start"
+        print(f"mcpwire check: cannot {verb} {target.label!r}: {exc}", file=sys.stderr)
         return 2
     if not any(p.accepted for p in outcome.probes):
         details = "; ".join(f"{p.revision}: {p.detail}" for p in outcome.probes)

@@ -1,20 +1,28 @@
 """What a check works with: the target, the revision under test, and fresh wires.
 
-Theory of operation: each check gets its own :class:`Context`. :meth:`Context.session` spawns a
-fresh server process and, in the legacy era, performs the ``initialize`` handshake for the revision
-under test; in the modern era it only spawns, and :meth:`Context.params` adds the per-request
-``_meta`` (2026-07-28 basic/index §_meta). Every wire opened is kept, so the report can show the
-exchange that proves a failure.
+Theory of operation: each check gets its own :class:`Context`. :meth:`Context.session` opens a
+fresh wire (a new server process on stdio, a new HTTP session over HTTP) and, in the legacy era,
+performs the ``initialize`` handshake for the revision under test; in the modern era it only
+connects, and :meth:`Context.params` adds the per-request ``_meta`` (2026-07-28 basic/index
+§_meta). Every wire opened is kept, so the report can show the exchange that proves a failure.
+
+Tool calls: calling the tools of an arbitrary server can change the world (a tool may delete
+files or send mail), so checks that need a tool call ask :meth:`Context.callable_tools`, which
+applies the run's :class:`ToolPolicy`: ``none`` (the default: such checks report "skipped"),
+``read-only`` (tools annotated ``readOnlyHint: true`` and not ``destructiveHint: true``; the
+annotations are the server's word, 2025-03-26 server/tools: "clients MUST consider tool
+annotations to be untrusted unless they come from trusted servers", so this is an opt-in for
+servers the user trusts), ``all``, plus an explicit allow-list of tool names.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
-from conformance.harness import Wire, open_wire
+from conformance.harness import NoAnswer, WireBase, open_wire
 
 __all__ = [
     "CLIENT_INFO",
@@ -24,12 +32,17 @@ __all__ = [
     "CheckEnded",
     "Context",
     "Target",
+    "ToolPolicy",
 ]
 
 META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CAPS: Final = "io.modelcontextprotocol/clientCapabilities"
 META_INFO: Final = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+META_SUBSCRIPTION: Final = "io.modelcontextprotocol/subscriptionId"
 CLIENT_INFO: Final = {"name": "mcpwire-check", "version": "0.1.0"}
+#: Client capabilities declared by checks that want the server to ask for input.
+FULL_CAPS: Final[dict[str, Any]] = {"sampling": {}, "elicitation": {}, "roots": {}}
 
 
 class CheckEnded(Exception):
@@ -43,17 +56,55 @@ class CheckEnded(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A stdio server command."""
+    """A server to check: a stdio command, or an HTTP URL.
 
-    argv: tuple[str, ...]
+    ``transport`` is ``"stdio"``, ``"http"`` (Streamable HTTP), ``"sse"`` (the 2024-11-05 HTTP+SSE
+    transport) or ``"auto"`` (a URL whose transport the runner detects). ``headers`` go with every
+    HTTP request (credentials: never shown in reports). ``era`` pins the revisions checked to
+    ``"legacy"`` or ``"modern"``.
+    """
+
+    argv: tuple[str, ...] = ()
     env: dict[str, str] | None = None
     name: str = ""
     #: seconds the server gets to exit after stdin EOF (SV-08 and every shutdown)
     eof_grace: float = 2.0
+    url: str | None = None
+    transport: str = "stdio"
+    headers: Mapping[str, str] | None = None
+    era: str | None = None
+    cwd: str | None = None
 
     @property
     def label(self) -> str:
-        return self.name or " ".join(self.argv)
+        return self.name or self.url or " ".join(self.argv)
+
+    @property
+    def is_http(self) -> bool:
+        return self.url is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    """Which tools checks may call (see the module docstring)."""
+
+    #: "none", "read-only" or "all"
+    mode: str = "none"
+    allow: tuple[str, ...] = ()
+
+    def refuses(self, tool: Mapping[str, Any]) -> str | None:
+        """None when ``tool`` may be called, else why not."""
+        name = str(tool.get("name"))
+        if name in self.allow or self.mode == "all":
+            return None
+        if self.mode == "read-only":
+            annotations = tool.get("annotations")
+            if not isinstance(annotations, dict) or annotations.get("readOnlyHint") is not True:
+                return f"tool {name!r} is not annotated readOnlyHint"
+            if annotations.get("destructiveHint") is True:
+                return f"tool {name!r} is annotated destructiveHint"
+            return None
+        return "tool calls are off (enable with --call-tools read-only|all or --call-tool NAME)"
 
 
 @dataclass(slots=True)
@@ -66,8 +117,9 @@ class Context:
     capabilities: dict[str, Any]
     supported: tuple[str, ...]
     timeout: float = 5.0
-    wires: list[Wire] = field(default_factory=list)
+    wires: list[WireBase] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tools: ToolPolicy = field(default_factory=ToolPolicy)
 
     # -- outcomes ---------------------------------------------------------------------------
 
@@ -87,20 +139,41 @@ class Context:
     def note(self, text: str) -> None:
         self.notes.append(text)
 
+    @property
+    def transport(self) -> str:
+        return self.target.transport
+
     # -- wires ------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def raw(self) -> AsyncIterator[Wire]:
-        """A fresh server process, nothing sent yet."""
-        async with open_wire(self.target.argv, env=self.target.env, eof_grace=self.target.eof_grace) as wire:
-            self.wires.append(wire)
-            yield wire
+    async def raw(self, *, headers: Mapping[str, str] | None = None, auth: bool = True) -> AsyncIterator[Any]:
+        """A fresh wire, nothing sent yet: a new process (stdio) or a new HTTP client.
+
+        ``headers`` are added to the target's; ``auth=False`` leaves the target's out.
+        """
+        if not self.target.is_http:
+            async with open_wire(
+                self.target.argv, env=self.target.env, eof_grace=self.target.eof_grace, cwd=self.target.cwd
+            ) as wire:
+                self.wires.append(wire)
+                yield wire
+            return
+        from conformance.http_harness import open_http_wire
+
+        extra = dict(self.target.headers or {}) if auth else {}
+        extra.update(headers or {})
+        assert self.target.url is not None
+        async with open_http_wire(
+            self.target.url, self.revision, transport=self.target.transport, headers=extra
+        ) as http_wire:
+            self.wires.append(http_wire)
+            yield http_wire
 
     @asynccontextmanager
     async def session(
         self, *, capabilities: dict[str, Any] | None = None, initialized: bool = True
-    ) -> AsyncIterator[Wire]:
-        """A fresh server, initialized for the revision under test in the legacy era."""
+    ) -> AsyncIterator[Any]:
+        """A fresh wire, initialized for the revision under test in the legacy era."""
         async with self.raw() as wire:
             if self.era == "legacy":
                 answer = await wire.request(
@@ -131,11 +204,21 @@ class Context:
             out["_meta"] = meta
         return out
 
-    async def call(self, wire: Wire, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def call(
+        self,
+        wire: Any,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
         """A request with the era's params; returns the whole response."""
-        return await wire.request(method, self.params(params), timeout=self.timeout)
+        return dict(
+            await wire.request(method, self.params(params, capabilities=capabilities), timeout=timeout or self.timeout)
+        )
 
-    async def result(self, wire: Wire, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def result(self, wire: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """The ``result`` of a request; an error answer fails the check."""
         answer = await self.call(wire, method, params)
         result = answer.get("result")
@@ -143,13 +226,29 @@ class Context:
             self.fail(f"{method} answered without an object result: {answer!r:.300}")
         return result
 
-    async def list_all(self, wire: Wire, method: str, key: str, *, max_pages: int = 50) -> list[dict[str, Any]]:
-        """Follow ``nextCursor``; a cycle or a page without ``key`` fails the check."""
+    async def list_all(
+        self,
+        wire: Any,
+        method: str,
+        key: str,
+        *,
+        max_pages: int = 50,
+        pages: list[dict[str, Any]] | None = None,
+        judge: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Follow ``nextCursor``; a page without ``key`` fails the check.
+
+        A cursor that repeats, or pagination past ``max_pages``, fails the check only with
+        ``judge=True`` (SV-33b judges termination); otherwise the items so far are returned.
+        ``pages`` (when given) receives every page's result.
+        """
         items: list[dict[str, Any]] = []
         seen: set[str] = set()
         cursor: str | None = None
         for _ in range(max_pages):
             result = await self.result(wire, method, {"cursor": cursor} if cursor is not None else None)
+            if pages is not None:
+                pages.append(result)
             page = result.get(key)
             if not isinstance(page, list):
                 self.fail(f"{method} result has no '{key}' array")
@@ -158,10 +257,110 @@ class Context:
             if nxt is None:
                 return items
             if not isinstance(nxt, str) or nxt in seen:
-                self.fail(f"{method}: nextCursor {nxt!r} repeats or is not a string (pagination does not terminate)")
+                if judge:
+                    self.fail(
+                        f"{method}: nextCursor {nxt!r} repeats or is not a string (pagination does not terminate)"
+                    )
+                self.note(f"{method}: pagination stopped at a repeated cursor {nxt!r:.60}")
+                return items
             seen.add(nxt)
             cursor = nxt
-        self.fail(f"{method}: still paginating after {max_pages} pages")
+        if judge:
+            self.fail(f"{method}: still paginating after {max_pages} pages")
+        return items
 
     def has(self, capability: str) -> bool:
         return capability in self.capabilities
+
+    # -- tool calls -------------------------------------------------------------------------
+
+    def require_tool_calls(self) -> None:
+        """Skip the check at once when the policy allows no tool call at all."""
+        if self.tools.mode == "none" and not self.tools.allow:
+            self.skip(ToolPolicy().refuses({}) or "tool calls are off")
+
+    async def callable_tools(self, wire: Any) -> list[dict[str, Any]]:
+        """The listed tools this run may call; skips the check when there is none."""
+        self.require_tool_calls()
+        if not self.has("tools"):
+            self.skip("the server does not advertise tools")
+        tools = await self.list_all(wire, "tools/list", "tools")
+        allowed = [t for t in tools if self.tools.refuses(t) is None]
+        if not allowed:
+            reasons = sorted({self.tools.refuses(t) or "" for t in tools}) or ["the server lists no tools"]
+            self.skip("no tool may be called: " + "; ".join(reasons[:3]))
+        return allowed
+
+    async def call_tool(
+        self,
+        wire: Any,
+        tool: Mapping[str, Any],
+        arguments: dict[str, Any] | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Call ``tool`` (the policy was applied by :meth:`callable_tools`); the whole response."""
+        params: dict[str, Any] = {
+            "name": tool.get("name"),
+            "arguments": example_arguments(tool.get("inputSchema")) if arguments is None else arguments,
+        }
+        if meta:
+            params["_meta"] = dict(meta)
+        try:
+            return await self.call(wire, "tools/call", params, capabilities=capabilities, timeout=timeout)
+        except NoAnswer as exc:
+            self.fail(f"tools/call {tool.get('name')!r}: {exc}")
+
+
+def example_arguments(schema: Any) -> dict[str, Any]:
+    """Minimal arguments that satisfy a tool's ``inputSchema``: every required property gets its
+    default, first example, const, first enum value, or a small value of its type."""
+    if not isinstance(schema, dict):
+        return {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    out: dict[str, Any] = {}
+    for name in schema.get("required") or []:
+        if isinstance(name, str):
+            out[name] = _example(properties.get(name), schema.get("$defs") or schema.get("definitions") or {}, 0)
+    return out
+
+
+def _example(schema: Any, defs: Mapping[str, Any], depth: int) -> Any:
+    if not isinstance(schema, dict) or depth > 8:
+        return "x"
+    for key in ("default", "const"):
+        if key in schema:
+            return schema[key]
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        return schema["examples"][0]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
+        return _example(defs.get(ref.rsplit("/", 1)[1]), defs, depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return _example(schema[key][0], defs, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0] if kind else "string")
+    if kind == "object":
+        return example_arguments(schema)
+    if kind == "array":
+        count = int(schema.get("minItems") or 0)
+        return [_example(schema.get("items"), defs, depth + 1) for _ in range(count)]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        value = low + (1 if "exclusiveMinimum" in schema else 0) if isinstance(low, int | float) else 0
+        high = schema.get("maximum")
+        if isinstance(high, int | float) and value > high:
+            value = high
+        return int(value) if kind == "integer" else value
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    length = int(schema.get("minLength") or 1)
+    return "x" * max(1, length)

@@ -1,4 +1,8 @@
-"""The raw stdio wire under the checks.
+"""The raw stdio wire under the checks (the HTTP one is :mod:`conformance.http_harness`).
+
+:class:`WireBase` is what every check talks to, whatever the transport: ``send``, ``request``,
+``recv`` with a deadline, ``drain``, the recorded ``exchanges`` and ``frames``, and a
+``responder`` that answers the server's own requests while a check waits for a response.
 
 Theory of operation: :func:`open_wire` spawns a fresh server process in its own process group and
 gives the check a :class:`Wire`: it writes raw bytes or JSON lines to the server's stdin and reads
@@ -18,14 +22,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
 
-__all__ = ["EOF_GRACE_S", "Exchange", "Frame", "NoAnswer", "Wire", "open_wire"]
+__all__ = ["EOF_GRACE_S", "Exchange", "Frame", "NoAnswer", "Wire", "WireBase", "open_wire"]
 
 _log = logging.getLogger("mcpwire.check.harness")
 
@@ -51,11 +55,19 @@ class Exchange:
 
 @dataclass(slots=True)
 class Frame:
-    """One stdout line: its text and, when it is JSON, the decoded value."""
+    """One message as it came back: its text and, when it is JSON, the decoded value.
+
+    On stdio a frame is one stdout line; over HTTP it is a JSON body or one SSE event, and
+    ``via`` names the HTTP exchange that carried it (``"POST#3"``, ``"GET#1"``). ``ended`` marks
+    the internal signal that a POST ended without an answer (request id, HTTP summary); such a
+    frame is never recorded in ``frames``.
+    """
 
     text: str
     value: Any = None
     is_json: bool = False
+    via: str = ""
+    ended: tuple[Any, str] | None = None
 
     @property
     def is_response(self) -> bool:
@@ -73,20 +85,22 @@ class Frame:
         return isinstance(v, dict) and "method" in v and "id" not in v
 
 
-@dataclass(slots=True)
-class Wire:
-    """A live raw connection to one server process."""
+class WireBase:
+    """What every wire offers a check: send JSON-RPC, read frames with deadlines, keep evidence.
 
-    process: trio.Process
+    Subclasses provide :meth:`send_bytes` and :meth:`send` and feed ``_receive``.
+    """
+
     started: float
-    exchanges: list[Exchange] = field(default_factory=list)
-    frames: list[Frame] = field(default_factory=list)
-    stderr: bytearray = field(default_factory=bytearray)
-    exit_step: str | None = None
-    stdout_closed: bool = False
-    exit_after_s: float | None = None
-    _receive: trio.MemoryReceiveChannel[Frame] | None = None
-    _next_id: int = 0
+    exchanges: list[Exchange]
+    frames: list[Frame]
+    _receive: trio.MemoryReceiveChannel[Frame] | None
+    _next_id: int
+    #: "stdio", "http" (Streamable HTTP) or "sse" (2024-11-05 HTTP+SSE)
+    transport: str = "stdio"
+    #: answers server requests met while waiting for a response (legacy sampling, elicitation,
+    #: roots, ping): called with the request, returns the JSON-RPC response to send, or None
+    responder: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
 
     def note(self, text: str) -> None:
         self.exchanges.append(Exchange("!", text, time.monotonic() - self.started))
@@ -96,21 +110,13 @@ class Wire:
         return self._next_id
 
     async def send_bytes(self, data: bytes) -> None:
-        """Write raw bytes to the server's stdin (no newline added)."""
-        assert self.process.stdin is not None
-        self.exchanges.append(Exchange(">", data.decode("utf-8", "replace").rstrip("\n"), self._now()))
-        try:
-            with trio.fail_after(5):
-                await self.process.stdin.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
-            self.note(f"write failed: {exc!r}")
+        raise NotImplementedError
 
     async def send(self, message: Any) -> None:
-        """Write one JSON value as one line."""
-        await self.send_bytes(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        raise NotImplementedError
 
     async def recv(self, timeout: float) -> Frame | None:
-        """The next stdout line, or None at the deadline or end of output."""
+        """The next frame, or None at the deadline or end of output."""
         assert self._receive is not None
         with trio.move_on_after(timeout):
             try:
@@ -134,19 +140,39 @@ class Wire:
         await self.send(message)
         return await self.wait_response(rid, timeout=timeout, what=method)
 
+    def _closed_reason(self) -> str | None:
+        return None
+
+    def sent_messages(self) -> list[Any]:
+        """Every JSON value this wire sent, in order (batches as lists)."""
+        out: list[Any] = []
+        for exchange in self.exchanges:
+            if exchange.direction != ">":
+                continue
+            try:
+                out.append(json.loads(exchange.text))
+            except ValueError:
+                continue
+        return out
+
     async def wait_response(self, rid: Any, *, timeout: float = 5.0, what: str = "request") -> dict[str, Any]:
         deadline = trio.current_time() + timeout
         while True:
             frame = await self.recv(max(0.0, deadline - trio.current_time()))
             if frame is None:
-                if self.stdout_closed:
-                    raise NoAnswer(f"the server closed its stdout without answering {what} (id {rid!r})")
+                closed = self._closed_reason()
+                if closed is not None:
+                    raise NoAnswer(f"{closed} without answering {what} (id {rid!r})")
                 raise NoAnswer(f"no answer to {what} (id {rid!r}) within {timeout:g} s")
+            if frame.ended is not None and frame.ended[0] == rid and type(frame.ended[0]) is type(rid):
+                raise NoAnswer(f"{frame.ended[1]}: no JSON-RPC answer to {what} (id {rid!r})")
             v = frame.value
             if frame.is_response and v.get("id") == rid and type(v.get("id")) is type(rid):
                 return dict(v)
-            if isinstance(v, list):  # a batch answer: the caller looks at frames
-                continue
+            if frame.is_request and self.responder is not None:
+                answer = self.responder(dict(v))
+                if answer is not None:
+                    await self.send(answer)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -162,28 +188,62 @@ class Wire:
             frame = await self.recv(quiet)
             if frame is None:
                 break
-            got.append(frame)
+            if frame.ended is None:
+                got.append(frame)
         return got
+
+    def _now(self) -> float:
+        return time.monotonic() - self.started
+
+    def _record(self, text: str, via: str = "") -> Frame:
+        self.exchanges.append(Exchange("<", f"{via} {text}" if via else text, self._now()))
+        try:
+            value = json.loads(text)
+        except ValueError:
+            frame = Frame(text, via=via)
+        else:
+            frame = Frame(text, value, True, via=via)
+        self.frames.append(frame)
+        return frame
+
+
+@dataclass(slots=True)
+class Wire(WireBase):
+    """A live raw connection to one server process."""
+
+    process: trio.Process
+    started: float
+    exchanges: list[Exchange] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    stderr: bytearray = field(default_factory=bytearray)
+    exit_step: str | None = None
+    stdout_closed: bool = False
+    exit_after_s: float | None = None
+    _receive: trio.MemoryReceiveChannel[Frame] | None = None
+    _next_id: int = 0
+
+    async def send_bytes(self, data: bytes) -> None:
+        """Write raw bytes to the server's stdin (no newline added)."""
+        assert self.process.stdin is not None
+        self.exchanges.append(Exchange(">", data.decode("utf-8", "replace").rstrip("\n"), self._now()))
+        try:
+            with trio.fail_after(5):
+                await self.process.stdin.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError) as exc:
+            self.note(f"write failed: {exc!r}")
+
+    async def send(self, message: Any) -> None:
+        """Write one JSON value as one line."""
+        await self.send_bytes(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+    def _closed_reason(self) -> str | None:
+        return "the server closed its stdout" if self.stdout_closed else None
 
     async def close_stdin(self) -> None:
         if self.process.stdin is not None:
             self.note("stdin closed")
             with trio.move_on_after(1):
                 await self.process.stdin.aclose()
-
-    def _now(self) -> float:
-        return time.monotonic() - self.started
-
-    def _record(self, text: str) -> Frame:
-        self.exchanges.append(Exchange("<", text, self._now()))
-        try:
-            value = json.loads(text)
-        except ValueError:
-            frame = Frame(text)
-        else:
-            frame = Frame(text, value, True)
-        self.frames.append(frame)
-        return frame
 
 
 async def _read_stdout(wire: Wire, send: trio.MemorySendChannel[Frame]) -> None:
@@ -271,7 +331,7 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
 
 @asynccontextmanager
 async def open_wire(
-    argv: Sequence[str], *, env: dict[str, str] | None = None, eof_grace: float = EOF_GRACE_S
+    argv: Sequence[str], *, env: dict[str, str] | None = None, eof_grace: float = EOF_GRACE_S, cwd: str | None = None
 ) -> AsyncIterator[Wire]:
     """Spawn ``argv`` with piped stdio and yield its :class:`Wire`; the process is always reaped.
 
@@ -283,6 +343,7 @@ async def open_wire(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
+        cwd=cwd,
         start_new_session=True,
     )
     wire = Wire(process, time.monotonic())

@@ -5,7 +5,10 @@ pass; :meth:`Context.fail`, :meth:`Context.warn`, :meth:`Context.skip` and
 :meth:`Context.not_observed` end it with that outcome. A failure of a SHOULD-level check is
 reported as a warning unless ``--strict``. The runner decides applicability from ``eras``,
 ``revisions`` (inclusive ``(first, last)`` bounds, ISO dates), ``transports`` and ``needs`` (server
-capabilities that must be advertised).
+capabilities that must be advertised). Transports are ``stdio``, ``http`` (Streamable HTTP) and
+``sse`` (the 2024-11-05 HTTP+SSE transport). A rule whose text changed between revisions carries
+``quotes``: ``(first revision, spec reference, quote)`` entries; a result shows the one in force
+for its revision.
 """
 
 from __future__ import annotations
@@ -50,6 +53,16 @@ class Check:
     transports: frozenset[str]
     needs: tuple[str, ...]
     tags: frozenset[str]
+    #: (first revision, spec reference, quote), oldest first; empty = ``spec``/``quote`` everywhere
+    quotes: tuple[tuple[str, str, str], ...] = ()
+
+    def reference(self, revision: str) -> tuple[str, str]:
+        """The spec reference and quote in force in ``revision``."""
+        spec, quote = self.spec, self.quote
+        for first, entry_spec, entry_quote in self.quotes:
+            if revision >= first:
+                spec, quote = entry_spec, entry_quote
+        return spec, quote
 
     def applies_to_revision(self, revision: str, era: str) -> str | None:
         """None when the check applies to ``revision``, else why not."""
@@ -74,9 +87,10 @@ def check(
     quote: str,
     eras: tuple[str, ...] = ("legacy", "modern"),
     revisions: tuple[str, str] = ("2024-11-05", "9999-12-31"),
-    transports: tuple[str, ...] = ("stdio", "http"),
+    transports: tuple[str, ...] = ("stdio", "http", "sse"),
     needs: tuple[str, ...] = (),
     tags: tuple[str, ...] = (),
+    quotes: tuple[tuple[str, str, str], ...] = (),
 ) -> Callable[[CheckFn], CheckFn]:
     """Register ``fn`` as the check ``id``; ids are unique."""
 
@@ -95,6 +109,7 @@ def check(
             transports=frozenset(transports),
             needs=needs,
             tags=frozenset(tags) | {id.split("-")[0].lower()},
+            quotes=tuple(sorted(quotes)),
         )
         return fn
 

@@ -200,8 +200,8 @@ _DELEGATED_HELP: dict[str, str] = {
 
 #: subcommands implemented elsewhere: name -> (module, what it needs when missing)
 _DELEGATED: dict[str, tuple[str, str]] = {
-    "check": ("conformance.cli", "the test extra: pip install 'mcpwire[test]'"),
-    "fuzz": ("fuzz.cli", "the test extra: pip install 'mcpwire[test]'"),
+    "check": ("conformance.cli", "the check extra: pip install 'mcpwire[check]'"),
+    "fuzz": ("fuzz.cli", "the fuzz extra: pip install 'mcpwire[fuzz]'"),
     "servers": ("mcpwire.host.cli", "the http extra for HTTP servers: pip install 'mcpwire[http]'"),
     "export": ("mcpwire.host.cli", "the http extra for HTTP servers: pip install 'mcpwire[http]'"),
     "login": ("mcpwire.auth.cli", "the http extra: pip install 'mcpwire[http]'"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from typing import Any
 
 from conformance.context import Context
 from conformance.registry import check
@@ -193,7 +194,7 @@ async def pagination_terminates(ctx: Context) -> None:
         ctx.skip("the server advertises no listable feature")
     async with ctx.session() as wire:
         for _, method, key in kinds:
-            await ctx.list_all(wire, method, key)
+            await ctx.list_all(wire, method, key, judge=True)
 
 
 @check(
@@ -332,3 +333,148 @@ async def completion(ctx: Context) -> None:
             ctx.fail(f"completion has no array of string values: {result!r:.200}")
         if len(values) > 100:
             ctx.fail(f"completion returned {len(values)} values (more than 100)")
+
+
+@check(
+    id="PR-03",
+    title="prompts/get of an unknown prompt is a JSON-RPC error (-32602)",
+    level="SHOULD",
+    spec="server/prompts.mdx §Error Handling",
+    quote="Servers SHOULD return standard JSON-RPC errors for common failure cases: Invalid prompt name: -32602 "
+    "(Invalid params)",
+    needs=("prompts",),
+    tags=("prompts", "errors"),
+)
+async def unknown_prompt(ctx: Context) -> None:
+    async with ctx.session() as wire:
+        answer = await ctx.call(wire, "prompts/get", {"name": "mcpwire_check_no_such_prompt", "arguments": {}})
+        error = answer.get("error")
+        if not isinstance(error, dict) or error.get("code") != -32602:
+            ctx.fail(f"an unknown prompt was answered with {answer!r:.200}, not error -32602")
+
+
+@check(
+    id="CP-02",
+    title="completion/complete for an unknown prompt is a JSON-RPC error (-32602)",
+    level="SHOULD",
+    spec="server/utilities/completion.mdx §Error Handling",
+    quote="Servers SHOULD return standard JSON-RPC errors for common failure cases: ... Invalid prompt name: "
+    "-32602 (Invalid params)",
+    revisions=("2025-03-26", "9999-12-31"),
+    needs=("completions",),
+    tags=("completion", "errors"),
+)
+async def completion_unknown_prompt(ctx: Context) -> None:
+    async with ctx.session() as wire:
+        params = {
+            "ref": {"type": "ref/prompt", "name": "mcpwire_check_no_such_prompt"},
+            "argument": {"name": "x", "value": ""},
+        }
+        answer = await ctx.call(wire, "completion/complete", params)
+        error = answer.get("error")
+        if not isinstance(error, dict) or error.get("code") != -32602:
+            ctx.fail(f"completion for an unknown prompt was answered with {answer!r:.200}, not error -32602")
+
+
+@check(
+    id="SV-34b",
+    title="tools/list returns the tools in the same order every time",
+    level="SHOULD",
+    spec=TOOLS + " §Capabilities",
+    quote="Servers SHOULD return tools in a deterministic order",
+    eras=("modern",),
+    needs=("tools",),
+    tags=("tools",),
+)
+async def tools_order(ctx: Context) -> None:
+    async with ctx.session() as wire:
+        first = [str(t.get("name")) for t in await ctx.list_all(wire, "tools/list", "tools")]
+        second = [str(t.get("name")) for t in await ctx.list_all(wire, "tools/list", "tools")]
+        if first != second:
+            ctx.fail(f"two tools/list calls gave different orders: {first[:6]}... vs {second[:6]}...")
+
+
+@check(
+    id="SV-06",
+    title="list results and server notifications validate against the official schema of the revision",
+    level="MUST",
+    spec="basic/index.mdx §Schema",
+    quote="All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification. ... The "
+    "TypeScript schema is the source of truth for all protocol messages and structures.",
+    tags=("framing", "schema"),
+)
+async def schema_valid(ctx: Context) -> None:
+    # The rules other checks judge stay theirs (ids SV-02, result/error SV-03, resultType SV-16,
+    # tool schemas SV-29*, initialize SV-09, discover SV-13): this check judges everything else
+    # in the list results and in what the server sends on its own.
+    from conformance.schema import message_validator, result_definition
+
+    if message_validator(ctx.revision, "JSONRPCNotification") is None:
+        ctx.skip("no official schema.json for this revision (set MCPWIRE_SCHEMA_DIR to <dir>/<revision>/schema.json)")
+    async with ctx.session() as wire:
+        start = len(wire.frames)
+        lists = [(c, m, k) for c, m, k in LISTS if ctx.has(c)]
+        for _, method, key in lists:
+            pages: list[dict[str, Any]] = []
+            await ctx.list_all(wire, method, key, pages=pages)
+            name = result_definition(ctx.revision, method)
+            validator = message_validator(ctx.revision, name) if name else None
+            for page in pages if validator is not None else ():
+                for error in validator.iter_errors(page):
+                    path = [str(p) for p in error.absolute_path]
+                    if _judged_elsewhere(path, error):
+                        continue
+                    where = "/".join(path) or "the result"
+                    ctx.fail(f"{method} result is not a valid {name}: {error.message[:200]} at {where}")
+        notification = message_validator(ctx.revision, "ServerNotification") or message_validator(
+            ctx.revision, "JSONRPCNotification"
+        )
+        request = message_validator(ctx.revision, "ServerRequest")
+        for frame in wire.frames[start:]:
+            validator = notification if frame.is_notification else request if frame.is_request else None
+            if validator is None:
+                continue
+            errors = sorted(validator.iter_errors(frame.value), key=lambda e: len(list(e.path)))
+            if errors:
+                ctx.fail(f"{frame.value.get('method')} does not validate: {errors[0].message[:200]}")
+
+
+#: (path item, property) pairs other checks judge: tool names and schemas (SV-29, SV-29c/d),
+#: prompt and argument names (PR-01), template uriTemplate and name (RS-03), resultType (SV-16),
+#: caching hints (CA-01)
+_ELSEWHERE = frozenset(
+    {
+        ("tools", "name"),
+        ("tools", "inputSchema"),
+        ("tools", "outputSchema"),
+        ("prompts", "name"),
+        ("arguments", "name"),
+        ("resourceTemplates", "uriTemplate"),
+        ("resourceTemplates", "name"),
+        ("", "resultType"),
+        ("", "ttlMs"),
+        ("", "cacheScope"),
+    }
+)
+
+
+def _judged_elsewhere(path: list[str], error: Any) -> bool:
+    missing = None
+    if error.validator == "required":
+        match = re.search(r"'([^']+)' is a required property", error.message)
+        missing = match.group(1) if match else None
+    # the property at fault and the array it sits in (tools/3/inputSchema -> ("tools", "inputSchema"))
+    keys = [p for p in path if not p.isdigit()]
+    prop = missing or (keys[-1] if keys else "")
+    owner = (keys[-2] if len(keys) >= 2 else "") if missing is None else (keys[-1] if keys else "")
+    if (owner, prop) in _ELSEWHERE:
+        return True
+    return any(k in ("inputSchema", "outputSchema") for k in keys)
+
+
+LISTS = (
+    ("tools", "tools/list", "tools"),
+    ("resources", "resources/list", "resources"),
+    ("resources", "resources/templates/list", "resourceTemplates"),
+    ("prompts", "prompts/list", "prompts"),
+)

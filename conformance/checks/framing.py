@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from conformance.context import Context
-from conformance.harness import Frame, NoAnswer, Wire, shutdown
+from conformance.harness import Frame, NoAnswer, WireBase, shutdown
 from conformance.registry import check
 
 BASIC = "basic/index.mdx"
 STDIO = "basic/transports/stdio.mdx"
 
 
-async def _workload(ctx: Context, wire: Wire) -> None:
+async def _workload(ctx: Context, wire: WireBase) -> None:
     """Ordinary traffic: lists of every advertised feature and an unknown method."""
     if ctx.era == "legacy":
         await wire.request("ping", {}, timeout=ctx.timeout)
@@ -77,7 +76,7 @@ async def ids_echoed(ctx: Context) -> None:
                 ctx.fail(f"request id {rid!r} ({type(rid).__name__}) answered with id {got!r} ({type(got).__name__})")
 
 
-async def _next_response(wire: Wire, timeout: float) -> Frame | None:
+async def _next_response(wire: WireBase, timeout: float) -> Frame | None:
     while True:
         frame = await wire.recv(timeout)
         if frame is None or frame.is_response:
@@ -133,15 +132,9 @@ async def notifications_unanswered(ctx: Context) -> None:
                 ctx.fail(f"a response to no request (a notification was answered?): {frame.text[:200]}")
 
 
-def _sent_request_ids(wire: Wire) -> set[tuple[Any, type]]:
+def _sent_request_ids(wire: WireBase) -> set[tuple[Any, type]]:
     ids: set[tuple[Any, type]] = set()
-    for exchange in wire.exchanges:
-        if exchange.direction != ">":
-            continue
-        try:
-            value = json.loads(exchange.text)
-        except ValueError:
-            continue
+    for value in wire.sent_messages():
         for v in value if isinstance(value, list) else [value]:
             if isinstance(v, dict) and "method" in v and "id" in v:
                 ids.add((v["id"], type(v["id"])))
@@ -173,13 +166,21 @@ async def unknown_method(ctx: Context) -> None:
     tags=("capabilities",),
 )
 async def unadvertised_method(ctx: Context) -> None:
-    lists = (("prompts", "prompts/list"), ("resources", "resources/list"), ("tools", "tools/list"))
+    lists = [("prompts", "prompts/list"), ("resources", "resources/list"), ("tools", "tools/list")]
+    if ctx.revision >= "2025-03-26":  # 2024-11-05 had no completions capability
+        lists.append(("completions", "completion/complete"))
+    if ctx.era == "legacy":
+        lists.append(("logging", "logging/setLevel"))
     missing = [(c, m) for c, m in lists if not ctx.has(c)]
     if not missing:
-        ctx.skip("the server advertises tools, resources and prompts")
+        ctx.skip("the server advertises every feature it could be asked for")
     async with ctx.session() as wire:
+        samples: dict[str, dict[str, Any]] = {
+            "completion/complete": {"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "x", "value": ""}},
+            "logging/setLevel": {"level": "error"},
+        }
         for capability, method in missing:
-            answer = await ctx.call(wire, method)
+            answer = await ctx.call(wire, method, samples.get(method))
             if "result" in answer:
                 ctx.fail(f"{method} served although '{capability}' is not advertised")
 
@@ -241,6 +242,10 @@ async def batch_2025_03_26(ctx: Context) -> None:
 )
 async def exit_on_eof(ctx: Context) -> None:
     async with ctx.session() as wire:
+        if ctx.era == "modern":
+            # the clock starts when the server is up: one answered request proves it (a server
+            # still importing its code when stdin closes is slow to start, not slow to stop)
+            await ctx.call(wire, "server/discover")
         await shutdown(wire, eof_grace=ctx.target.eof_grace)
         if wire.exit_step != "eof":
             step = (wire.exit_step or "?").upper()

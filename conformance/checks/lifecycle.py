@@ -110,6 +110,11 @@ async def capability_honesty(ctx: Context) -> None:
                 kind = str(v["method"]).split("/")[1]
                 if not (ctx.capabilities.get(kind) or {}).get("listChanged"):
                     violation(f"sent {v['method']} without advertising {kind}.listChanged")
+            if frame.is_notification and v.get("method") == "notifications/message" and not ctx.has("logging"):
+                violation("sent notifications/message without advertising the logging capability")
+            subscribe = (ctx.capabilities.get("resources") or {}).get("subscribe")
+            if frame.is_notification and v.get("method") == "notifications/resources/updated" and not subscribe:
+                violation("sent notifications/resources/updated without advertising resources.subscribe")
 
 
 @check(

@@ -1,15 +1,19 @@
-"""2026-07-28 (stateless era) checks (spec-checklist 12.2, SV-13..SV-17, SV-36)."""
+"""2026-07-28 (stateless era) checks (spec-checklist 12.2, SV-13..SV-18, SV-36, SV-37; caching)."""
 
 from __future__ import annotations
 
-from conformance.context import META_CAPS, META_VERSION, Context
-from conformance.harness import Wire
+from typing import Any
+
+import trio
+
+from conformance.context import META_CAPS, META_SUBSCRIPTION, META_VERSION, Context
+from conformance.harness import WireBase
 from conformance.registry import check
 
 MODERN = ("modern",)
 
 
-async def _workload(ctx: Context, wire: Wire) -> None:
+async def _workload(ctx: Context, wire: WireBase) -> None:
     await ctx.call(wire, "server/discover")
     for capability, method in (("tools", "tools/list"), ("resources", "resources/list"), ("prompts", "prompts/list")):
         if ctx.has(capability):
@@ -98,7 +102,10 @@ async def result_type(ctx: Context) -> None:
         await _workload(ctx, wire)
         for frame in wire.frames:
             result = frame.value.get("result") if frame.is_response else None
-            if isinstance(result, dict) and result.get("resultType") not in ("complete", "input_required"):
+            # discover and the lists are not among the requests that may ask for input
+            # (2026-07-28 mrtr: "Servers MUST NOT send InputRequiredResult responses on any other
+            # client requests"), so each of these results is complete
+            if isinstance(result, dict) and result.get("resultType") != "complete":
                 ctx.fail(f"a result (id {frame.value.get('id')!r}) with resultType {result.get('resultType')!r}")
 
 
@@ -117,6 +124,11 @@ async def no_server_requests(ctx: Context) -> None:
         await wire.request("server/discover", ctx.params(capabilities=caps), timeout=ctx.timeout)
         if ctx.has("tools"):
             await wire.request("tools/list", ctx.params(capabilities=caps), timeout=ctx.timeout)
+            tools = await ctx.list_all(wire, "tools/list", "tools")
+            if any(ctx.tools.refuses(t) is None for t in tools):
+                from conformance.checks.calls import _call_each
+
+                await _call_each(ctx, wire, [t for t in tools if ctx.tools.refuses(t) is None], capabilities=caps)
         await wire.drain(0.2)
         for frame in wire.frames:
             if frame.is_request:
@@ -158,3 +170,298 @@ async def bad_log_level(ctx: Context) -> None:
         error = answer.get("error")
         if not isinstance(error, dict) or error.get("code") != -32602:
             ctx.fail(f"an unknown log level was answered with {answer!r:.200}")
+
+
+def _http_status(wire: Any, rid: Any) -> int | None:
+    """The HTTP status that carried the answer to ``rid`` (None on stdio)."""
+    reply_for = getattr(wire, "reply_for", None)
+    reply = reply_for(rid) if reply_for is not None else None
+    return reply.status if reply is not None else None
+
+
+@check(
+    id="SV-14b",
+    title="2026-07-28 HTTP: UnsupportedProtocolVersionError and malformed _meta are answered with 400",
+    level="MUST",
+    spec="basic/transports/streamable-http.mdx §Protocol Version Header",
+    quote="If the server does not implement the requested protocol version ... it MUST respond with 400 Bad "
+    "Request and an UnsupportedProtocolVersionError listing its supported versions.",
+    eras=MODERN,
+    transports=("http",),
+    tags=("modern", "http", "versions"),
+)
+async def modern_error_statuses(ctx: Context) -> None:
+    async with ctx.raw() as wire:
+        cases = [
+            ("an unsupported version", {"_meta": {META_VERSION: "2099-01-01", META_CAPS: {}}}, -32022),
+            ("_meta without clientCapabilities", {"_meta": {META_VERSION: ctx.revision}}, -32602),
+        ]
+        for n, (what, params, code) in enumerate(cases):
+            rid = f"mcpwire-check-status-{n}"
+            answer = await wire.request("server/discover", params, request_id=rid, timeout=ctx.timeout)
+            if (answer.get("error") or {}).get("code") != code:
+                ctx.skip(f"{what} was not answered with {code} (SV-14/SV-15 judge that)")
+            status = _http_status(wire, rid)
+            if status != 400:
+                ctx.fail(f"{what}: error {code} carried by HTTP {status}, not 400 Bad Request")
+
+
+@check(
+    id="SV-05c",
+    title="2026-07-28 HTTP: an unknown method is 404 Not Found with error -32601",
+    level="MUST",
+    spec="basic/transports/streamable-http.mdx §Protocol Version Header",
+    quote="If the server does not implement the requested RPC method, it MUST respond with 404 Not Found and a "
+    "JSON-RPC error with code -32601 (Method not found).",
+    eras=MODERN,
+    transports=("http",),
+    tags=("modern", "http", "jsonrpc"),
+)
+async def unknown_method_404(ctx: Context) -> None:
+    async with ctx.raw() as wire:
+        for n, method in enumerate(("mcpwire/no_such_method", "ping", "initialize")):
+            rid = f"mcpwire-check-404-{n}"
+            answer = await wire.request(method, ctx.params(), request_id=rid, timeout=ctx.timeout)
+            code = (answer.get("error") or {}).get("code")
+            status = _http_status(wire, rid)
+            if code != -32601 or status != 404:
+                ctx.fail(f"{method} (not a 2026-07-28 method) was answered HTTP {status} with {answer!r:.200}")
+
+
+@check(
+    id="SV-15b",
+    title="no state carries over: after a full request, a request without _meta is still rejected (-32602)",
+    level="MUST",
+    spec="basic/index.mdx §Statelessness",
+    quote="Servers MUST NOT rely on prior requests over the same connection to establish context (e.g., "
+    "capabilities, protocol version, client identity).",
+    eras=MODERN,
+    tags=("modern",),
+)
+async def stateless(ctx: Context) -> None:
+    async with ctx.raw() as wire:
+        await ctx.result(wire, "server/discover")
+        send = getattr(wire, "send_with", None)
+        rid = "mcpwire-check-no-meta"
+        message = {"jsonrpc": "2.0", "id": rid, "method": "server/discover", "params": {}}
+        if send is not None:
+            # the headers still name the revision: only the body lacks its _meta
+            await send(message, {"MCP-Protocol-Version": ctx.revision})
+        else:
+            await wire.send(message)
+        answer = await wire.wait_response(rid, timeout=ctx.timeout, what="server/discover")
+        if (answer.get("error") or {}).get("code") != -32602:
+            ctx.fail(f"a request without _meta after a complete one was answered {answer!r:.200}, not -32602")
+
+
+_LIST_FLAGS = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
+
+
+async def _listen(ctx: Context, wire: Any, rid: Any, flags: dict[str, Any]) -> list[Any]:
+    """Open a subscription and collect what arrives for it within a short window, then end it."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "subscriptions/listen",
+        "params": ctx.params({"notifications": flags}),
+    }
+    if getattr(wire, "transport", "stdio") == "http":
+        reply = await wire.post(message, timeout=min(ctx.timeout, 1.0), stop=lambda r: len(r.messages) >= 2)
+        return list(reply.messages)
+    await wire.send(message)
+    first = await wire.recv(ctx.timeout)  # a freshly started server may take a moment
+    frames = ([first] if first is not None else []) + await wire.drain(0.3)
+    # stdio: notifications/cancelled ends a subscription (2026-07-28 subscriptions §Cancellation)
+    await wire.notify("notifications/cancelled", ctx.params({"requestId": rid, "reason": "check done"}))
+    return [f.value for f in frames if f.is_json]
+
+
+def _of_subscription(message: Any, rid: Any) -> bool:
+    if not isinstance(message, dict):
+        return False
+    if "method" not in message:
+        return message.get("id") == rid and type(message.get("id")) is type(rid)
+    meta = (message.get("params") or {}).get("_meta") or {}
+    sid = meta.get(META_SUBSCRIPTION)
+    return sid == rid and type(sid) is type(rid)
+
+
+@check(
+    id="SV-37",
+    title="subscriptions/listen: the first message is the acknowledgement, tagged with the listen id",
+    level="MUST",
+    spec="basic/patterns/subscriptions.mdx §Acknowledgment",
+    quote="The server MUST send notifications/subscriptions/acknowledged as the first message carrying the "
+    "subscription's ID",
+    eras=MODERN,
+    tags=("modern", "subscriptions"),
+)
+async def subscription_ack(ctx: Context) -> None:
+    flags = {flag: True for kind, flag in _LIST_FLAGS.items() if (ctx.capabilities.get(kind) or {}).get("listChanged")}
+    if not flags:
+        ctx.skip("the server advertises no listChanged capability to subscribe to")
+    async with ctx.raw() as wire:
+        for rid in (7001, "mcpwire-check-listen"):
+            messages = [m for m in await _listen(ctx, wire, rid, flags) if _of_subscription(m, rid)]
+            if not messages:
+                ctx.fail(f"nothing arrived for subscriptions/listen (id {rid!r})")
+            first = messages[0]
+            if first.get("method") != "notifications/subscriptions/acknowledged":
+                ctx.fail(f"the first message for subscription {rid!r} is not the acknowledgement: {first!r:.200}")
+            granted = (first.get("params") or {}).get("notifications")
+            if not isinstance(granted, dict):
+                ctx.fail(f"the acknowledgement has no notifications filter: {first!r:.200}")
+            extra = [k for k, v in granted.items() if v and k not in flags]
+            if extra:
+                ctx.fail(f"the acknowledgement grants {', '.join(extra)}, which were not requested")
+
+
+@check(
+    id="SV-37b",
+    title="subscription notifications carry the subscription id; only requested types arrive",
+    level="MUST",
+    spec="basic/patterns/subscriptions.mdx",
+    quote="The server MUST NOT send notification types the client has not explicitly requested.",
+    eras=MODERN,
+    needs=("tools",),
+    tags=("modern", "subscriptions", "tool-calls"),
+)
+async def subscription_filter(ctx: Context) -> None:
+    ctx.require_tool_calls()
+    if not (ctx.capabilities.get("prompts") or {}).get("listChanged"):
+        ctx.skip("the server advertises no prompts.listChanged to open a narrow subscription with")
+    async with ctx.raw() as wire:
+        tools = await ctx.callable_tools(wire)
+        rid = "mcpwire-check-narrow"
+        flags = {"promptsListChanged": True}
+        message = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "subscriptions/listen",
+            "params": ctx.params({"notifications": flags}),
+        }
+        http = getattr(wire, "transport", "stdio") == "http"
+        async with trio.open_nursery() as nursery:
+            if http:
+                nursery.start_soon(lambda: wire.post(message, timeout=ctx.timeout))
+                await trio.sleep(0.3)
+            else:
+                await wire.send(message)
+            from conformance.checks.calls import _call_each
+
+            await _call_each(ctx, wire, tools, limit=len(tools))
+            await trio.sleep(0.3)
+            nursery.cancel_scope.cancel()  # HTTP: closing the stream ends the subscription
+        if http:
+            listens = [r for r in wire.replies if rid.encode() in r.request_body]
+            seen: list[Any] = [m for r in listens for m in r.messages]
+        else:
+            seen = [f.value for f in wire.frames if f.is_notification]
+            await wire.notify("notifications/cancelled", ctx.params({"requestId": rid, "reason": "check done"}))
+        notes = [m for m in seen if isinstance(m, dict) and str(m.get("method", "")).startswith("notifications/")]
+        if not any(
+            m.get("method") == "notifications/subscriptions/acknowledged" for m in notes if _of_subscription(m, rid)
+        ):
+            ctx.fail("the narrow subscription was not acknowledged")
+        for m in notes:
+            method = m.get("method")
+            if method in ("notifications/progress", "notifications/message"):
+                continue  # request-scoped (stdio shares one channel)
+            if method == "notifications/subscriptions/acknowledged" and not _of_subscription(m, rid):
+                continue
+            if not _of_subscription(m, rid):
+                ctx.fail(f"{method} without this subscription's id in _meta: {m!r:.200}")
+            if method not in ("notifications/subscriptions/acknowledged", "notifications/prompts/list_changed"):
+                ctx.fail(f"{method} on a subscription that asked only for prompts list changes")
+
+
+@check(
+    id="CA-01",
+    title="list and read results carry ttlMs (integer >= 0) and cacheScope; one scope across pages",
+    level="MUST",
+    spec="server/utilities/caching.mdx §Cacheable Results",
+    quote="Servers MUST include caching hints on results with resultType: complete returned by the following "
+    "operations ... Servers MUST apply the same cacheScope to all response pages",
+    eras=MODERN,
+    tags=("modern", "caching"),
+)
+async def caching_hints(ctx: Context) -> None:
+    async with ctx.raw() as wire:
+        results: list[tuple[str, dict[str, Any]]] = []  # server/discover: SV-13 judges it
+        for capability, method, key in (
+            ("tools", "tools/list", "tools"),
+            ("prompts", "prompts/list", "prompts"),
+            ("resources", "resources/list", "resources"),
+            ("resources", "resources/templates/list", "resourceTemplates"),
+        ):
+            if not ctx.has(capability):
+                continue
+            pages: list[dict[str, Any]] = []
+            items = await ctx.list_all(wire, method, key, pages=pages)
+            scopes = {p.get("cacheScope") for p in pages}
+            if len(scopes) > 1:
+                ctx.fail(f"{method}: pages carry different cacheScope values {sorted(map(str, scopes))}")
+            results.extend((method, p) for p in pages)
+            if method == "resources/list" and items:
+                read = await ctx.call(wire, "resources/read", {"uri": items[0].get("uri")})
+                if isinstance(read.get("result"), dict) and read["result"].get("resultType", "complete") == "complete":
+                    results.append(("resources/read", read["result"]))
+        if not results:
+            ctx.skip("the server advertises no listable feature")
+        for method, result in results:
+            ttl, scope = result.get("ttlMs"), result.get("cacheScope")
+            if type(ttl) is not int or ttl < 0:
+                ctx.fail(f"{method}: ttlMs is {ttl!r}, not an integer >= 0")
+            if scope not in ("public", "private"):
+                ctx.fail(f"{method}: cacheScope is {scope!r}, not 'public' or 'private'")
+
+
+@check(
+    id="ERA-01",
+    title="a dual-era server serves as much in 2026-07-28 as in its latest legacy revision",
+    level="SHOULD",
+    spec="basic/versioning.mdx §Backward Compatibility with Initialization-Based Versions",
+    quote="A dual-era server selects its behavior from how the client opens: A request carrying modern "
+    "per-request _meta is served statelessly according to this revision.",
+    eras=MODERN,
+    tags=("modern", "versions"),
+)
+async def era_parity(ctx: Context) -> None:
+    legacy = sorted(r for r in ctx.supported if r < "2026-07-28")
+    if not legacy:
+        ctx.skip("the server accepts no legacy revision")
+    latest = legacy[-1]
+    kinds = (("tools", "tools/list", "tools", "name"), ("prompts", "prompts/list", "prompts", "name"))
+    kinds += (("resources", "resources/list", "resources", "uri"),)
+    modern: dict[str, set[str]] = {}
+    async with ctx.raw() as wire:
+        modern_caps = (await ctx.result(wire, "server/discover")).get("capabilities") or {}
+        for capability, method, key, field_ in kinds:
+            if capability in modern_caps:
+                modern[capability] = {str(i.get(field_)) for i in await ctx.list_all(wire, method, key)}
+    legacy_ctx = Context(
+        ctx.target, latest, "legacy", ctx.capabilities, ctx.supported, timeout=ctx.timeout, tools=ctx.tools
+    )
+    legacy_ctx.wires = ctx.wires
+    old: dict[str, set[str]] = {}
+    async with legacy_ctx.raw() as wire:
+        answer = await wire.request(
+            "initialize",
+            {"protocolVersion": latest, "capabilities": {}, "clientInfo": {"name": "mcpwire-check", "version": "0"}},
+            timeout=ctx.timeout * 2,
+        )
+        legacy_caps = (answer.get("result") or {}).get("capabilities") or {}
+        await wire.notify("notifications/initialized")
+        for capability, method, key, field_ in kinds:
+            if capability in legacy_caps:
+                old[capability] = {str(i.get(field_)) for i in await legacy_ctx.list_all(wire, method, key)}
+    # logging is deprecated in 2026-07-28 and completions may move: compare the features only
+    missing_caps = sorted(
+        c for c in ("tools", "prompts", "resources", "completions") if c in legacy_caps and c not in modern_caps
+    )
+    if missing_caps:
+        ctx.fail(f"2026-07-28 does not advertise {', '.join(missing_caps)}, which {latest} does")
+    for capability, names in old.items():
+        lost = sorted(names - modern.get(capability, set()))
+        if lost:
+            ctx.fail(f"2026-07-28 lists fewer {capability} than {latest}: missing {', '.join(lost[:8])}")

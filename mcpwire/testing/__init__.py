@@ -1,15 +1,21 @@
-"""Public test helpers: the bundled demo server, for your tests and the CLI's default target.
+"""Public test helpers: the bundled demo and reference servers, for your tests and the CLI.
 
 ``python -m mcpwire.testing.demo_server`` is a small MCP server speaking both eras over stdio,
 with tools, resources, prompts, completion, logging, progress, subscriptions and input requests.
+``python -m mcpwire.testing.everything`` is the reference server of ``mcpwire check``: the demo
+server plus the official conformance runner's fixture names, over stdio or, with
+``--http [HOST:]PORT``, over Streamable HTTP (both eras) and HTTP+SSE
+(:mod:`mcpwire.testing.http_server`, standard library only).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ..transports import StdioServer
+if TYPE_CHECKING:  # imported lazily: the bundled servers start without loading mcpwire's client
+    from ..transports import StdioServer
 
 __all__ = ["demo_server_argv", "demo_server_spec"]
 
@@ -21,5 +27,7 @@ def demo_server_argv(*flags: str) -> list[str]:
 
 def demo_server_spec(flags: Sequence[str] = (), *, name: str = "demo") -> StdioServer:
     """A :class:`~mcpwire.transports.StdioServer` for the demo server."""
+    from ..transports import StdioServer
+
     argv = demo_server_argv(*flags)
     return StdioServer(command=argv[0], args=tuple(argv[1:]), name=name)

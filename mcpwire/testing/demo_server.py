@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import contextvars
 import json
 import logging
 import math
@@ -41,9 +42,10 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeGuard
 
 __all__ = [
+    "CURRENT_REQUEST",
     "DEFAULT_NAME",
     "LATEST_LEGACY",
     "LEGACY_REVISIONS",
@@ -77,6 +79,13 @@ _Obj: TypeAlias = dict[str, Any]
 _Respond: TypeAlias = Callable[[_Obj | None], None]
 
 _log = logging.getLogger(__name__)
+
+#: The id of the request whose handler is running (None outside one). A transport that must put
+#: each outgoing notification or server request on the stream of the request it belongs to
+#: (Streamable HTTP) reads it in its writer.
+CURRENT_REQUEST: Final[contextvars.ContextVar[RequestId | None]] = contextvars.ContextVar(
+    "mcpwire_demo_current_request", default=None
+)
 
 # ---------------------------------------------------------------------------------------------
 # Protocol constants
@@ -335,7 +344,16 @@ def _reject_constant(name: str) -> None:
 
 
 def _decode_json(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    """Decode one JSON text; nesting past the interpreter's recursion limit is a ValueError too.
+
+    Raises:
+        ValueError: not JSON, or nested too deeply to decode (``json`` raises RecursionError
+            there; a client must not be able to end the process with one line).
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("the JSON text is nested too deeply") from None
 
 
 def encode_message(message: Message) -> bytes:
@@ -623,6 +641,14 @@ class DemoServer:
         else:
             self._dispatch(message, self._emit_optional)
 
+    def cancel_request(self, request_id: RequestId) -> None:
+        """Cancel one request as ``notifications/cancelled`` would: it is not answered.
+
+        For transports whose own signal is the cancellation (a closed 2026-07-28 HTTP response
+        stream, ``basic/transports/streamable-http`` §Cancellation).
+        """
+        self._cancel(request_id)
+
     def close(self) -> None:
         """Cancel what is in flight and end every open subscription gracefully. Idempotent."""
         with self._lock:
@@ -878,9 +904,16 @@ class DemoServer:
             self._execute(call)
 
     def _execute(self, call: _Call) -> None:
+        token = CURRENT_REQUEST.set(call.id)
+        try:
+            self._execute_in_context(call)
+        finally:
+            CURRENT_REQUEST.reset(token)
+
+    def _execute_in_context(self, call: _Call) -> None:
         message: _Obj | None
         try:
-            result = self._handlers[call.method](self, call)
+            result = getattr(self, self._handlers[call.method])(call)
             message = {"jsonrpc": "2.0", "id": call.id, "result": self._decorate(call, result)}
         except _InputRequired as exc:
             message = {"jsonrpc": "2.0", "id": call.id, "result": self._decorate(call, exc.result)}
@@ -940,7 +973,11 @@ class DemoServer:
         return result
 
     def _tools_list(self, call: _Call) -> _Obj:
-        return self._paginated(call, "tools", _tool_list(call.revision))
+        return self._paginated(call, "tools", self._tool_definitions(call.revision))
+
+    def _tool_definitions(self, revision: str) -> list[_Obj]:
+        """Every tool as listed in ``revision`` (a subclass adds its own)."""
+        return _tool_list(revision)
 
     def _resources_list(self, call: _Call) -> _Obj:
         return self._paginated(call, "resources", _RESOURCES)
@@ -1025,6 +1062,13 @@ class DemoServer:
         return {}
 
     def _open_listen(self, call: _Call) -> None:
+        token = CURRENT_REQUEST.set(call.id)
+        try:
+            self._open_listen_in_context(call)
+        finally:
+            CURRENT_REQUEST.reset(token)
+
+    def _open_listen_in_context(self, call: _Call) -> None:
         wanted = call.params.get("notifications")
         if not isinstance(wanted, dict):
             call.finish(_error(call.id, INVALID_PARAMS, "Invalid params: 'notifications' must be an object"))
@@ -1061,13 +1105,14 @@ class DemoServer:
     def _tools_call(self, call: _Call) -> _Obj:
         name = call.params.get("name")
         args = call.params.get("arguments", {})
-        tool = self._tools.get(name) if isinstance(name, str) else None
-        if tool is None:
+        handler = self._tools.get(name) if isinstance(name, str) else None
+        if handler is None:
             raise _RPCError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
         if not isinstance(args, dict):
             raise _RPCError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+        tool: Callable[[_Call, _Obj], _Obj] = getattr(self, handler)
         try:
-            return tool(self, call, args)
+            return tool(call, args)
         except _BadArguments as exc:
             # 2025-11-25 server/tools: input validation errors are tool execution errors (isError),
             # so that the model can correct itself.
@@ -1255,32 +1300,34 @@ class DemoServer:
             return
         self._notify("notifications/message", {"level": level, "logger": "demo", "data": data})
 
-    _handlers: Final[dict[str, Callable[[DemoServer, _Call], _Obj]]] = {
-        "server/discover": _discover,
-        "tools/list": _tools_list,
-        "tools/call": _tools_call,
-        "resources/list": _resources_list,
-        "resources/templates/list": _templates_list,
-        "resources/read": _resources_read,
-        "resources/subscribe": _resources_subscribe,
-        "resources/unsubscribe": _resources_subscribe,
-        "prompts/list": _prompts_list,
-        "prompts/get": _prompts_get,
-        "completion/complete": _complete,
-        "logging/setLevel": _set_level,
+    #: method -> handler attribute (``getattr`` so that a subclass may override or add one)
+    _handlers: ClassVar[dict[str, str]] = {
+        "server/discover": "_discover",
+        "tools/list": "_tools_list",
+        "tools/call": "_tools_call",
+        "resources/list": "_resources_list",
+        "resources/templates/list": "_templates_list",
+        "resources/read": "_resources_read",
+        "resources/subscribe": "_resources_subscribe",
+        "resources/unsubscribe": "_resources_subscribe",
+        "prompts/list": "_prompts_list",
+        "prompts/get": "_prompts_get",
+        "completion/complete": "_complete",
+        "logging/setLevel": "_set_level",
     }
-    _tools: Final[dict[str, Callable[[DemoServer, _Call, _Obj], _Obj]]] = {
-        "echo": _tool_echo,
-        "add": _tool_add,
-        "fail": _tool_fail,
-        "slow": _tool_slow,
-        "big": _tool_big,
-        "ask": _tool_ask,
-        "sample": _tool_sample,
-        "roots": _tool_roots,
-        "notify": _tool_notify,
-        "touch": _tool_touch,
-        "crash": _tool_crash,
+    #: tool name -> handler attribute, called with (call, arguments)
+    _tools: ClassVar[dict[str, str]] = {
+        "echo": "_tool_echo",
+        "add": "_tool_add",
+        "fail": "_tool_fail",
+        "slow": "_tool_slow",
+        "big": "_tool_big",
+        "ask": "_tool_ask",
+        "sample": "_tool_sample",
+        "roots": "_tool_roots",
+        "notify": "_tool_notify",
+        "touch": "_tool_touch",
+        "crash": "_tool_crash",
     }
 
 

@@ -1,31 +1,69 @@
-"""The reference server for ``mcpwire check``: stdio, both eras, every feature, stdlib only.
+"""The reference server for ``mcpwire check``: stdio or Streamable HTTP, both eras, every feature.
 
-    python -m mcpwire.testing.everything [--page-size N] [-v]
+    python -m mcpwire.testing.everything [--page-size N] [-v]                  # stdio
+    python -m mcpwire.testing.everything --http [HOST:]PORT [--page-size N]    # HTTP on loopback
 
 Theory of operation: the protocol engine is :class:`mcpwire.testing.demo_server.DemoServer`
 (both eras, tools, resources, templates, prompts, completion, logging, pagination,
 subscriptions, MRTR); :class:`EverythingServer` adds the fixture names of the official
-conformance runner (``test_simple_text``, ``test://static-text``, ``test_simple_prompt``) so that
-results can be cross-checked. It is the default target of ``mcpwire check`` and must pass every
-check in every revision.
+conformance runner (``test_simple_text``, ``test://static-text``, ``test_simple_prompt``, the
+``test_input_required_result_*`` tools of the 2026-07-28 scenarios, ...) so that results can be
+cross-checked, and annotates every tool (``readOnlyHint``) so that a checker knows which tools
+are safe to call. Fixture tools that need the client (sampling, elicitation, roots) ask the
+legacy way (a server request) in 2024-11-05..2025-11-25 and the 2026-07-28 way (an
+``input_required`` result) in the modern era; the ``test_input_required_result_*`` tools exist
+for the modern era only and answer a legacy call with an ``isError`` result.
+
+With ``--http`` the same engine is served by :mod:`mcpwire.testing.http_server` on
+``http://HOST:PORT/mcp`` (Streamable HTTP, both eras) and ``/sse`` (the 2024-11-05 HTTP+SSE
+transport); the first line on stdout is ``listening on <url>``. It is the default target of
+``mcpwire check`` and must pass every check in every revision, over stdio and over HTTP.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import logging
 import os
+import struct
 import sys
-from collections.abc import Sequence
-from typing import Any, Final
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Final
 
 from mcpwire.testing.demo_server import (
+    _PROMPTS,
+    _RESOURCES,
+    _TEMPLATES,
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
     DemoServer,
     Message,
+    RequestId,
+    _Abandoned,
+    _arg_str,
+    _b64_json,
+    _Call,
+    _InputRequired,
+    _RPCError,
+    _since,
+    _text_result,
+    _unb64_json,
     encode_message,
 )
 
-__all__ = ["SIMPLE_PROMPT", "SIMPLE_TEXT", "STATIC_TEXT_URI", "EverythingServer", "main"]
+__all__ = [
+    "SIMPLE_PROMPT",
+    "SIMPLE_TEXT",
+    "STATIC_TEXT_URI",
+    "EverythingServer",
+    "main",
+]
 
 _Obj = dict[str, Any]
 _log = logging.getLogger(__name__)
@@ -33,60 +71,706 @@ _log = logging.getLogger(__name__)
 SIMPLE_TEXT: Final = "This is a simple text response for testing."
 STATIC_TEXT_URI: Final = "test://static-text"
 STATIC_TEXT: Final = "This is the content of the static text resource."
+STATIC_BINARY_URI: Final = "test://static-binary"
+WATCHED_URI: Final = "test://watched-resource"
+TEMPLATE_URI: Final = "test://template/{id}/data"
 SIMPLE_PROMPT: Final = "This is a simple prompt for testing."
+ERROR_TEXT: Final = "This tool intentionally returns an error for testing"
+JSON_SCHEMA_TOOL: Final = "json_schema_2020_12_tool"
+HEADER_TOOL: Final = "test_header_param"
+#: seconds ``test_reconnection`` waits after closing its response stream
+RECONNECT_PAUSE_S: Final = 0.3
+LOG_STEP_S: Final = 0.05
 
-_FIXTURE_TOOL: Final[_Obj] = {
-    "name": "test_simple_text",
-    "description": "Return a fixed text block.",
-    "inputSchema": {"type": "object", "properties": {}},
-    "annotations": {"readOnlyHint": True},
+
+def _png_1x1_red() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+def _wav_silence(samples: int = 8) -> bytes:
+    data = b"\x00\x00" * samples
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 16000, 2, 16)
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + len(data))
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + (struct.pack("<I", len(data)) + data)
+    )
+
+
+PNG_B64: Final = base64.b64encode(_png_1x1_red()).decode()
+WAV_B64: Final = base64.b64encode(_wav_silence()).decode()
+
+_STRING: Final[_Obj] = {"type": "string"}
+_NO_ARGS: Final[_Obj] = {"type": "object", "properties": {}}
+_READ_ONLY: Final[_Obj] = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+
+_JSON_SCHEMA_2020_12: Final[_Obj] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": _STRING, "city": _STRING},
+        }
+    },
+    "properties": {
+        "name": _STRING,
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": _STRING,
+        "email": _STRING,
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
 }
-_FIXTURE_RESOURCE: Final[_Obj] = {
-    "uri": STATIC_TEXT_URI,
-    "name": "static-text",
-    "description": "A fixed text resource.",
-    "mimeType": "text/plain",
+
+
+def _schema(properties: _Obj, required: Sequence[str] = ()) -> _Obj:
+    schema: _Obj = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+#: name -> (description, inputSchema, handler attribute); listed after the demo tools.
+_FIXTURE_TOOLS: Final[dict[str, tuple[str, _Obj, str]]] = {
+    "test_simple_text": ("Return a fixed text block.", _NO_ARGS, "_fx_simple_text"),
+    "test_image_content": ("Return a 1x1 PNG image.", _NO_ARGS, "_fx_image"),
+    "test_audio_content": ("Return a short WAV clip.", _NO_ARGS, "_fx_audio"),
+    "test_embedded_resource": ("Return an embedded text resource.", _NO_ARGS, "_fx_embedded"),
+    "test_multiple_content_types": ("Return text, an image and a resource.", _NO_ARGS, "_fx_mixed"),
+    "test_tool_with_logging": ("Send three info log messages while running.", _NO_ARGS, "_fx_logging"),
+    "test_logging_tool": ("Send one info log message.", _NO_ARGS, "_fx_logging_short"),
+    "test_error_handling": ("Always return a tool error (isError).", _NO_ARGS, "_fx_error"),
+    "test_tool_with_progress": ("Report progress 0, 50, 100 of 100.", _NO_ARGS, "_fx_progress"),
+    "test_sampling": (
+        "Ask the client's model (sampling) and return its reply.",
+        _schema({"prompt": _STRING}, ["prompt"]),
+        "_fx_sampling",
+    ),
+    "test_elicitation": (
+        "Ask the user for a username and an email (elicitation).",
+        _schema({"message": _STRING}, ["message"]),
+        "_fx_elicitation",
+    ),
+    "test_elicitation_sep1034_defaults": (
+        "Elicit every primitive type with a default value.",
+        _NO_ARGS,
+        "_fx_elicitation_defaults",
+    ),
+    "test_elicitation_sep1330_enums": ("Elicit the five enum schema variants.", _NO_ARGS, "_fx_elicitation_enums"),
+    "test_reconnection": (
+        "Close the response stream mid-call (HTTP), then answer on the resumed stream.",
+        _NO_ARGS,
+        "_fx_reconnection",
+    ),
+    JSON_SCHEMA_TOOL: ("Tool with JSON Schema 2020-12 features", _JSON_SCHEMA_2020_12, "_fx_json_schema"),
+    HEADER_TOOL: (
+        "Echo a region that is mirrored into the Mcp-Param-Region header.",
+        _schema({"region": {"type": "string", "x-mcp-header": "Region"}, "note": _STRING}, ["region"]),
+        "_fx_header_param",
+    ),
+    "test_missing_capability": ("Needs the client's sampling capability.", _NO_ARGS, "_fx_missing_capability"),
+    "test_streaming_elicitation": ("Ask the user a question (elicitation).", _NO_ARGS, "_fx_streaming_elicitation"),
+    "test_trigger_tool_change": ("Announce a tools list change.", _NO_ARGS, "_fx_trigger_tools"),
+    "test_trigger_prompt_change": ("Announce a prompts list change.", _NO_ARGS, "_fx_trigger_prompts"),
+    "test_input_required_result_elicitation": ("2026-07-28: elicit a name.", _NO_ARGS, "_ir_elicitation"),
+    "test_input_required_result_sampling": ("2026-07-28: sample a reply.", _NO_ARGS, "_ir_sampling"),
+    "test_input_required_result_list_roots": ("2026-07-28: list the client's roots.", _NO_ARGS, "_ir_roots"),
+    "test_input_required_result_request_state": ("2026-07-28: confirm, with state.", _NO_ARGS, "_ir_request_state"),
+    "test_input_required_result_multiple_inputs": ("2026-07-28: three inputs at once.", _NO_ARGS, "_ir_multiple"),
+    "test_input_required_result_multi_round": ("2026-07-28: two rounds of input.", _NO_ARGS, "_ir_multi_round"),
+    "test_input_required_result_tampered_state": (
+        "2026-07-28: integrity-protected state.",
+        _NO_ARGS,
+        "_ir_tampered",
+    ),
+    "test_input_required_result_capabilities": (
+        "2026-07-28: ask only for what the client declared.",
+        _NO_ARGS,
+        "_ir_capabilities",
+    ),
 }
-_FIXTURE_PROMPT: Final[_Obj] = {"name": "test_simple_prompt", "description": "A fixed prompt without arguments."}
-_EXTRA: Final[dict[str, _Obj]] = {"tools": _FIXTURE_TOOL, "resources": _FIXTURE_RESOURCE, "prompts": _FIXTURE_PROMPT}
+_CRASH_ANNOTATIONS: Final[_Obj] = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
+
+_FIXTURE_RESOURCES: Final[tuple[_Obj, ...]] = (
+    {"uri": STATIC_TEXT_URI, "name": "static-text", "description": "A fixed text resource.", "mimeType": "text/plain"},
+    {"uri": STATIC_BINARY_URI, "name": "static-binary", "description": "A 1x1 PNG image.", "mimeType": "image/png"},
+    {
+        "uri": WATCHED_URI,
+        "name": "watched-resource",
+        "description": "A resource to subscribe to.",
+        "mimeType": "text/plain",
+    },
+)
+_FIXTURE_TEMPLATES: Final[tuple[_Obj, ...]] = (
+    {
+        "uriTemplate": TEMPLATE_URI,
+        "name": "template-data",
+        "description": "JSON data for an id.",
+        "mimeType": "application/json",
+    },
+)
+_FIXTURE_PROMPTS: Final[tuple[_Obj, ...]] = (
+    {"name": "test_simple_prompt", "description": "A fixed prompt without arguments."},
+    {
+        "name": "test_prompt_with_arguments",
+        "description": "A prompt with two required arguments.",
+        "arguments": [
+            {"name": "arg1", "description": "First test argument", "required": True},
+            {"name": "arg2", "description": "Second test argument", "required": True},
+        ],
+    },
+    {
+        "name": "test_prompt_with_embedded_resource",
+        "description": "A prompt embedding a resource.",
+        "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": True}],
+    },
+    {"name": "test_prompt_with_image", "description": "A prompt with an image."},
+    {"name": "test_input_required_result_prompt", "description": "2026-07-28: a prompt that asks for context."},
+)
+_COMPLETIONS: Final[dict[tuple[str, str, str], tuple[str, ...]]] = {
+    ("ref/prompt", "test_prompt_with_arguments", "arg1"): ("paris", "park", "party"),
+    ("ref/resource", TEMPLATE_URI, "id"): ("123", "456"),
+}
+
+# -- MRTR requests of the 2026-07-28 fixture tools ------------------------------------------
+
+
+def _elicit(message: str, properties: _Obj, required: Sequence[str]) -> _Obj:
+    return {
+        "method": "elicitation/create",
+        "params": {"message": message, "requestedSchema": _schema(properties, required)},
+    }
+
+
+def _sample(text: str, max_tokens: int) -> _Obj:
+    return {
+        "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens},
+    }
+
+
+_ASK_NAME: Final = _elicit("What is your name?", {"name": _STRING}, ["name"])
+_ASK_CAPITAL: Final = _sample("What is the capital of France?", 100)
+_ASK_ROOTS: Final[_Obj] = {"method": "roots/list", "params": {}}
+_ASK_CONFIRM: Final = _elicit("Please confirm", {"ok": {"type": "boolean"}}, ["ok"])
+_ASK_GREETING: Final = _sample("Generate a greeting", 50)
+_ASK_STEP1: Final = _elicit("Step 1: What is your name?", {"name": _STRING}, ["name"])
+_ASK_STEP2: Final = _elicit("Step 2: What is your favorite color?", {"color": _STRING}, ["color"])
+_ASK_CONTEXT: Final = _elicit("What context should the prompt use?", {"context": _STRING}, ["context"])
+#: inputRequests method -> the client capability it needs
+_NEEDS: Final = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+_MODERN_ONLY_TEXT: Final = "this tool uses 2026-07-28 input requests; call it with protocol revision 2026-07-28"
 
 
 class EverythingServer(DemoServer):
-    """The demo server plus the official runner's fixture tool, resource and prompt."""
+    """The demo server plus the official runner's fixture tools, resources and prompts.
 
-    def _paginated(self, call: Any, kind: str, items: Sequence[_Obj]) -> _Obj:
-        extra = _EXTRA.get(kind)
-        return super()._paginated(call, kind, [*items, extra] if extra is not None else items)
+    Args:
+        writer, era, page_size, name, input_timeout, exit_process: as for
+            :class:`~mcpwire.testing.demo_server.DemoServer`.
+        stream_control: called with a request id by ``test_reconnection`` to close that
+            request's HTTP response stream without ending it (set by the HTTP server).
+    """
 
-    def _fixture(self, call: Any) -> _Obj | None:
-        params: _Obj = call.params
-        if call.method == "tools/call" and params.get("name") == "test_simple_text":
-            return {"content": [{"type": "text", "text": SIMPLE_TEXT}]}
-        if call.method == "resources/read" and params.get("uri") == STATIC_TEXT_URI:
-            result: _Obj = {"contents": [{"uri": STATIC_TEXT_URI, "mimeType": "text/plain", "text": STATIC_TEXT}]}
-            if call.era == "modern":
-                result.update(ttlMs=0, cacheScope="public")
-            return result
-        if call.method == "prompts/get" and params.get("name") == "test_simple_prompt":
-            return {"messages": [{"role": "user", "content": {"type": "text", "text": SIMPLE_PROMPT}}]}
-        return None
+    _tools: ClassVar[dict[str, str]] = {
+        **DemoServer._tools,
+        **{name: spec[2] for name, spec in _FIXTURE_TOOLS.items()},
+    }
 
-    def _execute(self, call: Any) -> None:
-        result = self._fixture(call)
-        if result is None:
-            super()._execute(call)
-            return
+    def __init__(
+        self,
+        writer: Callable[[Message], None],
+        *,
+        stream_control: Callable[[RequestId], None] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(writer, **options)
+        self.stream_control = stream_control
+        # 2026-07-28 basic/patterns/mrtr: "Servers MUST reject state that fails verification";
+        # the key lives as long as the process, which is the scope of the state it signs.
+        self._state_key = os.urandom(32)
+
+    # -- listings ---------------------------------------------------------------------------
+
+    def _tool_definitions(self, revision: str) -> list[_Obj]:
+        tools = super()._tool_definitions(revision)
+        for name, (description, schema, _) in _FIXTURE_TOOLS.items():
+            tools.append({"name": name, "description": description, "inputSchema": schema})
+        if _since(revision, V2025_03_26):  # tool annotations appeared in 2025-03-26
+            for tool in tools:
+                tool["annotations"] = dict(_CRASH_ANNOTATIONS if tool["name"] == "crash" else _READ_ONLY)
+        return tools
+
+    def _resources_list(self, call: _Call) -> _Obj:
+        return self._paginated(call, "resources", [*_RESOURCES, *_FIXTURE_RESOURCES])
+
+    def _templates_list(self, call: _Call) -> _Obj:
+        return self._paginated(call, "resourceTemplates", [*_TEMPLATES, *_FIXTURE_TEMPLATES])
+
+    def _prompts_list(self, call: _Call) -> _Obj:
+        return self._paginated(call, "prompts", [*_PROMPTS, *_FIXTURE_PROMPTS])
+
+    # -- resources, prompts, completion -------------------------------------------------------
+
+    def _resources_read(self, call: _Call) -> _Obj:
+        uri = call.params.get("uri")
+        contents = _fixture_contents(uri) if isinstance(uri, str) else None
+        if contents is None:
+            return super()._resources_read(call)
+        result: _Obj = {"contents": [contents]}
+        if call.era == "modern":
+            result.update(ttlMs=0, cacheScope="public")
+        return result
+
+    def _prompts_get(self, call: _Call) -> _Obj:
+        name = call.params.get("name")
+        arguments = call.params.get("arguments") or {}
+        if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+            raise _RPCError(INVALID_PARAMS, "Invalid params: 'arguments' must map names to strings")
+
+        def text(value: str) -> _Obj:
+            return {"role": "user", "content": {"type": "text", "text": value}}
+
+        if name == "test_simple_prompt":
+            return {"messages": [text(SIMPLE_PROMPT)]}
+        if name == "test_prompt_with_arguments":
+            missing = [a for a in ("arg1", "arg2") if a not in arguments]
+            if missing:
+                raise _RPCError(INVALID_PARAMS, f"Invalid params: missing argument(s) {', '.join(missing)}")
+            return {
+                "messages": [text(f"Prompt with arguments: arg1='{arguments['arg1']}', arg2='{arguments['arg2']}'")]
+            }
+        if name == "test_prompt_with_embedded_resource":
+            uri = arguments.get("resourceUri")
+            if uri is None:
+                raise _RPCError(INVALID_PARAMS, "Invalid params: missing argument resourceUri")
+            resource = {"uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."}
+            return {
+                "messages": [
+                    {"role": "user", "content": {"type": "resource", "resource": resource}},
+                    text("Please process the embedded resource above."),
+                ]
+            }
+        if name == "test_prompt_with_image":
+            image = {"type": "image", "data": PNG_B64, "mimeType": "image/png"}
+            return {"messages": [{"role": "user", "content": image}, text("Please analyze the image above.")]}
+        if name == "test_input_required_result_prompt":
+            if call.era == "legacy":
+                return {"messages": [text("Use the default context.")]}
+            answers = self._answers(call, {"user_context": _ASK_CONTEXT})
+            context = _elicited(answers["user_context"], "context")
+            return {"description": "A prompt built from the user's context.", "messages": [text(f"Context: {context}")]}
+        return super()._prompts_get(call)
+
+    def _complete(self, call: _Call) -> _Obj:
+        ref, argument = call.params.get("ref"), call.params.get("argument")
+        if isinstance(ref, dict) and isinstance(argument, dict):
+            key = (str(ref.get("type")), str(ref.get("name") or ref.get("uri")), str(argument.get("name")))
+            value = argument.get("value")
+            known_prompt = ref.get("type") == "ref/prompt" and any(
+                p["name"] == ref.get("name") for p in _FIXTURE_PROMPTS
+            )
+            known_template = ref.get("type") == "ref/resource" and ref.get("uri") == TEMPLATE_URI
+            if (known_prompt or known_template) and isinstance(value, str):
+                values = [v for v in _COMPLETIONS.get(key, ()) if v.startswith(value)]
+                return {"completion": {"values": values, "total": len(values), "hasMore": False}}
+        return super()._complete(call)
+
+    # -- fixture tools --------------------------------------------------------------------------
+
+    def _fx_simple_text(self, call: _Call, args: _Obj) -> _Obj:
+        return _text_result(SIMPLE_TEXT)
+
+    def _fx_image(self, call: _Call, args: _Obj) -> _Obj:
+        return {"content": [{"type": "image", "data": PNG_B64, "mimeType": "image/png"}]}
+
+    def _fx_audio(self, call: _Call, args: _Obj) -> _Obj:
+        if not _since(call.revision, V2025_03_26):  # audio content appeared in 2025-03-26
+            return _text_result("audio content needs protocol revision 2025-03-26 or later", is_error=True)
+        return {"content": [{"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"}]}
+
+    def _fx_embedded(self, call: _Call, args: _Obj) -> _Obj:
+        resource = {
+            "uri": "test://embedded-resource",
+            "mimeType": "text/plain",
+            "text": "This is an embedded resource content.",
+        }
+        return {"content": [{"type": "resource", "resource": resource}]}
+
+    def _fx_mixed(self, call: _Call, args: _Obj) -> _Obj:
+        resource = {
+            "uri": "test://mixed-content-resource",
+            "mimeType": "application/json",
+            "text": json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
+        }
+        return {
+            "content": [
+                {"type": "text", "text": "Multiple content types test:"},
+                {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+                {"type": "resource", "resource": resource},
+            ]
+        }
+
+    def _fx_logging(self, call: _Call, args: _Obj) -> _Obj:
+        for n, message in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
+            if n and call.cancelled.wait(LOG_STEP_S):
+                raise _Abandoned
+            self._log_to_client(call, "info", message)
+        return _text_result("Tool with logging executed successfully")
+
+    def _fx_logging_short(self, call: _Call, args: _Obj) -> _Obj:
+        self._log_to_client(call, "info", "the logging tool ran")
+        return _text_result("logged")
+
+    def _fx_error(self, call: _Call, args: _Obj) -> _Obj:
+        return _text_result(ERROR_TEXT, is_error=True)
+
+    def _fx_progress(self, call: _Call, args: _Obj) -> _Obj:
+        for n, progress in enumerate((0, 50, 100)):
+            if n and call.cancelled.wait(LOG_STEP_S):
+                raise _Abandoned
+            self._progress(call, progress, 100, f"{progress}% done")
+        return _text_result("Tool with progress executed successfully")
+
+    def _fx_sampling(self, call: _Call, args: _Obj) -> _Obj:
+        prompt = _arg_str(args, "prompt") or ""
+        if not isinstance(call.caps.get("sampling"), dict):
+            return self._missing_capability(call, "sampling", {"sampling": {}}, "client cannot sample")
+        return self._with_input(call, args, "reply", _sample(prompt, 100), _llm_text)
+
+    def _fx_elicitation(self, call: _Call, args: _Obj) -> _Obj:
+        message = _arg_str(args, "message") or ""
+        properties = {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        }
+        return self._elicit_tool(call, args, _elicit(message, properties, ["username", "email"]), "User response: ")
+
+    def _fx_elicitation_defaults(self, call: _Call, args: _Obj) -> _Obj:
+        properties = {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        }
+        request = _elicit("Please review your information", properties, [])
+        return self._elicit_tool(call, args, request, "Elicitation completed: ")
+
+    def _fx_elicitation_enums(self, call: _Call, args: _Obj) -> _Obj:
+        titled = [
+            {"const": f"value{i}", "title": t}
+            for i, t in enumerate(("First Option", "Second Option", "Third Option"), 1)
+        ]
+        choices = [
+            {"const": f"value{i}", "title": t}
+            for i, t in enumerate(("First Choice", "Second Choice", "Third Choice"), 1)
+        ]
+        properties = {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": titled},
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": choices}},
+        }
+        request = _elicit("Please choose", properties, [])
+        return self._elicit_tool(call, args, request, "Elicitation completed: ")
+
+    def _elicit_tool(self, call: _Call, args: _Obj, request: _Obj, prefix: str) -> _Obj:
+        if not _since(call.revision, V2025_06_18) or not self._form_elicitation(call.caps):
+            return self._missing_capability(call, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
+        if _since(call.revision, V2025_11_25):
+            request = {**request, "params": {"mode": "form", **request["params"]}}
+        return self._with_input(call, args, "answer", request, lambda result: prefix + _action_text(result))
+
+    def _fx_reconnection(self, call: _Call, args: _Obj) -> _Obj:
+        # 2025-11-25 basic/transports (SSE polling): the server may close the connection after
+        # the priming event without ending the stream; the result goes to the resumed stream.
+        if self.stream_control is not None and call.era == "legacy":
+            self.stream_control(call.id)
+            if call.cancelled.wait(RECONNECT_PAUSE_S):
+                raise _Abandoned
+        return _text_result("reconnection test complete")
+
+    def _fx_json_schema(self, call: _Call, args: _Obj) -> _Obj:
+        return _text_result(json.dumps(args, sort_keys=True))
+
+    def _fx_header_param(self, call: _Call, args: _Obj) -> _Obj:
+        return _text_result(f"region: {_arg_str(args, 'region')}")
+
+    def _fx_missing_capability(self, call: _Call, args: _Obj) -> _Obj:
+        if not isinstance(call.caps.get("sampling"), dict):
+            return self._missing_capability(call, "sampling", {"sampling": {}}, "client cannot sample")
+        return self._with_input(call, args, "reply", _sample("Say anything.", 20), _llm_text)
+
+    def _fx_streaming_elicitation(self, call: _Call, args: _Obj) -> _Obj:
+        request = _elicit("Continue?", {"ok": {"type": "boolean"}}, ["ok"])
+        return self._elicit_tool(call, args, request, "Streaming elicitation: ")
+
+    def _fx_trigger_tools(self, call: _Call, args: _Obj) -> _Obj:
+        self._announce(call, "toolsListChanged", "notifications/tools/list_changed")
+        return _text_result("tools list change announced")
+
+    def _fx_trigger_prompts(self, call: _Call, args: _Obj) -> _Obj:
+        self._announce(call, "promptsListChanged", "notifications/prompts/list_changed")
+        return _text_result("prompts list change announced")
+
+    def _announce(self, call: _Call, flag: str, method: str) -> None:
+        # legacy: to the session (listChanged is advertised); 2026-07-28: only to the listen
+        # streams that asked for this type, tagged with their subscription id.
         with self._lock:
-            self._inflight.pop(call.id, None)
-        call.finish({"jsonrpc": "2.0", "id": call.id, "result": self._decorate(call, result)})
+            if self._revision is not None and call.era == "legacy":
+                self._notify(method)
+            for listen in self._listens.values():
+                if listen.granted.get(flag):
+                    self._notify(method, {"_meta": {"io.modelcontextprotocol/subscriptionId": listen.call.id}})
+
+    # -- 2026-07-28 MRTR fixture tools ----------------------------------------------------------
+
+    def _ir_elicitation(self, call: _Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"user_name": _ASK_NAME})
+        return _text_result(f"Hello, {_elicited(answers['user_name'], 'name')}!")
+
+    def _ir_sampling(self, call: _Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"capital_question": _ASK_CAPITAL})
+        return _text_result(_llm_text(answers["capital_question"]))
+
+    def _ir_roots(self, call: _Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"client_roots": _ASK_ROOTS})
+        return _text_result("roots: " + ", ".join(_root_uris(answers["client_roots"])))
+
+    def _ir_request_state(self, call: _Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"confirm": _ASK_CONFIRM}, state={"step": "confirm"})
+        return _text_result(f"state-ok: confirmed={_elicited_any(answers['confirm'], 'ok')}")
+
+    def _ir_multiple(self, call: _Call, args: _Obj) -> _Obj:
+        asks = {"user_name": _ASK_NAME, "greeting": _ASK_GREETING, "client_roots": _ASK_ROOTS}
+        answers = self._answers(call, asks, state={"step": "all"})
+        name = _elicited(answers["user_name"], "name")
+        return _text_result(
+            f"{_llm_text(answers['greeting'])} {name}; roots: {', '.join(_root_uris(answers['client_roots']))}"
+        )
+
+    def _ir_multi_round(self, call: _Call, args: _Obj) -> _Obj:
+        state = self._state(call)
+        if "requestState" in call.params and state is None:
+            raise _RPCError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+        if state is None or state.get("round") == 1:
+            first = self._answers(call, {"step1": _ASK_STEP1}, state={"round": 1})
+            name = _elicited(first["step1"], "name")
+            raise _InputRequired(self._input_required(call, {"step2": _ASK_STEP2}, {"round": 2, "name": name}))
+        second = self._answers(call, {"step2": _ASK_STEP2}, state={"round": 2, "name": state.get("name")})
+        return _text_result(f"{state.get('name')} likes {_elicited(second['step2'], 'color')}")
+
+    def _ir_tampered(self, call: _Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"confirm": _ASK_CONFIRM}, state={"step": "confirm"})
+        return _text_result(f"verified state, confirmed={_elicited_any(answers['confirm'], 'ok')}")
+
+    def _ir_capabilities(self, call: _Call, args: _Obj) -> _Obj:
+        if call.era == "legacy":
+            return _text_result(_MODERN_ONLY_TEXT, is_error=True)
+        wanted = {"user_name": _ASK_NAME, "capital_question": _ASK_CAPITAL, "client_roots": _ASK_ROOTS}
+        # 2026-07-28 basic/patterns/mrtr: "Servers MUST NOT send an inputRequests that the client
+        # has not declared support for in its capabilities."
+        asks = {k: v for k, v in wanted.items() if isinstance(call.caps.get(_NEEDS[v["method"]]), dict)}
+        if not asks:
+            return _text_result("the client declared no capability to ask with")
+        answers = self._answers(call, asks, check_caps=False)
+        return _text_result(f"received {', '.join(sorted(answers))}")
+
+    # -- MRTR helpers ---------------------------------------------------------------------------
+
+    def _answers(
+        self, call: _Call, asks: dict[str, _Obj], *, state: _Obj | None = None, check_caps: bool = True
+    ) -> dict[str, object]:
+        """The client's answers to ``asks`` (all of them), or raise the ``input_required`` result.
+
+        The first call (or a retry missing answers) gets an ``input_required`` result asking for
+        what is missing; with ``state`` the result carries an HMAC-protected ``requestState``,
+        and a retry whose state does not verify is rejected with -32602.
+        """
+        if call.era == "legacy":
+            raise _LegacyCall
+        if check_caps:
+            for request in asks.values():
+                capability = _NEEDS[request["method"]]
+                if not isinstance(call.caps.get(capability), dict):
+                    # 2026-07-28 basic/index §_meta: a request needing an undeclared capability
+                    # gets a MissingRequiredClientCapabilityError.
+                    raise _RPCError(
+                        MISSING_CLIENT_CAPABILITY,
+                        f"Missing required client capability: {capability}",
+                        {"requiredCapabilities": {capability: {}}},
+                    )
+        if state is not None and "requestState" in call.params:
+            verified = self._state(call)
+            if verified is None or {k: v for k, v in verified.items() if k != "tool"} != state:
+                raise _RPCError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+        # a retry that lost the state starts over: the answers cannot be trusted without it
+        responses = _responses(call) if state is None or "requestState" in call.params else {}
+        answers: dict[str, object] = {}
+        missing: dict[str, _Obj] = {}
+        for key, request in asks.items():
+            answer = responses.get(key)
+            if _answer_fits(request["method"], answer):
+                answers[key] = answer
+            else:
+                missing[key] = request
+        if missing:
+            # 2026-07-28 basic/patterns/mrtr: a retry without the requested answers is asked again.
+            raise _InputRequired(self._input_required(call, missing, state))
+        return answers
+
+    def _input_required(self, call: _Call, asks: dict[str, _Obj], state: _Obj | None) -> _Obj:
+        result: _Obj = {"resultType": "input_required", "inputRequests": dict(asks)}
+        if state is not None:
+            result["requestState"] = self._sign({"tool": call.params.get("name"), **state})
+        return result
+
+    def _sign(self, payload: _Obj) -> str:
+        import hashlib
+        import hmac
+
+        body = _b64_json(payload)
+        mac = hmac.new(self._state_key, body.encode(), hashlib.sha256).hexdigest()
+        return f"{body}.{mac}"
+
+    def _state(self, call: _Call) -> _Obj | None:
+        """The verified ``requestState`` of this call (None when absent or forged)."""
+        state = call.params.get("requestState")
+        if not isinstance(state, str) or state.count(".") != 1:
+            return None
+        import hashlib
+        import hmac
+
+        body, mac = state.split(".")
+        expected = hmac.new(self._state_key, body.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(mac, expected):
+            return None
+        payload = _unb64_json(body)
+        if not isinstance(payload, dict) or payload.get("tool") != call.params.get("name"):
+            return None
+        return payload
+
+    def _tools_call(self, call: _Call) -> _Obj:
+        try:
+            return super()._tools_call(call)
+        except _LegacyCall:
+            return _text_result(_MODERN_ONLY_TEXT, is_error=True)
+
+
+class _LegacyCall(Exception):
+    """A 2026-07-28-only fixture tool was called in the legacy era."""
+
+
+def _fixture_contents(uri: str) -> _Obj | None:
+    if uri == STATIC_TEXT_URI:
+        return {"uri": uri, "mimeType": "text/plain", "text": STATIC_TEXT}
+    if uri == STATIC_BINARY_URI:
+        return {"uri": uri, "mimeType": "image/png", "blob": PNG_B64}
+    if uri == WATCHED_URI:
+        return {"uri": uri, "mimeType": "text/plain", "text": "watched"}
+    prefix, suffix = "test://template/", "/data"
+    if uri.startswith(prefix) and uri.endswith(suffix):
+        ident = uri[len(prefix) : -len(suffix)]
+        if ident and "/" not in ident:
+            text = json.dumps(
+                {"id": ident, "templateTest": True, "data": f"Data for ID: {ident}"}, separators=(",", ":")
+            )
+            return {"uri": uri, "mimeType": "application/json", "text": text}
+    return None
+
+
+def _responses(call: _Call) -> dict[str, object]:
+    responses = call.params.get("inputResponses")
+    if responses is None and "inputResponses" not in call.params:
+        return {}
+    if not isinstance(responses, dict):
+        # 2026-07-28 basic/patterns/mrtr: malformed input is a protocol error.
+        raise _RPCError(INVALID_PARAMS, "Invalid params: 'inputResponses' must be an object")
+    return responses
+
+
+def _answer_fits(method: str, answer: object) -> bool:
+    if not isinstance(answer, dict):
+        return False
+    if method == "elicitation/create":
+        return answer.get("action") in ("accept", "decline", "cancel")
+    if method == "sampling/createMessage":
+        return "content" in answer
+    return isinstance(answer.get("roots"), list)
+
+
+def _elicited(answer: object, field: str) -> str:
+    value = _elicited_any(answer, field)
+    return value if isinstance(value, str) else str(value)
+
+
+def _elicited_any(answer: object, field: str) -> object:
+    if isinstance(answer, dict) and answer.get("action") == "accept" and isinstance(answer.get("content"), dict):
+        return answer["content"].get(field, "")
+    return f"({answer.get('action') if isinstance(answer, dict) else 'no answer'})"
+
+
+def _llm_text(result: object) -> str:
+    content = result.get("content") if isinstance(result, dict) else None
+    blocks = content if isinstance(content, list) else [content]
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    if not texts:
+        raise ValueError("a CreateMessageResult needs text content")
+    return "LLM response: " + "".join(texts)
+
+
+def _action_text(result: object) -> str:
+    if not isinstance(result, dict) or result.get("action") not in ("accept", "decline", "cancel"):
+        raise ValueError("an ElicitResult needs action accept, decline or cancel")
+    return f"action={result['action']}, content={json.dumps(result.get('content', {}), sort_keys=True)}"
+
+
+def _root_uris(result: object) -> list[str]:
+    roots = result.get("roots") if isinstance(result, dict) else None
+    return [r["uri"] for r in roots or [] if isinstance(r, dict) and isinstance(r.get("uri"), str)]
+
+
+def _parse_listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT, got {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"port {number} is out of range")
+    return host or "127.0.0.1", number
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve on stdin/stdout until end of input; returns the exit status."""
+    """Serve on stdin/stdout until end of input, or on HTTP until interrupted; the exit status."""
     parser = argparse.ArgumentParser(
-        prog="python -m mcpwire.testing.everything", description="The mcpwire reference MCP server (stdio)."
+        prog="python -m mcpwire.testing.everything", description="The mcpwire reference MCP server (stdio or HTTP)."
     )
     parser.add_argument("--page-size", type=int, default=0, metavar="N", help="items per list page (0 = one page)")
+    parser.add_argument(
+        "--http", type=_parse_listen, metavar="[HOST:]PORT", help="serve Streamable HTTP (port 0 = any)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     options = parser.parse_args(argv)
     logging.basicConfig(
@@ -94,6 +778,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if options.verbose else logging.WARNING,
         format="everything server %(levelname)s: %(message)s",
     )
+    page_size = max(0, options.page_size)
+    if options.http is not None:
+        from mcpwire.testing.http_server import serve_forever
+
+        host, port = options.http
+
+        def factory(writer: Callable[[Message], None], control: Callable[[RequestId], None]) -> DemoServer:
+            return EverythingServer(writer, stream_control=control, page_size=page_size, name="mcpwire-everything")
+
+        return serve_forever(factory, host=host, port=port)
     stdout = sys.stdout.buffer
 
     def write(message: Message) -> None:
@@ -104,7 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log.warning("stdout is closed; exiting")
             os._exit(0)
 
-    server = EverythingServer(write, page_size=max(0, options.page_size), name="mcpwire-everything")
+    server = EverythingServer(write, page_size=page_size, name="mcpwire-everything")
     try:
         # 2026-07-28 basic/transports/stdio: "Servers SHOULD exit promptly when their standard
         # input is closed or reads return end-of-file."

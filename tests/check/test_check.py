@@ -1,63 +1,260 @@
-"""mcpwire check: the reference server passes, each broken fixture is flagged by exactly its check."""
+"""mcpwire check: the reference server passes every check in every revision (stdio, Streamable
+HTTP, HTTP+SSE), and each deliberately broken fixture is flagged by exactly its check."""
 
 from __future__ import annotations
 
-import pytest
-from _targets import fixture_target
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
 
-from conformance.cli import reference_target
+import pytest
+import trio
+from _targets import FIXTURES, fixture_argv, fixture_target, http_server, reference_argv
+
+from conformance.context import Target, ToolPolicy
 from conformance.registry import CATALOGUE
-from conformance.runner import ALL_REVISIONS, run
+from conformance.runner import ALL_REVISIONS, Result, Run, run
+from conformance.schema import schema_dir
 
 BAD = ("fail", "warning", "error", "not_observed")
+REPO = Path(__file__).resolve().parents[2]
+#: Checks the reference server cannot exercise, and why: they are covered by the fixtures.
+NOT_FOR_THE_REFERENCE = {
+    "SV-05b": "it advertises every feature, so no method is served without its capability",
+    "SV-19": "it is dual-era; the rule is about 2026-07-28-only servers",
+    "SV-39": "it needs no authorization",
+}
 
 
-async def test_reference_server_passes_every_check_in_every_revision() -> None:
-    outcome = await run(reference_target(), jobs=2)
+def _fast(argv: list[str]) -> Target:
+    """A stdio target whose interpreter skips ``site`` (the servers import only the stdlib and
+    this checkout): the reference run starts hundreds of processes."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(FIXTURES)])}
+    return Target((argv[0], "-S", *argv[1:]), env=env, name=argv[-1].rsplit("/", 1)[-1])
+
+
+def _bad(outcome: Run) -> list[tuple[str, str, str, str]]:
+    return [(r.id, r.revision, r.status, r.message) for r in outcome.results if r.status in BAD]
+
+
+def _passed(outcome: Run) -> set[str]:
+    return {r.id for r in outcome.results if r.status == "pass"}
+
+
+def _applicable(transport: str) -> set[str]:
+    return {c.id for c in CATALOGUE.values() if transport in c.transports} - set(NOT_FOR_THE_REFERENCE)
+
+
+def _no_schema_ok(expected: set[str]) -> set[str]:
+    # SV-06 needs the official schema.json files ($MCPWIRE_SCHEMA_DIR); without them it is skipped
+    return expected if schema_dir() is not None else expected - {"SV-06"}
+
+
+async def test_reference_server_passes_every_check_over_stdio() -> None:
+    outcome = await run(
+        _fast(reference_argv()), jobs=4, tools=ToolPolicy("read-only"), timeout=10.0, check_timeout=60.0
+    )
     assert outcome.revisions == list(ALL_REVISIONS)
-    bad = [(r.id, r.revision, r.status, r.message) for r in outcome.results if r.status in BAD]
-    assert bad == []
+    assert _bad(outcome) == []
     assert outcome.exit_code == 0
-    # every check ran (passed) in at least one revision; SV-05b needs a feature the server does not
-    # advertise, and the reference server advertises them all (the unadvertised fixture covers it)
-    passed = {r.id for r in outcome.results if r.status == "pass"}
-    assert passed == set(CATALOGUE) - {"SV-05b"}
+    assert _passed(outcome) == _no_schema_ok(_applicable("stdio"))
+    for result in outcome.results:
+        if result.id in NOT_FOR_THE_REFERENCE:
+            assert result.status == "skipped"
 
 
-# (fixture, the check that must flag it, revisions to run, status expected)
+async def test_reference_server_passes_every_check_over_streamable_http() -> None:
+    async with http_server(reference_argv()) as url:
+        # transport "auto": the runner detects Streamable HTTP
+        target = Target(url=url, transport="auto", name="reference over HTTP")
+        outcome = await run(target, jobs=4, tools=ToolPolicy("read-only"), timeout=10.0, check_timeout=60.0)
+    assert outcome.transport == "http"
+    assert outcome.revisions == list(ALL_REVISIONS)
+    assert _bad(outcome) == []
+    assert _passed(outcome) == _no_schema_ok(_applicable("http"))
+    # the HTTP evidence model: every result knows its transport and links its spec page
+    sv20 = next(r for r in outcome.results if r.id == "SV-20" and r.revision == "2025-11-25")
+    assert (sv20.transport, sv20.spec_url) == (
+        "http",
+        "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#sending-messages-to-the-server",
+    )
+    assert {p.revision: p.server_info.get("name") for p in outcome.probes} == dict.fromkeys(
+        ALL_REVISIONS, "mcpwire-everything"
+    )
+
+
+async def test_reference_server_passes_every_check_over_http_sse() -> None:
+    async with http_server(reference_argv()) as url:
+        target = Target(url=url.removesuffix("/mcp") + "/sse", transport="auto", name="reference over HTTP+SSE")
+        outcome = await run(target, jobs=4, tools=ToolPolicy("read-only"), timeout=10.0, check_timeout=60.0)
+    assert outcome.transport == "sse"
+    assert outcome.revisions == [r for r in ALL_REVISIONS if r < "2026-07-28"]
+    assert _bad(outcome) == []
+    # every check that applies to HTTP+SSE and to a legacy revision passed
+    legacy = {c.id for c in CATALOGUE.values() if "legacy" in c.eras}
+    assert _passed(outcome) == _no_schema_ok(_applicable("sse") & legacy)
+
+
+# -- broken fixtures --------------------------------------------------------------------------
+
+# (fixture, transport, revision, tool policy, the check that must flag it, status)
 CASES = [
-    ("banner", "SV-01", ("2025-11-25", "2026-07-28"), "fail"),
-    ("big_ids", "SV-02", ("2025-06-18", "2026-07-28"), "fail"),
-    ("ping_result", "SV-12", ("2024-11-05",), "fail"),
-    ("bad_schema", "SV-29", ("2025-03-26", "2026-07-28"), "fail"),
-    ("empty_not_found", "SV-32", ("2025-11-25", "2026-07-28"), "fail"),
-    ("unasked_logs", "SV-36", ("2026-07-28",), "fail"),
-    ("batch_answer", "SV-07", ("2025-06-18", "2026-07-28"), "fail"),
-    ("unadvertised", "SV-05b", ("2025-11-25", "2026-07-28"), "warning"),
+    ("banner", "stdio", "2025-11-25", "none", "SV-01", "fail"),
+    ("big_ids", "http", "2026-07-28", "none", "SV-02", "fail"),
+    ("float_code", "http", "2025-11-25", "none", "SV-03", "fail"),
+    ("answers_notifications", "stdio", "2025-11-25", "none", "SV-04", "fail"),
+    ("wrong_unknown_method_code", "http", "2025-11-25", "none", "SV-05", "fail"),
+    ("unadvertised", "http", "2025-11-25", "none", "SV-05b", "warning"),
+    ("unknown_method_200", "http", "2026-07-28", "none", "SV-05c", "fail"),
+    ("nameless_resource", "http", "2025-11-25", "none", "SV-06", "fail"),
+    ("batch_answer", "http", "2025-06-18", "none", "SV-07", "fail"),
+    ("batch_dropped", "http", "2025-03-26", "none", "SV-07b", "fail"),
+    ("ignores_eof", "stdio", "2025-11-25", "none", "SV-08", "warning"),
+    ("no_server_version", "http", "2025-11-25", "none", "SV-09", "fail"),
+    ("bogus_counter_offer", "http", "2025-11-25", "none", "SV-09b", "fail"),
+    ("early_roots", "stdio", "2025-11-25", "none", "SV-10", "warning"),
+    ("unasked_sampling", "stdio", "2025-11-25", "none", "SV-11", "fail"),
+    ("ping_result", "http", "2025-11-25", "none", "SV-12", "fail"),
+    ("discover_no_ttl", "http", "2026-07-28", "none", "SV-13", "fail"),
+    ("wrong_version_error", "http", "2026-07-28", "none", "SV-14", "fail"),
+    ("version_error_200", "http", "2026-07-28", "none", "SV-14b", "fail"),
+    ("caps_optional", "http", "2026-07-28", "none", "SV-15", "fail"),
+    ("remembers_meta", "http", "2026-07-28", "none", "SV-15b", "fail"),
+    ("no_result_type", "http", "2026-07-28", "none", "SV-16", "fail"),
+    ("server_request_modern", "stdio", "2026-07-28", "none", "SV-17", "fail"),
+    ("undeclared_input", "http", "2026-07-28", "read-only", "SV-18", "fail"),
+    ("modern_only_get", "http", "2026-07-28", "none", "SV-19", "warning"),
+    ("notification_200", "http", "2025-11-25", "none", "SV-20", "fail"),
+    ("text_plain_answers", "http", "2025-11-25", "none", "SV-21", "fail"),
+    ("stray_notification", "http", "2026-07-28", "none", "SV-21b", "fail"),
+    ("no_origin_check", "http", "2025-11-25", "none", "SV-22", "fail"),
+    ("ignores_version_header", "http", "2025-11-25", "none", "SV-23", "fail"),
+    ("spaced_session", "http", "2025-11-25", "none", "SV-24", "fail"),
+    ("session_optional", "http", "2025-11-25", "none", "SV-24b", "warning"),
+    ("delete_keeps_session", "http", "2025-11-25", "none", "SV-24c", "fail"),
+    ("get_json", "http", "2025-11-25", "none", "SV-25", "fail"),
+    ("repeated_event_ids", "http", "2025-11-25", "none", "SV-26", "fail"),
+    ("no_priming", "http", "2025-11-25", "none", "SV-26b", "warning"),
+    ("unvalidated_method_header", "http", "2026-07-28", "none", "SV-27", "fail"),
+    ("raw_name_compare", "http", "2026-07-28", "none", "SV-27b", "fail"),
+    ("unvalidated_param_headers", "http", "2026-07-28", "read-only", "SV-27c", "fail"),
+    ("buffered_sse", "http", "2026-07-28", "none", "SV-28", "warning"),
+    ("bad_schema", "http", "2025-11-25", "none", "SV-29", "fail"),
+    ("duplicate_tools", "http", "2025-11-25", "none", "SV-29b", "warning"),
+    ("invalid_schema", "http", "2025-11-25", "none", "SV-29c", "fail"),
+    ("array_output_schema", "http", "2025-11-25", "none", "SV-29d", "fail"),
+    ("wrong_structured", "http", "2025-11-25", "read-only", "SV-30", "fail"),
+    ("unknown_tool_result", "http", "2025-11-25", "none", "SV-31", "warning"),
+    ("args_protocol_error", "http", "2025-11-25", "read-only", "SV-31b", "warning"),
+    ("empty_not_found", "http", "2026-07-28", "none", "SV-32", "fail"),
+    ("both_text_blob", "http", "2025-11-25", "none", "SV-32b", "fail"),
+    ("wrong_not_found_code", "http", "2025-11-25", "none", "SV-32c", "warning"),
+    ("ignores_cursor", "http", "2025-11-25", "none", "SV-33", "warning"),
+    ("cursor_cycle", "http", "2025-11-25", "none", "SV-33b", "fail"),
+    ("random_tools", "stdio", "2026-07-28", "none", "SV-34", "fail"),
+    ("shuffled_tools", "http", "2026-07-28", "none", "SV-34b", "warning"),
+    ("decreasing_progress", "http", "2025-11-25", "read-only", "SV-35", "fail"),
+    ("unasked_logs", "http", "2026-07-28", "none", "SV-36", "fail"),
+    ("logs_unasked_in_calls", "http", "2026-07-28", "read-only", "SV-36b", "fail"),
+    ("late_ack", "http", "2026-07-28", "none", "SV-37", "fail"),
+    ("leaky_subscription", "http", "2026-07-28", "read-only", "SV-37b", "fail"),
+    ("bad_retry", "http", "2026-07-28", "read-only", "SV-38", "fail"),
+    ("prm_without_servers", "http", "2025-11-25", "none", "SV-39", "fail"),
+    ("asks_password", "http", "2025-11-25", "read-only", "SV-40", "warning"),
+    ("answers_cancelled", "http", "2025-11-25", "read-only", "CN-01", "warning"),
+    ("no_cache_hints", "http", "2026-07-28", "none", "CA-01", "fail"),
+    ("modern_fewer_tools", "http", "2026-07-28", "none", "ERA-01", "warning"),
+    ("parse_error_code", "stdio", "2025-11-25", "none", "FR-01", "warning"),
+    ("sse_hello_first", "sse", "2025-11-25", "none", "HS-01", "fail"),
+    ("setlevel_error", "http", "2025-11-25", "none", "LG-01", "fail"),
+    ("bad_log_level_ok", "http", "2026-07-28", "none", "LG-02", "warning"),
+    ("ignores_log_level", "http", "2025-11-25", "read-only", "LG-03", "warning"),
+    ("nameless_prompt_arg", "http", "2025-11-25", "none", "PR-01", "fail"),
+    ("roleless_message", "http", "2025-11-25", "none", "PR-02", "fail"),
+    ("unknown_prompt_ok", "http", "2025-11-25", "none", "PR-03", "warning"),
+    ("template_no_uri", "http", "2025-11-25", "none", "RS-03", "fail"),
+    ("too_many_completions", "http", "2025-11-25", "none", "CP-01", "fail"),
+    ("completion_unknown_ok", "http", "2025-11-25", "none", "CP-02", "warning"),
 ]
+#: Extra headers a fixture needs (its credentials).
+HEADERS = {"prm_without_servers": {"Authorization": "Bearer fixture-token"}}
+#: How many fixtures are checked at once (each runs its checks 4 at a time).
+PARALLEL = 4
 
 
-@pytest.mark.parametrize(("fixture", "check_id", "revisions", "status"), CASES, ids=[c[0] for c in CASES])
-async def test_broken_fixture_is_flagged_by_exactly_its_check(
-    fixture: str, check_id: str, revisions: tuple[str, ...], status: str
-) -> None:
-    outcome = await run(fixture_target(fixture), revisions=revisions, jobs=2)
+async def _check_fixture(case: tuple[str, ...]) -> Run:
+    name, transport, revision, policy = case[:4]
+    tools = ToolPolicy(policy)
+    options: dict[str, Any] = {"revisions": [revision], "jobs": 4, "tools": tools, "timeout": 10.0}
+    if transport == "stdio":
+        target = _fast(fixture_argv(name))
+        if name == "ignores_eof":
+            target = dataclasses.replace(target, eof_grace=0.3)
+        return await run(target, **options)
+    async with http_server(fixture_argv(name)) as url:
+        if transport == "sse":
+            url = url.removesuffix("/mcp") + "/sse"
+        return await run(Target(url=url, transport=transport, name=name, headers=HEADERS.get(name)), **options)
+
+
+@pytest.fixture(scope="module")
+def fixture_runs() -> dict[str, Run]:
+    """Every fixture checked once, a few at a time (they are independent servers)."""
+    runs: dict[str, Run] = {}
+
+    async def main() -> None:
+        limiter = trio.CapacityLimiter(PARALLEL)
+
+        async def one(case: tuple[str, ...]) -> None:
+            async with limiter:
+                runs[case[0]] = await _check_fixture(case)
+
+        async with trio.open_nursery() as nursery:
+            for case in CASES:
+                nursery.start_soon(one, case)
+
+    trio.run(main)
+    return runs
+
+
+def test_every_check_has_a_fixture_or_a_reason() -> None:
+    flagged = {case[4] for case in CASES}
+    assert set(CATALOGUE) == flagged
+    assert len({case[0] for case in CASES}) == len(CASES)
+    for case in CASES:
+        assert (FIXTURES / f"{case[0]}.py").is_file()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_broken_fixture_is_flagged_by_exactly_its_check(case: tuple[str, ...], fixture_runs: dict[str, Run]) -> None:
+    name, _, revision, _, check_id, status = case
+    if check_id == "SV-06" and schema_dir() is None:
+        pytest.skip("SV-06 needs the official schema.json files ($MCPWIRE_SCHEMA_DIR)")
+    outcome = fixture_runs[name]
     flagged = {(r.id, r.status) for r in outcome.results if r.status in BAD}
-    assert flagged == {(check_id, status)}
-    assert {r.revision for r in outcome.results if r.id == check_id and r.status == status} == set(revisions)
-    failure = next(r for r in outcome.results if r.id == check_id and r.status == status)
+    assert flagged == {(check_id, status)}, [(r.id, r.status, r.message) for r in outcome.results if r.status in BAD]
+    failure = next(r for r in outcome.results if r.id == check_id)
+    assert failure.revision == revision
     assert failure.exchanges  # the evidence that proves it
+    if failure.transport != "stdio":
+        assert failure.http_exchanges
+        assert all("status" in e and "request_headers" in e for e in failure.http_exchanges)
     assert outcome.exit_code == (1 if status == "fail" else 0)
 
 
-async def test_server_ignoring_stdin_eof_is_flagged_by_sv08_only() -> None:
-    outcome = await run(fixture_target("ignores_eof", eof_grace=0.3), revisions=("2025-11-25",), jobs=2)
-    flagged = {(r.id, r.status) for r in outcome.results if r.status in BAD}
-    # SHOULD-level: a warning, and the run still passes
-    assert flagged == {("SV-08", "warning")}
-    message = next(r.message for r in outcome.results if r.id == "SV-08")
+def test_fixture_credentials_never_reach_the_evidence(fixture_runs: dict[str, Run]) -> None:
+    results = fixture_runs["prm_without_servers"].results
+    assert "fixture-token" not in repr([(r.http_exchanges, r.exchanges) for r in results])
+    sv39 = next(r for r in results if r.id == "SV-39")
+    assert [e["status"] for e in sv39.http_exchanges if e["method"] == "POST"] == [401]
+
+
+def test_server_ignoring_stdin_eof_says_which_signal_was_needed(fixture_runs: dict[str, Run]) -> None:
+    message = next(r.message for r in fixture_runs["ignores_eof"].results if r.id == "SV-08")
     assert message == "still running 0.3 s after stdin EOF; SIGTERM was needed"
-    assert outcome.exit_code == 0
 
 
 async def test_strict_turns_should_violations_into_failures() -> None:
@@ -78,3 +275,43 @@ async def test_a_revision_the_server_refuses_is_reported_as_skipped() -> None:
         ("SV-12", "2025-06-18"): "pass",
     }
     assert [p.accepted for p in outcome.probes] == [False, True, True, True, True]
+
+
+async def test_an_era_pin_limits_the_revisions_checked() -> None:
+    pinned = Target(fixture_target("legacy_only").argv, name="pinned", era="modern")
+    outcome = await run(pinned, only=("SV-12",))
+    assert outcome.revisions == []  # it accepts no modern revision
+    legacy = await run(dataclasses.replace(_fast(reference_argv()), era="legacy"), only=("SV-12",))
+    assert legacy.revisions == [r for r in ALL_REVISIONS if r < "2026-07-28"]
+
+
+async def test_tool_calls_are_off_unless_allowed() -> None:
+    target = _fast(reference_argv())
+    began = time.monotonic()
+    outcome = await run(target, revisions=("2025-11-25",), only=("tool-calls",))
+    assert {r.status for r in outcome.results} == {"skipped"}
+    assert {r.message for r in outcome.results if r.id == "SV-30"} == {
+        "tool calls are off (enable with --call-tools read-only|all or --call-tool NAME)"
+    }
+    assert time.monotonic() - began < 30  # skipped before any server process starts
+    allowed = await run(target, revisions=("2025-11-25",), only=("SV-30",), tools=ToolPolicy("none", ("add",)))
+    assert [(r.id, r.status) for r in allowed.results] == [("SV-30", "pass")]
+
+
+def test_result_model_is_only_extended() -> None:
+    # report.py reads these; fields are added, never renamed or removed
+    fields = set(Result.__dataclass_fields__)
+    assert {
+        "id",
+        "title",
+        "level",
+        "spec",
+        "quote",
+        "revision",
+        "status",
+        "message",
+        "duration_s",
+        "exchanges",
+    } <= fields
+    assert {"tags", "http_exchanges", "transport", "spec_url"} <= fields
+    assert sys.version_info >= (3, 11)

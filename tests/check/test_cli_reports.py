@@ -1,23 +1,40 @@
-"""The checker's command line (exit codes 0/1/2, baseline) and its report formats."""
+"""The checker's command line (exit codes 0/1/2, baseline) and its terminal, JSON and JUnit reports."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
+import jsonschema
 import pytest
 from _targets import fixture_argv
 
 from conformance.cli import main
+from conformance.report import (
+    JSON_SCHEMA,
+    SCHEMA_VERSION,
+    area_of,
+    progress_line,
+    to_dict,
+    to_json,
+    to_junit,
+    to_terminal,
+)
+from conformance.runner import STATUSES, Probe, Result, Run
+
+# -- the command line, against the reference server and broken fixtures -----------------------
 
 
 def test_reference_server_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["-q", "--only", "SV-12,SV-02", "--revision", "2025-11-25"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "result: PASS"
-    assert "2 pass" in out
+    assert "totals: 0 fail, 0 error, 0 warning, 0 not observed, 0 expected failure, 2 pass, 0 skipped" in out
+    assert "\x1b" not in out  # not a TTY, not asked: plain text
 
 
 def test_must_failure_exits_1_with_a_line_per_failed_check(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,8 +42,11 @@ def test_must_failure_exits_1_with_a_line_per_failed_check(capsys: pytest.Captur
     assert code == 1
     out = capsys.readouterr().out
     fail_lines = [line for line in out.splitlines() if line.startswith("FAIL")]
-    assert fail_lines == ["FAIL  SV-12 [2025-06-18] MUST: ping is answered promptly with an empty result"]
-    assert 'spec: basic/utilities/ping.mdx: "The receiver MUST respond promptly with an empty response."' in out
+    assert fail_lines == [
+        "FAIL  SV-12  MUST   2025-06-18  ping is answered promptly with an empty result  [basic/utilities/ping.mdx]"
+    ]
+    assert '      spec: "The receiver MUST respond promptly with an empty response."' in out
+    assert out.splitlines()[-1] == "result: FAIL (1 failure)"
 
 
 def test_progress_lines_go_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,7 +57,7 @@ def test_progress_lines_go_to_stderr(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["https://example.com/mcp"], "mcpwire check: HTTP targets: not yet supported"),
+        (["http://127.0.0.1:9/mcp"], "mcpwire check: cannot reach http://127.0.0.1:9/mcp: "),
         (
             ["--revision", "1999-01-01"],
             "mcpwire check: unknown revision(s) 1999-01-01; known: "
@@ -53,7 +73,9 @@ def test_usage_and_connection_errors_exit_2(
 ) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
-    if message is not None:
+    if message is not None and message.endswith(": "):  # a connection error: the cause follows
+        assert err.splitlines()[-1].startswith(message), err
+    elif message is not None:
         assert err.splitlines()[-1] == message
     else:
         assert err.strip()
@@ -71,19 +93,25 @@ def test_server_name_from_mcp_json(tmp_path: Path, capsys: pytest.CaptureFixture
     config.write_text(json.dumps({"mcpServers": {"pinger": {"command": command, "args": args}}}))
     assert main(["-q", "--config", str(config), "--only", "SV-12", "--revision", "2025-11-25", "pinger"]) == 1
     assert main(["-q", "--config", str(config), "nobody"]) == 2
-    assert f"{config} has no stdio server named 'nobody'" in capsys.readouterr().err
+    assert f"{config} has no usable server named 'nobody'" in capsys.readouterr().err
 
 
-def test_baseline_turns_known_failures_green_and_fails_on_stale_entries(tmp_path: Path) -> None:
+def test_baseline_turns_known_failures_green_and_fails_on_stale_entries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     baseline = tmp_path / "baseline.txt"
     baseline.write_text("# known\nSV-12@2025-06-18\n")
     argv = ["-q", "--only", "SV-12", "--revision", "2025-06-18", "--baseline", str(baseline)]
     assert main([*argv, "--", *fixture_argv("ping_result")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "result: PASS (1 expected failure)"
     # the reference server passes SV-12: the entry is stale
     assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "STALE SV-12@2025-06-18: remove it from the baseline" in out
+    assert out.splitlines()[-1] == "result: FAIL (1 stale baseline entry)"
 
 
-def test_json_report_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_report_from_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         [
             "-q",
@@ -98,34 +126,274 @@ def test_json_report_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     )
     assert code == 1
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"target", "revisions", "probes", "summary", "stale_baseline", "exit_code", "results"}
-    assert report["exit_code"] == 1
+    jsonschema.Draft202012Validator(JSON_SCHEMA).validate(report)
+    assert (report["verdict"], report["exit_code"]) == ("fail", 1)
     assert report["revisions"] == ["2026-07-28", "2025-11-25"]
     by_key = {(r["id"], r["revision"]): r for r in report["results"]}
-    assert {k: r["status"] for k, r in by_key.items()} == {
+    assert {k: r["outcome"] for k, r in by_key.items()} == {
         ("SV-12", "2026-07-28"): "skipped",
         ("SV-13", "2026-07-28"): "pass",
         ("SV-12", "2025-11-25"): "fail",
         ("SV-13", "2025-11-25"): "skipped",
     }
     failure = by_key[("SV-12", "2025-11-25")]
-    assert failure["level"] == "MUST"
-    assert failure["spec"] == "basic/utilities/ping.mdx"
-    assert any('"method":"ping"' in line for line in failure["exchanges"])
-    assert report["summary"]["fail"] == 1
+    assert (failure["level"], failure["area"]) == ("MUST", "lifecycle")
+    assert failure["spec"] == {
+        "ref": "basic/utilities/ping.mdx",
+        "quote": "The receiver MUST respond promptly with an empty response.",
+        "url": "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/ping",
+    }
+    sent = [json.loads(e["text"]) for e in failure["exchange"] if e["direction"] == "sent"]
+    received = [e["text"] for e in failure["exchange"] if e["direction"] == "received"]
+    assert [m.get("method") for m in sent] == ["initialize", "notifications/initialized", "ping"]
+    assert len(received) == 2 and received[0].startswith('{"jsonrpc":"2.0","id":1,"result":{"protocolVersion"')
+    assert json.loads(received[1]) == {"jsonrpc": "2.0", "id": 2, "result": {"pong": True}}
+    assert {e["process"] for e in failure["exchange"]} == {1}
+    assert report["counts"]["fail"] == 1
+    assert report["total"] == 4
 
 
-def test_junit_and_html_reports(tmp_path: Path) -> None:
-    junit, page = tmp_path / "report.xml", tmp_path / "report.html"
-    argv = ["-q", "--junit", str(junit), "--html", str(page), "--only", "SV-12,SV-01", "--revision", "2025-11-25"]
+def test_junit_report_from_a_real_run(tmp_path: Path) -> None:
+    junit = tmp_path / "report.xml"
+    argv = ["-q", "--junit", str(junit), "--only", "SV-12,SV-01", "--revision", "2025-11-25"]
     assert main([*argv, "--", *fixture_argv("ping_result")]) == 1
     root = ET.parse(junit).getroot()
     assert root.tag == "testsuites"
-    (suite,) = root.findall("testsuite")
-    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("mcp 2025-11-25", "2", "1")
-    failures = [case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None]
+    assert [(s.get("name"), s.get("tests"), s.get("failures")) for s in root.findall("testsuite")] == [
+        ("2025-11-25 framing", "1", "0"),
+        ("2025-11-25 lifecycle", "1", "1"),
+    ]
+    failures = [case.get("name") for case in root.iter("testcase") if case.find("failure") is not None]
     assert failures == ["SV-12 ping is answered promptly with an empty result"]
-    html = page.read_text()
-    assert html.startswith("<!doctype html>")
-    assert "FAIL SV-12 [2025-11-25]" in html
-    assert "&quot;method&quot;:&quot;ping&quot;" in html
+
+
+# -- the report formats, from runs built here ---------------------------------------------------
+
+HOSTILE = "answer\x1b[2J\x1b]0;pwned\x07 with\r\x00 \ud800 \u202e and <tag>"
+
+
+def _result(check_id: str, revision: str, status: str, **kw: object) -> Result:
+    fields: dict[str, object] = {
+        "title": f"rule {check_id}",
+        "level": "MUST",
+        "spec": "basic/index.mdx §Responses",
+        "quote": f"The rule {check_id} MUST hold.",
+        "message": "",
+        "tags": ["framing"],
+    }
+    fields.update(kw)
+    return Result(check_id, revision=revision, status=status, **fields)  # type: ignore[arg-type]
+
+
+EXCHANGE = [
+    "--- process 1",
+    '  0.000 > {"jsonrpc":"2.0","id":1,"method":"ping"}',
+    '  0.004 < {"jsonrpc":"2.0","id":1,"result":{"pong":true}}',
+    "  0.005 ! stdin closed",
+    "stderr (tail): Traceback (most recent call last)",
+    "--- process 2",
+    "...",
+    "  0.100 < not json at all",
+]
+
+
+def sample_run() -> Run:
+    results = [
+        _result("SV-01", "2025-11-25", "pass", duration_s=0.25),
+        _result("SV-02", "2025-11-25", "fail", message="id 1 came back as '1'", exchanges=EXCHANGE),
+        _result("SV-12", "2025-11-25", "error", tags=["lifecycle"], message="cannot run the server: ENOENT"),
+        _result(
+            "SV-08",
+            "2025-11-25",
+            "warning",
+            level="SHOULD",
+            tags=["lifecycle", "stdio"],
+            message="SIGTERM was needed",
+            exchanges=EXCHANGE[:3],
+        ),
+        _result("SV-32b", "2025-11-25", "not_observed", tags=["resources"], message="the server lists no resources"),
+        _result("SV-29", "2025-11-25", "expected_fail", tags=["tools"], message="tool 'x' has no inputSchema"),
+        _result("SV-13", "2025-11-25", "skipped", tags=["modern", "lifecycle"], message="modern era only"),
+        _result("SV-13", "2026-07-28", "pass", tags=["modern", "lifecycle"]),
+        _result("SV-02", "2026-07-28", "fail", title=f"hostile {HOSTILE}", message=HOSTILE, exchanges=[HOSTILE]),
+    ]
+    probes = [
+        Probe("2026-07-28", True, {"tools": {}}),
+        Probe("2025-11-25", True, {"tools": {}, "logging": {}}),
+        Probe("2025-06-18", False, detail="initialize answered an error"),
+    ]
+    return Run("demo server", probes, ["2026-07-28", "2025-11-25"], results, stale_baseline=["SV-99"])
+
+
+def test_terminal_lists_failures_warnings_and_not_observed_separately() -> None:
+    run = sample_run()
+    text = to_terminal(run)
+    lines = text.splitlines()
+    assert lines[:3] == [
+        "mcpwire check: demo server",
+        "revisions checked: 2026-07-28, 2025-11-25",
+        "not accepted: 2025-06-18",
+    ]
+    heads = [line for line in lines if re.match(r"^[a-z ]+ \(\d+\): ", line)]
+    assert [h.split(" (")[0] for h in heads] == [
+        "failures",
+        "warnings",
+        "not observed",
+        "expected failures",
+        "stale baseline entries",
+    ]
+    listed = [line.split()[:4] for line in lines if re.match(r"^(FAIL|ERROR|warn|n/o|xfail) ", line)]
+    assert listed == [
+        ["FAIL", "SV-02", "MUST", "2025-11-25"],
+        ["ERROR", "SV-12", "MUST", "2025-11-25"],
+        ["FAIL", "SV-02", "MUST", "2026-07-28"],
+        ["warn", "SV-08", "SHOULD", "2025-11-25"],
+        ["n/o", "SV-32b", "MUST", "2025-11-25"],
+        ["xfail", "SV-29", "MUST", "2025-11-25"],
+    ]
+    # each listed line ends with the spec reference; the reason and quote follow, indented
+    first = lines.index(next(line for line in lines if line.startswith("FAIL")))
+    assert lines[first].endswith("rule SV-02  [basic/index.mdx §Responses]")
+    assert lines[first + 1 : first + 3] == ["      id 1 came back as '1'", '      spec: "The rule SV-02 MUST hold."']
+    assert "STALE SV-99: remove it from the baseline" in lines
+    assert lines[-2] == (
+        "totals: 2 fail, 1 error, 1 warning, 1 not observed, 1 expected failure, 2 pass, 1 skipped (9 results)"
+    )
+    assert lines[-1] == (
+        "result: FAIL (2 failures, 1 error, 1 warning, 1 rule not observed, 1 expected failure, 1 stale baseline entry)"
+    )
+
+
+def test_terminal_is_plain_unless_asked_and_server_text_cannot_drive_the_terminal() -> None:
+    run = sample_run()
+    plain = to_terminal(run)
+    # nothing the server sent reaches the terminal as a control character
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e\ud800-\udfff]", plain)
+    assert "answer\\x1b[2J\\x1b]0;pwned\\x07 with\\x0d\\x00 \\ud800 \\u202e and <tag>" in plain
+    plain.encode("utf-8")  # printable: no lone surrogate left
+    colored = to_terminal(run, color=True)
+    assert "\x1b[1;31mFAIL \x1b[0m SV-02" in colored
+    assert colored.splitlines()[-1].startswith("result: \x1b[1;31mFAIL\x1b[0m")
+    # the only escape sequences are ours: stripping them gives the plain text back
+    assert re.sub(r"\x1b\[[0-9;]*m", "", colored) == plain
+
+
+def test_progress_line() -> None:
+    fail = _result("SV-02", "2025-11-25", "fail")
+    assert progress_line(fail) == "[2025-11-25] FAIL  SV-02"
+    assert progress_line(fail, color=True) == "[2025-11-25] \x1b[1;31mFAIL \x1b[0m SV-02"
+    assert progress_line(_result("SV-32b", "2024-11-05", "not_observed")) == "[2024-11-05] n/o   SV-32b"
+
+
+def test_json_document_follows_its_schema_and_keeps_every_field() -> None:
+    jsonschema.Draft202012Validator.check_schema(JSON_SCHEMA)
+    run = sample_run()
+    text = to_json(run)
+    text.encode("utf-8")  # valid UTF-8 even with a lone surrogate in the server's text
+    doc = json.loads(text)
+    jsonschema.Draft202012Validator(JSON_SCHEMA).validate(doc)
+    assert doc == json.loads(json.dumps(to_dict(run), default=str))
+    assert (doc["format"], doc["schema_version"]) == ("mcpwire-check-report", SCHEMA_VERSION)
+    assert (doc["target"], doc["verdict"], doc["exit_code"]) == ("demo server", "fail", 1)
+    assert doc["counts"] == run.counts() and set(doc["counts"]) == set(STATUSES)
+    assert doc["total"] == len(run.results) == sum(doc["counts"].values())
+    assert [a["area"] for a in doc["areas"]] == ["framing", "lifecycle", "tools", "resources", "2026-07-28"]
+    for area in doc["areas"]:
+        expected = Counter(r.status for r in run.results if area_of(r) == area["area"])
+        assert {k: v for k, v in area["counts"].items() if v} == dict(expected)
+    assert doc["stale_baseline"] == ["SV-99"]
+    assert [(p["revision"], p["accepted"]) for p in doc["probes"]] == [
+        ("2026-07-28", True),
+        ("2025-11-25", True),
+        ("2025-06-18", False),
+    ]
+    # every result, in order, with what the issue asks for
+    assert [(r["id"], r["revision"], r["outcome"]) for r in doc["results"]] == [
+        (r.id, r.revision, r.status) for r in run.results
+    ]
+    failure = doc["results"][1]
+    assert failure["reason"] == "id 1 came back as '1'"
+    assert failure["spec"] == {"ref": "basic/index.mdx §Responses", "quote": "The rule SV-02 MUST hold.", "url": None}
+    assert failure["exchange"] == [
+        {"process": 1, "at_s": 0.0, "direction": "sent", "text": '{"jsonrpc":"2.0","id":1,"method":"ping"}'},
+        {
+            "process": 1,
+            "at_s": 0.004,
+            "direction": "received",
+            "text": '{"jsonrpc":"2.0","id":1,"result":{"pong":true}}',
+        },
+        {"process": 1, "at_s": 0.005, "direction": "event", "text": "stdin closed"},
+        {"process": 1, "at_s": None, "direction": "stderr", "text": "Traceback (most recent call last)"},
+        {"process": 2, "at_s": None, "direction": "omitted", "text": "lines left out of the evidence"},
+        {"process": 2, "at_s": 0.1, "direction": "received", "text": "not json at all"},
+    ]
+    # lossless: the server's text comes back exactly, lone surrogate and control characters included
+    hostile = doc["results"][-1]
+    assert hostile["reason"] == HOSTILE
+    assert hostile["exchange"] == [{"process": None, "at_s": None, "direction": "note", "text": HOSTILE}]
+
+
+def test_junit_is_valid_xml_and_its_counts_match_the_run() -> None:
+    run = sample_run()
+    text = to_junit(run)
+    assert text.startswith("<?xml version='1.0' encoding='utf-8'?>\n")
+    # XML 1.0 forbids these even as character references: none may be written
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]", text)
+    assert not re.search(r"&#(?:x0*(?:[0-8bcef]|1[0-9a-f])|0*(?:[0-8]|1[124-9]|2[0-9]|3[01]));", text, re.IGNORECASE)
+    root = ET.fromstring(text.encode("utf-8"))
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == [
+        "2026-07-28 framing",
+        "2026-07-28 2026-07-28",
+        "2025-11-25 framing",
+        "2025-11-25 lifecycle",
+        "2025-11-25 tools",
+        "2025-11-25 resources",
+        "2025-11-25 2026-07-28",
+        "baseline",
+    ]
+    for suite in suites:
+        cases = suite.findall("testcase")
+        assert suite.get("tests") == str(len(cases))
+        assert suite.get("failures") == str(sum(c.find("failure") is not None for c in cases))
+        assert suite.get("errors") == str(sum(c.find("error") is not None for c in cases))
+        assert suite.get("skipped") == str(sum(c.find("skipped") is not None for c in cases))
+    counts = run.counts()
+    assert root.get("tests") == str(len(run.results) + 1)  # + the stale baseline entry
+    assert root.get("failures") == str(counts["fail"] + 1)
+    assert root.get("errors") == str(counts["error"])
+    assert root.get("skipped") == str(counts["skipped"] + counts["not_observed"] + counts["expected_fail"])
+
+    def case(name: str, revision: str) -> ET.Element:
+        (found,) = [
+            c
+            for c in root.iter("testcase")
+            if c.get("name", "").startswith(name) and revision in c.get("classname", "")
+        ]
+        return found
+
+    def props(c: ET.Element) -> dict[str, str]:
+        return {p.get("name", ""): p.get("value", "") for p in c.iter("property")}
+
+    failure = case("SV-02 ", "2025-11-25").find("failure")
+    assert failure is not None and failure.get("message") == "id 1 came back as '1'" and failure.get("type") == "MUST"
+    assert 'spec: basic/index.mdx §Responses: "The rule SV-02 MUST hold."' in (failure.text or "")
+    assert '  0.000 > {"jsonrpc":"2.0","id":1,"method":"ping"}' in (failure.text or "")
+    warning = case("SV-08 ", "2025-11-25")
+    assert props(warning) == {
+        "id": "SV-08",
+        "level": "SHOULD",
+        "outcome": "warning",
+        "spec": "basic/index.mdx §Responses",
+    }
+    assert (warning.findtext("system-out") or "").startswith("warning (SHOULD rule broken): SIGTERM was needed")
+    assert [c.tag for c in warning if c.tag != "properties"] == ["system-out"]
+    skipped = case("SV-32b ", "2025-11-25").find("skipped")
+    assert skipped is not None and skipped.get("message") == "not observed: the server lists no resources"
+    hostile = case("SV-02 ", "2026-07-28")
+    expected = "answer\\x1b[2J\\x1b]0;pwned\\x07 with\r\\x00 \\ud800 \\u202e and <tag>"
+    assert hostile.get("name") == f"SV-02 hostile {expected}"
+    hostile_failure = hostile.find("failure")
+    assert hostile_failure is not None and hostile_failure.get("message") == expected
+    stale = case("stale entry SV-99", "baseline").find("failure")
+    assert stale is not None and "no longer fails" in (stale.get("message") or "")

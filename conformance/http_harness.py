@@ -1,0 +1,681 @@
+"""The raw HTTP wire under the checks: Streamable HTTP (both eras) and the 2024-11-05 HTTP+SSE.
+
+Theory of operation: :func:`open_http_wire` gives a check an :class:`HttpWire` with the same
+surface as the stdio :class:`~conformance.harness.Wire` (``send``, ``request``, ``recv``,
+``frames``) plus raw verbs (:meth:`HttpWire.post`, :meth:`HttpWire.get`,
+:meth:`HttpWire.delete`) that return the whole :class:`HttpReply`: status, headers, body bytes
+and SSE events, exactly as they came. ``send`` POSTs one message in a task of the wire's nursery
+and returns once the response headers are in (so the server has the message before the next
+one is sent); the JSON body or each SSE ``message`` event becomes a frame. The wire adds the
+headers of the revision under test by itself, unless a check overrides them: the session id and
+``MCP-Protocol-Version`` learnt from ``initialize`` (legacy), and ``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` (2026-07-28; the ``x-mcp-header`` annotations are
+learnt from ``tools/list`` answers). With ``transport="sse"`` it opens the GET stream, waits for the
+``endpoint`` event, POSTs every message there and reads every answer from the stream.
+
+Leaving the block cancels open streams and closes the client; with ``delete_session`` it first
+DELETEs a legacy session (2025-11-25 transports: "Clients that no longer need a particular session
+... SHOULD send an HTTP DELETE"; the checks leave that to SV-24c: a DELETE per check doubles the
+traffic of short checks).
+Every HTTP exchange is kept for the report, with secret headers masked. ``httpx`` is imported
+lazily: stdio checks never need it.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import logging
+import math
+import re
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from conformance.harness import Exchange, Frame, WireBase
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpReply", "HttpWire", "SseEvent", "TargetUnreachable", "encode_header_value", "open_http_wire"]
+
+_log = logging.getLogger("mcpwire.check.http")
+
+MODERN: Final = "2026-07-28"
+META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+#: Header names whose values are never shown (case-insensitive).
+SECRET_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+MAX_BODY_SHOWN: Final = 2000
+MAX_READ_BYTES: Final = 16 * 1024 * 1024
+_SAFE_VALUE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
+_SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.S)
+
+
+class TargetUnreachable(OSError):
+    """The HTTP target cannot be reached at all (connection refused, DNS, TLS)."""
+
+
+@dataclass(slots=True, frozen=True)
+class SseEvent:
+    """One dispatched SSE event (WHATWG event-stream rules)."""
+
+    event: str
+    data: str
+    id: str | None = None
+    retry: int | None = None
+
+
+@dataclass(slots=True)
+class HttpReply:
+    """One HTTP exchange: what was sent and, as it came, what came back."""
+
+    number: int
+    method: str
+    url: str
+    request_headers: dict[str, str]
+    request_body: bytes = b""
+    status: int | None = None
+    #: lower-cased names; repeated headers joined with ", "
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    events: list[SseEvent] = field(default_factory=list)
+    #: JSON-RPC messages in the body or in the SSE ``message`` events, in order
+    messages: list[Any] = field(default_factory=list)
+    #: SSE comment lines seen (keep-alives)
+    comments: int = 0
+    #: the body ended (False when the wire stopped reading first)
+    complete: bool = False
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.method}#{self.number}"
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+
+    @property
+    def is_sse(self) -> bool:
+        return self.content_type == "text/event-stream"
+
+    def json(self) -> Any:
+        """The body decoded as JSON, or None."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The exchange for reports: secrets masked, long bodies cut."""
+        return {
+            "method": self.method,
+            "url": self.url,
+            "request_headers": _masked(self.request_headers),
+            "request_body": _shown(self.request_body),
+            "status": self.status,
+            "response_headers": _masked(self.headers),
+            "content_type": self.content_type,
+            "body": "" if self.is_sse else _shown(self.body),
+            "events": [
+                {"event": e.event, "id": e.id, "retry": e.retry, "data": e.data[:MAX_BODY_SHOWN]} for e in self.events
+            ],
+            "complete": self.complete,
+            "error": self.error,
+        }
+
+
+def _masked(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: ("***" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+def _shown(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    return text if len(text) <= MAX_BODY_SHOWN else text[:MAX_BODY_SHOWN] + f"...({len(text)} chars)"
+
+
+def encode_header_value(value: str) -> str:
+    """2026-07-28 streamable-http §Value Encoding: plain when safe, else the base64 sentinel."""
+    if _SAFE_VALUE.match(value) and not _SENTINEL.match(value):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+def _header_text(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | str):
+        return str(value)
+    return None
+
+
+class _SseParser:
+    """Incremental WHATWG event-stream parser (lines end in CRLF, LF or CR)."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._buffer = ""
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._pending_cr = False
+        self.comments = 0
+
+    def feed(self, data: bytes) -> list[SseEvent]:
+        text = self._decoder.decode(data)
+        if self._pending_cr and text.startswith("\n"):
+            text = text[1:]
+        self._pending_cr = text.endswith("\r")
+        self._buffer += text
+        lines = re.split(r"\r\n|\r|\n", self._buffer)
+        self._buffer = lines.pop()
+        out: list[SseEvent] = []
+        for line in lines:
+            event = self._line(line)
+            if event is not None:
+                out.append(event)
+        return out
+
+    def _line(self, line: str) -> SseEvent | None:
+        if line == "":
+            if not self._data and self._id is None and self._retry is None:
+                self._event = ""
+                return None
+            event = SseEvent(self._event or "message", "\n".join(self._data), self._id, self._retry)
+            self._data, self._event, self._id, self._retry = [], "", None, None
+            return event
+        if line.startswith(":"):
+            self.comments += 1
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+        return None
+
+
+@dataclass(slots=True, eq=False)
+class HttpWire(WireBase):
+    """A raw connection to one MCP endpoint (a session for the legacy era)."""
+
+    url: str
+    revision: str
+    client: httpx.AsyncClient
+    nursery: trio.Nursery
+    extra_headers: dict[str, str]
+    started: float
+    transport: str = "http"
+    exchanges: list[Exchange] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    replies: list[HttpReply] = field(default_factory=list)
+    session_id: str | None = None
+    negotiated: str | None = None
+    #: tool name -> {argument: header name} from x-mcp-header annotations
+    param_headers: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: 2024-11-05 HTTP+SSE: where messages are POSTed
+    endpoint: str | None = None
+    stream_closed: bool = False
+    _send: trio.MemorySendChannel[Frame] | None = None
+    _receive: trio.MemoryReceiveChannel[Frame] | None = None
+    _next_id: int = 0
+    _numbers: int = 0
+
+    @property
+    def era(self) -> str:
+        return "modern" if self.revision >= MODERN else "legacy"
+
+    # -- headers ---------------------------------------------------------------------------------
+
+    def headers_for(self, message: Any) -> dict[str, str]:
+        """The headers this wire sends with ``message`` by default."""
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        headers.update(self.extra_headers)
+        if self.transport == "sse":
+            return headers
+        method = message.get("method") if isinstance(message, dict) else None
+        params = message.get("params") if isinstance(message, dict) else None
+        if self.era == "legacy":
+            if self.session_id is not None:
+                headers["Mcp-Session-Id"] = self.session_id
+            version = self.negotiated
+            # 2025-11-25 transports §Protocol Version Header: on all requests after initialization
+            if version is not None and version >= "2025-06-18" and method != "initialize":
+                headers["MCP-Protocol-Version"] = version
+            return headers
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(META_VERSION) if isinstance(meta, dict) else None
+        headers["MCP-Protocol-Version"] = version if isinstance(version, str) else self.revision
+        if isinstance(method, str):
+            headers["Mcp-Method"] = method
+        key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(str(method))
+        if key is not None and isinstance(params, dict) and isinstance(params.get(key), str):
+            headers["Mcp-Name"] = encode_header_value(params[key])
+        if method == "tools/call" and isinstance(params, dict):
+            arguments = params.get("arguments")
+            for prop, name in self.param_headers.get(str(params.get("name")), {}).items():
+                text = _header_text(arguments.get(prop)) if isinstance(arguments, dict) else None
+                if text is not None:
+                    headers[f"Mcp-Param-{name}"] = encode_header_value(text)
+        return headers
+
+    def _learn(self, message: Any) -> None:
+        """Track what later headers depend on: the session and the x-mcp-header annotations."""
+        result = message.get("result") if isinstance(message, dict) else None
+        if not isinstance(result, dict):
+            return
+        if isinstance(result.get("protocolVersion"), str) and "capabilities" in result:
+            self.negotiated = result["protocolVersion"]
+        tools = result.get("tools")
+        if isinstance(tools, list):
+            for tool in tools:
+                schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+                properties = schema.get("properties") if isinstance(schema, dict) else None
+                if not isinstance(properties, dict):
+                    continue
+                names = {
+                    prop: spec["x-mcp-header"]
+                    for prop, spec in properties.items()
+                    if isinstance(spec, dict) and isinstance(spec.get("x-mcp-header"), str)
+                }
+                if names:
+                    self.param_headers[str(tool.get("name"))] = names
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    async def send(self, message: Any) -> None:
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        await self._dispatch(body, message, None)
+
+    async def send_bytes(self, data: bytes) -> None:
+        """POST raw bytes (e.g. malformed JSON) with this wire's default headers."""
+        await self._dispatch(data, None, None)
+
+    async def send_with(self, message: Any, headers: Mapping[str, str | None]) -> None:
+        """Like :meth:`send` with header overrides (a None value removes that header)."""
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        await self._dispatch(body, message, headers)
+
+    async def _dispatch(self, body: bytes, message: Any, overrides: Mapping[str, str | None] | None) -> None:
+        headers = self._merged(self.headers_for(message), overrides)
+        url = self.endpoint if self.transport == "sse" and self.endpoint is not None else self.url
+        rid = message.get("id") if isinstance(message, dict) and "method" in message else None
+        reply = self._new_reply("POST", url, headers, body)
+        if self.transport == "sse":
+            await self._exchange(reply, stream_to_frames=False, rid=None, foreground=True)
+            return
+        # returns once the headers are in: the server has the message before the next is sent
+        await self.nursery.start(self._exchange_task, reply, rid)
+
+    def _merged(self, headers: dict[str, str], overrides: Mapping[str, str | None] | None) -> dict[str, str]:
+        for name, value in (overrides or {}).items():
+            for existing in [k for k in headers if k.lower() == name.lower()]:
+                del headers[existing]
+            if value is not None:
+                headers[name] = value
+        return headers
+
+    def _new_reply(self, method: str, url: str, headers: dict[str, str], body: bytes) -> HttpReply:
+        self._numbers += 1
+        reply = HttpReply(self._numbers, method, url, dict(headers), body)
+        self.replies.append(reply)
+        shown = " ".join(
+            f"{k}: {v}" for k, v in _masked(headers).items() if k.lower() not in ("content-type", "accept")
+        )
+        path = urllib.parse.urlsplit(url).path or "/"
+        text = f"{reply.label} {method} {path} [{shown}] {_shown(body)}".rstrip()
+        self.exchanges.append(Exchange(">", text, self._now()))
+        return reply
+
+    async def _exchange_task(self, reply: HttpReply, rid: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        await self._exchange(reply, stream_to_frames=True, rid=rid, task_status=task_status)
+
+    async def _exchange(
+        self,
+        reply: HttpReply,
+        *,
+        stream_to_frames: bool,
+        rid: Any,
+        stop: Callable[[HttpReply], bool] | None = None,
+        foreground: bool = False,
+        task_status: Any = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Perform ``reply``'s request and read its answer (until ``stop`` says enough).
+
+        Raises:
+            TargetUnreachable: (``foreground`` only) the connection cannot be made at all.
+        """
+        import httpx
+
+        started = False
+        try:
+            request = self.client.build_request(
+                reply.method, reply.url, headers=reply.request_headers, content=reply.request_body
+            )
+            response = await self.client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            reply.error = f"{type(exc).__name__}: {exc}"
+            self.note(f"{reply.label} failed: {reply.error}")
+            task_status.started()
+            self._ended(rid, reply)
+            if isinstance(exc, httpx.ConnectError) and foreground:
+                raise TargetUnreachable(f"cannot reach {reply.url}: {exc}") from exc
+            return
+        try:
+            reply.status = response.status_code
+            for key, value in response.headers.multi_items():
+                name = key.lower()
+                reply.headers[name] = f"{reply.headers[name]}, {value}" if name in reply.headers else value
+            session = reply.headers.get("mcp-session-id")
+            if session is not None and self.transport == "http" and self.era == "legacy" and self.session_id is None:
+                self.session_id = session
+            shown = " ".join(f"{k}: {v}" for k, v in _masked(reply.headers).items() if k in _SHOWN_HEADERS)
+            self.exchanges.append(Exchange("<", f"{reply.label} {reply.status} [{shown}]", self._now()))
+            task_status.started()
+            started = True
+            parser = _SseParser() if reply.is_sse else None
+            async for chunk in response.aiter_raw():
+                if len(reply.body) < MAX_READ_BYTES:
+                    reply.body += chunk
+                if parser is not None:
+                    for event in parser.feed(chunk):
+                        await self._on_event(reply, event, stream_to_frames)
+                    reply.comments = parser.comments
+                if stop is not None and stop(reply):
+                    break
+            else:
+                reply.complete = True
+            if parser is None and reply.body.strip():
+                text = reply.body.decode("utf-8", "replace")
+                value = reply.json()
+                if value is not None:
+                    reply.messages.extend(value if isinstance(value, list) else [value])
+                    for item in value if isinstance(value, list) else [value]:
+                        self._learn(item)
+                if stream_to_frames:
+                    await self._push(self._record(text, via=reply.label))
+                else:
+                    self.exchanges.append(Exchange("<", f"{reply.label} body {_shown(reply.body)}", self._now()))
+        except httpx.TransportError as exc:
+            reply.error = f"{type(exc).__name__}: {exc}"
+            self.note(f"{reply.label} read failed: {reply.error}")
+        finally:
+            if not started:
+                task_status.started()
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await response.aclose()
+            if rid is not None and not any(_answers(m, rid) for m in reply.messages):
+                self._ended(rid, reply)
+
+    async def _on_event(self, reply: HttpReply, event: SseEvent, to_frames: bool) -> None:
+        reply.events.append(event)
+        meta = f"event: {event.event}" + (f" id: {event.id}" if event.id is not None else "")
+        meta += f" retry: {event.retry}" if event.retry is not None else ""
+        if event.event != "message" or not event.data:
+            self.exchanges.append(Exchange("<", f"{reply.label} {meta} data: {event.data[:400]!r}", self._now()))
+            return
+        try:
+            value = json.loads(event.data)
+        except ValueError:
+            value = None
+        if value is not None:
+            reply.messages.extend(value if isinstance(value, list) else [value])
+            self._learn(value)
+        if to_frames:
+            await self._push(self._record(event.data, via=reply.label))
+        else:
+            self.exchanges.append(Exchange("<", f"{reply.label} {meta} data: {event.data[:400]}", self._now()))
+
+    async def _push(self, frame: Frame) -> None:
+        if self._send is not None:
+            try:
+                self._send.send_nowait(frame)
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+
+    def _ended(self, rid: Any, reply: HttpReply) -> None:
+        if rid is None or self._send is None:
+            return
+        summary = f"HTTP {reply.status}" if reply.status is not None else f"no HTTP answer ({reply.error})"
+        if reply.body and not reply.is_sse:
+            summary += f" with body {_shown(reply.body)[:200]!r}"
+        try:
+            self._send.send_nowait(Frame("", ended=(rid, summary)))
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    def _closed_reason(self) -> str | None:
+        return "the SSE stream closed" if self.transport == "sse" and self.stream_closed else None
+
+    # -- raw verbs -------------------------------------------------------------------------------
+
+    async def post(
+        self,
+        body: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: Mapping[str, str | None] | None = None,
+        timeout: float = 5.0,
+        stop: Callable[[HttpReply], bool] | None = None,
+        url: str | None = None,
+    ) -> HttpReply:
+        """POST and read the whole answer (or until ``stop``/``timeout``); frames are recorded too."""
+        data = raw if raw is not None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        merged = self._merged(self.headers_for(body), headers)
+        reply = self._new_reply("POST", url or self.url, merged, data)
+        await self._bounded(reply, timeout, stop)
+        return reply
+
+    async def get(
+        self,
+        *,
+        headers: Mapping[str, str | None] | None = None,
+        timeout: float = 1.0,
+        stop: Callable[[HttpReply], bool] | None = None,
+        url: str | None = None,
+    ) -> HttpReply:
+        """GET (the standalone or a resumed SSE stream) and read for at most ``timeout`` s."""
+        base = {"Accept": "text/event-stream", **self.extra_headers}
+        if self.session_id is not None:
+            base["Mcp-Session-Id"] = self.session_id
+        if self.negotiated is not None and self.negotiated >= "2025-06-18":
+            base["MCP-Protocol-Version"] = self.negotiated
+        reply = self._new_reply("GET", url or self.url, self._merged(base, headers), b"")
+        await self._bounded(reply, timeout, stop, to_frames=False)
+        return reply
+
+    async def delete(self, *, headers: Mapping[str, str | None] | None = None, timeout: float = 5.0) -> HttpReply:
+        base = dict(self.extra_headers)
+        if self.session_id is not None:
+            base["Mcp-Session-Id"] = self.session_id
+        if self.negotiated is not None and self.negotiated >= "2025-06-18":
+            base["MCP-Protocol-Version"] = self.negotiated
+        reply = self._new_reply("DELETE", self.url, self._merged(base, headers), b"")
+        await self._bounded(reply, timeout, None, to_frames=False)
+        return reply
+
+    async def _bounded(
+        self, reply: HttpReply, timeout: float, stop: Callable[[HttpReply], bool] | None, *, to_frames: bool = True
+    ) -> None:
+        with trio.move_on_after(timeout) as scope:
+            await self._exchange(reply, stream_to_frames=to_frames, rid=None, stop=stop, foreground=True)
+        if scope.cancelled_caught:
+            self.note(f"{reply.label}: stopped reading after {timeout:g} s")
+
+    def sent_messages(self) -> list[Any]:
+        out: list[Any] = []
+        for reply in self.replies:
+            if reply.method == "POST" and reply.request_body:
+                try:
+                    out.append(json.loads(reply.request_body))
+                except ValueError:
+                    continue
+        return out
+
+    def reply_for(self, rid: Any) -> HttpReply | None:
+        """The POST that carried the request ``rid`` (the last one with that id)."""
+        for reply in reversed(self.replies):
+            if reply.method != "POST":
+                continue
+            try:
+                sent = json.loads(reply.request_body)
+            except ValueError:
+                continue
+            if isinstance(sent, dict) and sent.get("id") == rid and type(sent.get("id")) is type(rid):
+                return reply
+        return None
+
+
+_SHOWN_HEADERS: Final = frozenset(
+    {"content-type", "mcp-session-id", "www-authenticate", "x-accel-buffering", "allow", "location", "cache-control"}
+)
+
+
+def _answers(message: Any, rid: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and "method" not in message
+        and message.get("id") == rid
+        and type(message.get("id")) is type(rid)
+    )
+
+
+async def _read_sse_transport(wire: HttpWire, reply: HttpReply, ready: trio.Event) -> None:
+    """The 2024-11-05 GET stream: the endpoint event, then every server message."""
+    import httpx
+
+    try:
+        request = wire.client.build_request("GET", reply.url, headers=reply.request_headers)
+        response = await wire.client.send(request, stream=True)
+    except httpx.ConnectError as exc:
+        reply.error = str(exc)
+        ready.set()
+        return
+    except httpx.TransportError as exc:
+        reply.error = str(exc)
+        ready.set()
+        return
+    try:
+        reply.status = response.status_code
+        reply.headers = {k.lower(): v for k, v in response.headers.items()}
+        wire.exchanges.append(
+            Exchange("<", f"{reply.label} {reply.status} [content-type: {reply.content_type}]", wire._now())
+        )
+        if response.status_code != 200 or not reply.is_sse:
+            ready.set()
+            return
+        parser = _SseParser()
+        async for chunk in response.aiter_raw():
+            for event in parser.feed(chunk):
+                if event.event == "endpoint" and wire.endpoint is None:
+                    reply.events.append(event)
+                    wire.endpoint = urllib.parse.urljoin(wire.url, event.data.strip())
+                    wire.exchanges.append(
+                        Exchange("<", f"{reply.label} event: endpoint data: {event.data}", wire._now())
+                    )
+                    ready.set()
+                    continue
+                await wire._on_event(reply, event, True)
+        reply.complete = True
+    except httpx.TransportError as exc:
+        reply.error = str(exc)
+    finally:
+        wire.stream_closed = True
+        wire.note("the SSE stream closed")
+        ready.set()
+        with trio.CancelScope(shield=True), trio.move_on_after(1):
+            await response.aclose()
+
+
+_SSL_CONTEXT: list[Any] = []
+
+
+def _ssl_context() -> Any:
+    """One TLS context for every wire: building one costs more than a whole local check."""
+    import httpx
+
+    if not _SSL_CONTEXT:
+        _SSL_CONTEXT.append(httpx.create_ssl_context())
+    return _SSL_CONTEXT[0]
+
+
+@asynccontextmanager
+async def open_http_wire(
+    url: str,
+    revision: str,
+    *,
+    transport: str = "http",
+    headers: Mapping[str, str] | None = None,
+    connect_timeout: float = 5.0,
+    delete_session: bool = False,
+) -> AsyncIterator[HttpWire]:
+    """A fresh HTTP wire to ``url`` for ``revision``; everything it opened is closed on exit.
+
+    Raises:
+        TargetUnreachable: nothing answers at ``url`` (or, for HTTP+SSE, no endpoint event).
+
+    Cancellation: closing runs shielded and bounded (a DELETE of at most 2 s).
+    """
+    import httpx
+
+    timeout = httpx.Timeout(connect=connect_timeout, read=None, write=connect_timeout, pool=connect_timeout)
+    client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=_ssl_context())
+    send, receive = trio.open_memory_channel[Frame](math.inf)
+    try:
+        async with trio.open_nursery() as nursery:
+            wire = HttpWire(
+                url=url,
+                revision=revision,
+                client=client,
+                nursery=nursery,
+                extra_headers=dict(headers or {}),
+                started=time.monotonic(),
+                transport=transport,
+            )
+            wire._send, wire._receive = send, receive
+            try:
+                if transport == "sse":
+                    ready = trio.Event()
+                    stream = wire._new_reply("GET", url, {"Accept": "text/event-stream", **wire.extra_headers}, b"")
+                    nursery.start_soon(_read_sse_transport, wire, stream, ready)
+                    with trio.move_on_after(connect_timeout):
+                        await ready.wait()
+                    if wire.endpoint is None:
+                        detail = stream.error or (f"HTTP {stream.status}" if stream.status else "no answer")
+                        raise TargetUnreachable(f"no 'endpoint' event from the SSE stream at {url} ({detail})")
+                yield wire
+            finally:
+                with trio.CancelScope(shield=True):
+                    if delete_session and wire.session_id is not None and wire.transport == "http":
+                        with trio.move_on_after(2):
+                            await wire.delete()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # the caller's own exception comes out as itself, not wrapped by our nursery
+        leaves = _leaves(group)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+    finally:
+        with trio.CancelScope(shield=True):
+            await client.aclose()
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
