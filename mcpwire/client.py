@@ -71,7 +71,9 @@ from .protocol.session import (
     NotificationReceived,
     ProgressReceived,
     ServerRequestReceived,
+    ToolCallResponse,
     Violation,
+    decode_tool_answer,
 )
 from .protocol.types import (
     META_LOG_LEVEL,
@@ -128,6 +130,9 @@ DEFAULT_PROBE_TIMEOUT: Final = 0.5
 CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 #: heap entries of finished calls are dropped once the heap is this large (and 4x the live ones)
 COMPACT_DEADLINES_AT: Final = 1024
+#: messages at least this large may be read in one pass as a call_tool answer (below, the
+#: generic path's second look at the result costs little)
+ONE_PASS_MIN_BYTES: Final = 16 * 1024
 MAX_PAGES: Final = 10_000
 NOISE_WARNINGS_PER_MINUTE: Final = 5
 
@@ -231,7 +236,7 @@ class _Waiter(_Wake):
     """What one request's caller waits on, and its wake-up (a plain slotted class: one is made
     per call)."""
 
-    __slots__ = ("channel", "deadline", "done", "expired", "outcome", "progress")
+    __slots__ = ("channel", "deadline", "done", "expired", "outcome", "progress", "typed_tool")
 
     def __init__(
         self,
@@ -247,6 +252,7 @@ class _Waiter(_Wake):
         self.deadline = math.inf  # when the caller gives up (reset on progress)
         self.expired = False  # set by the deadline watcher
         self.done = False  # the caller stopped waiting (answered, timed out or cancelled)
+        self.typed_tool = False  # call_tool's own: its answer may come as a ToolCallResponse
 
 
 class _Deadlines:
@@ -443,6 +449,7 @@ class Client:
         self._legacy_subscriptions: list[Subscription] = []
         self._server_request_scopes: dict[RequestId, trio.CancelScope] = {}
         self._tools: dict[str, Tool] = {}
+        self._tool_calls_in_flight = 0  # classify() tries the one-pass decode only while > 0
         self._output_schemas: frozenset[str] = frozenset()  # names of the tools that declare one
         self._validators: dict[str, Validator | None] = {}
         self._log_level: str | None = None
@@ -809,9 +816,20 @@ class Client:
 
     # -- sink (called synchronously by the transport's reader) ------------------------------------
 
+    def classify(self, data: bytes) -> Message:
+        """A large message while tool calls are pending is first read as a complete
+        ``tools/call`` answer, in one pass; everything else is classified generically."""
+        if self._tool_calls_in_flight and len(data) >= ONE_PASS_MIN_BYTES:
+            answer = decode_tool_answer(data)
+            if answer is not None:
+                entry = self._session.table.get(answer.id)
+                if entry is not None and entry.waiter.typed_tool:
+                    return answer
+        return jsonrpc.classify(data)
+
     def message_received(self, message: Message) -> None:
         # Fast path: an answer to one of our requests.
-        if type(message) is Response:
+        if type(message) is Response or type(message) is ToolCallResponse:
             entry = self._session.table.resolve(message.id)
             if entry is not None:
                 waiter = entry.waiter  # self._resolve(), inlined
@@ -1095,9 +1113,26 @@ class Client:
         timeout: float | None,
         on_progress: ProgressCallback | None = None,
         check: bool = True,
-        _retried: bool = False,
     ) -> msgspec.Raw:
         """Sends one request and returns its raw result. Raises RPCError on an error answer."""
+        answer = await self._answer(method, params, timeout=timeout, on_progress=on_progress, check=check)
+        return answer.result
+
+    async def _answer(
+        self,
+        method: str,
+        params: Mapping[str, object] | None,
+        *,
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+        check: bool = True,
+        typed_tool: bool = False,
+        _retried: bool = False,
+    ) -> Response:
+        """Sends one request and returns its answer. Raises RPCError on an error answer.
+
+        ``typed_tool``: the caller (call_tool) accepts a :class:`ToolCallResponse`.
+        """
         if timeout is not None and not timeout > 0:  # before anything is sent
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         if not self._session_ready.is_set():
@@ -1116,6 +1151,7 @@ class Client:
         transport = self._transport
         headers = self._headers_for(method, params) if transport is not None and transport.wants_headers else None
         waiter = _Waiter(progress=[] if on_progress is not None else None)
+        waiter.typed_tool = typed_tool
         entry, payload = self._session.prepare_request(
             method, params, waiter, check=check, progress=on_progress is not None
         )
@@ -1139,16 +1175,22 @@ class Client:
             if self._session.table.abandon(entry.id) is not None:
                 await self._cancel_on_wire(entry, exc)
             raise
-        if type(outcome) is Response:
-            return outcome.result
+        if isinstance(outcome, Response):
+            return outcome
         if isinstance(outcome, ErrorResponse):
             data = outcome.data_value()
             if outcome.code == -32020 and method == "tools/call" and not _retried:
                 # HT-M09: "the client SHOULD call tools/list to check for changes to the tool's
                 # inputSchema, then retry the original request with the appropriate headers".
                 await self.list_tools(timeout=timeout)
-                return await self._roundtrip(
-                    method, params, timeout=timeout, on_progress=on_progress, check=check, _retried=True
+                return await self._answer(
+                    method,
+                    params,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    check=check,
+                    typed_tool=typed_tool,
+                    _retried=True,
                 )
             kind = MissingClientCapability if outcome.code == -32021 else RPCError
             raise kind(outcome.code, outcome.message, data, method=method, server=self.label, request_id=entry.id)
@@ -1156,14 +1198,26 @@ class Client:
             # HT-M12: "A broken response stream loses the in-flight request; clients MUST
             # re-issue it as a new request with a new request ID". Once: a second loss is raised.
             log.info("%s: the response stream of '%s' (id %s) broke; re-issuing it", self.label, method, entry.id)
-            return await self._roundtrip(
-                method, params, timeout=timeout, on_progress=on_progress, check=check, _retried=True
+            return await self._answer(
+                method,
+                params,
+                timeout=timeout,
+                on_progress=on_progress,
+                check=check,
+                typed_tool=typed_tool,
+                _retried=True,
             )
         if isinstance(outcome, SessionExpired) and not _retried:
             # HT-L12: a 404 on a known session: start a new session and re-send once.
             await self._reinitialize(generation)
-            return await self._roundtrip(
-                method, params, timeout=timeout, on_progress=on_progress, check=check, _retried=True
+            return await self._answer(
+                method,
+                params,
+                timeout=timeout,
+                on_progress=on_progress,
+                check=check,
+                typed_tool=typed_tool,
+                _retried=True,
             )
         assert isinstance(outcome, BaseException)
         raise outcome
@@ -1508,16 +1562,25 @@ class Client:
         params: dict[str, object] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        raw = await self._roundtrip("tools/call", params, timeout=timeout, on_progress=on_progress)
+        self._tool_calls_in_flight += 1
+        try:
+            answer = await self._answer("tools/call", params, timeout=timeout, on_progress=on_progress, typed_tool=True)
+        finally:
+            self._tool_calls_in_flight -= 1
+        raw = answer.result
         content: list[ContentBlock]
         # The common answer is decoded once: a complete result whose blocks are all of known
-        # types (its resultType read on the way). Anything else takes the general path: input
-        # rounds (MRTR), an unknown resultType (JR-10), blocks of other types.
-        try:
-            decoder = _call_tool_decoder or _decoder_for(CallToolWire)
-            wire: CallToolWire | CallToolWireLenient | None = decoder.decode(raw)
-        except jsonrpc.DECODE_ERRORS:
-            wire = None
+        # types (its resultType read on the way; a large one already by classify()). Anything
+        # else takes the general path: input rounds (MRTR), an unknown resultType (JR-10),
+        # blocks of other types.
+        wire: CallToolWire | CallToolWireLenient | None
+        if type(answer) is ToolCallResponse:
+            wire = answer.tool
+        else:
+            try:
+                wire = (_call_tool_decoder or _decoder_for(CallToolWire)).decode(raw)
+            except jsonrpc.DECODE_ERRORS:
+                wire = None
         revision = self._session.revision
         modern = revision is not None and revision.modern
         if isinstance(wire, CallToolWire) and (not modern or wire.result_type == "complete"):

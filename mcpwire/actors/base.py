@@ -21,6 +21,11 @@ __all__ = ["MessageSink", "Transport"]
 class MessageSink(Protocol):
     """Where a transport delivers what it reads. Every method is synchronous and never blocks."""
 
+    def classify(self, data: bytes) -> Message:
+        """Turns one complete JSON text into a message (:func:`~mcpwire.protocol.jsonrpc.classify`,
+        or a faster typed path where the sink knows what it expects). Never raises."""
+        ...
+
     def message_received(self, message: Message) -> None: ...
 
     def connection_lost(self, exc: BaseException) -> None: ...

@@ -24,7 +24,7 @@ import trio
 
 from ..errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, ServerGone
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
-from ..protocol.jsonrpc import RequestId, classify
+from ..protocol.jsonrpc import RequestId
 from ..protocol.sse import SSEDecoder, is_event_stream
 from ..transports import HttpServer
 from .base import MessageSink
@@ -158,7 +158,7 @@ class LegacySSETransport:
                                     elif event.event == "message" and event.data.strip():
                                         if self.endpoint is None:
                                             continue  # nothing precedes the endpoint event (HS-03)
-                                        self._sink.message_received(classify(event.data.encode()))
+                                        self._sink.message_received(self._sink.classify(event.data.encode()))
                     if wait_endpoint.cancelled_caught:
                         raise ConnectError(f"server '{self.label}' sent no endpoint event within {ENDPOINT_TIMEOUT:g}s")
             except (httpx.TransportError, FrameTooLarge) as exc:

@@ -42,7 +42,7 @@ import trio
 
 from ..errors import ConnectError, FrameTooLarge, ServerGone, ServerNotFound
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES, LineBuffer
-from ..protocol.jsonrpc import RequestId, classify
+from ..protocol.jsonrpc import RequestId
 from ..transports import StdioServer
 from .base import MessageSink
 
@@ -305,9 +305,10 @@ class StdioTransport:
                 if not data:
                     last = buffer.close()
                     if last is not None:
-                        sink.message_received(classify(last))
+                        sink.message_received(sink.classify(last))
                     break
                 self.bytes_received += len(data)
+                classify = sink.classify
                 for line in buffer.feed(data):
                     sink.message_received(classify(line))
         except FrameTooLarge as exc:

@@ -42,7 +42,7 @@ from ..errors import (
     TransportError,
 )
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
-from ..protocol.jsonrpc import ErrorResponse, Message, NotProtocol, RequestId, Response, classify
+from ..protocol.jsonrpc import ErrorResponse, Message, NotProtocol, RequestId, Response
 from ..protocol.sse import SSEDecoder, is_event_stream, media_type
 from ..transports import HttpServer
 from .base import MessageSink
@@ -343,7 +343,7 @@ class StreamableHTTPTransport:
             return
         body = await self._read_body(response)
         if ctype == "application/json" and body and not body.isspace():
-            message = classify(body)
+            message = self._sink.classify(body)
             # A JSON-RPC answer, even on 4xx: 2026-07-28 answers -32020/-32021/-32022 with
             # 400 and -32601 with 404, and the client acts on the error (LC-43, LC-47).
             if not isinstance(message, NotProtocol) and (200 <= status < 300 or isinstance(message, ErrorResponse)):
@@ -461,7 +461,7 @@ class StreamableHTTPTransport:
     def _event(self, kind: str, data: str, answered: _Answered) -> None:
         if kind != "message" or not data.strip():
             return  # priming events, or event types that carry no JSON-RPC (HT-S02)
-        message = classify(data.encode())
+        message = self._sink.classify(data.encode())
         answered.see(message)
         self._sink.message_received(message)
 

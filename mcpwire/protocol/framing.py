@@ -26,6 +26,7 @@ __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "LineBuffer", "encode_line"]
 DEFAULT_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
 
 _BOM: Final = b"\xef\xbb\xbf"
+_COPY_ONCE_BYTES: Final = 16 * 1024  # longer lines are copied out through a memoryview
 
 
 class LineBuffer:
@@ -73,7 +74,10 @@ class LineBuffer:
                 end -= 1
             if end - start > self._max:
                 raise FrameTooLarge(end - start, self._max)
-            if end > start:
+            if end - start > _COPY_ONCE_BYTES:
+                with memoryview(buf) as view:  # one copy, not two (slice, then bytes)
+                    lines.append(bytes(view[start:end]))
+            elif end > start:
                 lines.append(bytes(buf[start:end]))
             start = pos + 1
             pos = buf.find(b"\n", start)

@@ -31,12 +31,15 @@ from .types import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
+    CallToolWire,
     Implementation,
     ServerCapabilities,
 )
 from .versions import Era, Revision
 
 __all__ = [
+    "ToolCallResponse",
+    "decode_tool_answer",
     "AnswerReceived",
     "ClientSession",
     "Event",
@@ -49,6 +52,44 @@ __all__ = [
 W = TypeVar("W")
 
 _params_decoder = msgspec.json.Decoder(dict[str, object])
+
+
+class ToolCallResponse(Response, frozen=True):
+    """A ``tools/call`` answer decoded in one pass (large results), ``result`` left empty.
+
+    Classifying a message first (to learn its id) and then decoding its result reads a large
+    answer twice; for a big message while calls are pending, :func:`decode_tool_answer` reads it
+    once, straight into the typed result, and the generic path is the fallback.
+    """
+
+    tool: CallToolWire | None = None
+
+
+class _ToolAnswer(msgspec.Struct, forbid_unknown_fields=True):
+    # forbid_unknown_fields: a notification or a request fails at its "method" key, at once,
+    # instead of after skipping its params
+    jsonrpc: str
+    id: RequestId
+    result: CallToolWire
+
+
+_tool_answer: msgspec.json.Decoder[_ToolAnswer] | None = None  # built on first use (about 1 ms)
+_EMPTY_RESULT = msgspec.Raw(b"")
+
+
+def decode_tool_answer(data: bytes) -> ToolCallResponse | None:
+    """``data`` as a complete ``tools/call`` answer in one pass, or ``None`` when it is
+    anything else (another message, an error, input rounds, unusual content blocks, bad JSON)."""
+    global _tool_answer
+    if _tool_answer is None:
+        _tool_answer = msgspec.json.Decoder(_ToolAnswer)
+    try:
+        answer = _tool_answer.decode(data)
+    except jsonrpc.DECODE_ERRORS:
+        return None
+    if answer.jsonrpc != "2.0" or answer.result.result_type != "complete":
+        return None
+    return ToolCallResponse(answer.id, _EMPTY_RESULT, answer.result)
 
 
 class AnswerReceived(msgspec.Struct, Generic[W], frozen=True):
