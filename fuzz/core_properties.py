@@ -7,6 +7,9 @@
 - round trips: every encoder's output classifies back to the same message (JR-01, JR-05);
 - a stateful machine: the :class:`RequestTable` releases every waiter exactly once under any
   interleaving of add / resolve / abandon / fail_all / stray and late answers (JR-03..JR-06);
+- the SSE decoder (HT-S01..HT-S03): however an event stream is cut, the same events, last id and
+  retry come out, and on any bytes it raises only ``FrameTooLarge``; header values mirrored over
+  HTTP (HT-M05) are visible ASCII and decode back to the value;
 - a stateful machine: :class:`ClientSession` against a small model of its states
   (IDLE -> CONNECTING -> READY -> CLOSING -> CLOSED) and of the method table (LC-14, LC-16,
   LC-20, LC-30), checking ids, refusals and the ``_meta`` of every request it lets through.
@@ -40,8 +43,10 @@ from mcpwire.protocol import (
     SessionState,
     classify,
 )
+from mcpwire.protocol.http import encode_header_value
 from mcpwire.protocol.jsonrpc import encode_error, encode_notification, encode_request, encode_result
 from mcpwire.protocol.session import AnswerReceived, ProgressReceived
+from mcpwire.protocol.sse import SSEDecoder, SSEEvent
 from mcpwire.protocol.types import META_PROTOCOL_VERSION, Implementation, ServerCapabilities
 from mcpwire.protocol.versions import LEGACY_REVISIONS, MODERN_REVISIONS
 
@@ -54,8 +59,11 @@ __all__ = [
     "test_classify_is_total_on_json_like_text",
     "test_classify_is_total_on_invalid_utf8_in_string_members",
     "test_feed_raises_only_frame_too_large",
+    "test_header_values_round_trip",
     "test_receive_is_total",
     "test_round_trips",
+    "test_sse_chunking_invariance",
+    "test_sse_feed_raises_only_frame_too_large",
 ]
 
 MODERN = MODERN_REVISIONS[0]
@@ -280,6 +288,78 @@ def test_round_trips(rid: int | str, method: str, params: dict[str, Any], result
     error = classify(encode_error(rid, code, method, result))
     assert isinstance(error, ErrorResponse) and (error.id, error.code, error.message) == (rid, code, method)
     assert error.data_value() == result
+
+
+# -- the SSE decoder and HTTP header values ----------------------------------------------------------
+
+sse_lines = st.sampled_from(
+    [
+        *(b"data: x", b"data:y", b"data", b"event: e", b"id: 1", b"id: \x00", b"retry: 10", b"retry: x", b": ping"),
+        *(b"", BOM + b"data: z", b"data: \xff", b'data: {"jsonrpc":"2.0","id":1,"result":{}}'),
+    ]
+) | st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b""))
+
+
+@st.composite
+def sse_streams(draw: st.DrawFn) -> bytes:
+    """Event-stream lines ended by LF, CRLF or CR, an optional BOM first (HT-S01)."""
+    parts: list[bytes] = [BOM] if draw(st.booleans()) else []
+    for line in draw(st.lists(sse_lines, max_size=10)):
+        parts += [line, draw(st.sampled_from([b"\n", b"\r\n", b"\r"]))]
+    return b"".join(parts)
+
+
+def sse_feed(
+    stream: bytes, cuts: list[int], max_event_bytes: int = 1 << 30
+) -> tuple[list[SSEEvent], str | None, int | None]:
+    """The events, last event id and retry after feeding the stream cut at ``cuts`` (no empty chunk)."""
+    decoder = SSEDecoder(max_event_bytes)
+    events: list[SSEEvent] = []
+    start = 0
+    for cut in [*sorted(set(cuts)), len(stream)]:
+        if cut > start:
+            events += decoder.feed(stream[start:cut])
+            start = cut
+    return events, decoder.last_event_id, decoder.retry
+
+
+@SETTINGS
+@given(data=st.data(), stream=sse_streams())
+def test_sse_chunking_invariance(data: st.DataObject, stream: bytes) -> None:
+    """HT-S01: the events do not depend on how the stream was cut.
+
+    The cuts leave the first 3 bytes together and make no empty chunk: the two cases where the
+    decoder does depend on the cutting are pinned as known failures in ``tests/fuzz``.
+    """
+    cuts = data.draw(st.lists(st.integers(min_value=3, max_value=max(3, len(stream))), max_size=8))
+    assert sse_feed(stream, cuts) == sse_feed(stream, [])
+
+
+@SETTINGS
+@given(data=st.data(), stream=st.binary(max_size=200) | sse_streams(), limit=st.integers(min_value=1, max_value=64))
+def test_sse_feed_raises_only_frame_too_large(data: st.DataObject, stream: bytes, limit: int) -> None:
+    """HT-S03: any bytes, any cutting, a small bound: events or ``FrameTooLarge``, nothing else."""
+    cuts = data.draw(cuts_for(stream))
+    try:
+        events, _, _ = sse_feed(stream, cuts, limit)
+    except FrameTooLarge as exc:
+        assert exc.limit == limit and exc.size > limit
+        return
+    assert all(len(e.data) <= limit for e in events)
+
+
+@SETTINGS
+@given(st.text(max_size=40))
+def test_header_values_round_trip(value: str) -> None:
+    """HT-M05: a mirrored header value is visible ASCII, and the base64 sentinel gives it back."""
+    import base64
+
+    encoded = encode_header_value(value)
+    assert all(0x20 <= ord(c) <= 0x7E for c in encoded)
+    if encoded.startswith("=?base64?") and encoded.endswith("?="):
+        assert base64.b64decode(encoded[len("=?base64?") : -2]).decode() == value
+    else:
+        assert encoded == value and encoded == encoded.strip()
 
 
 # -- the request table -------------------------------------------------------------------------

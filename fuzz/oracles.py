@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
+from . import mcp_schema
 from .exchange import Observation, Profile, Step
-from .schemas import is_valid, validator_for
+from .schemas import is_valid, schema_problem, validator_for
 
 __all__ = ["ORACLES", "Oracle", "OracleFailure", "Violation", "check", "failure_class", "legal_error_code"]
 
@@ -48,14 +47,20 @@ ORACLES: dict[str, Oracle] = {
             "2025-11-25 basic/index §Responses (every request gets a response); SV-02",
         ),
         Oracle(
+            "answer-slow",
+            "a request missed the deadline but was answered within the longer one of the confirming replay",
+            "2025-11-25 basic/lifecycle §Timeouts (implementations SHOULD establish timeouts); SV-02",
+            severity="warning",
+        ),
+        Oracle(
             "one-answer",
             "every request gets exactly one answer, with its id (same value and type); no answer to unknown ids",
             'JSON-RPC 2.0 §5 and 2026-07-28 basic/index §Result Responses: "MUST include the same ID"; SV-02',
         ),
         Oracle(
             "notification-silence",
-            "a notification is never answered",
-            '2026-07-28 basic/index §Notifications: "The receiver MUST NOT send a response."; SV-04, JR-07',
+            "a notification is never answered (over HTTP, a 4xx refusal with an id-less error body is not an answer)",
+            '2026-07-28 basic/index §Notifications: "The receiver MUST NOT send a response."; SV-04, JR-07; HT-04',
         ),
         Oracle(
             "malformed-input",
@@ -64,7 +69,8 @@ ORACLES: dict[str, Oracle] = {
         ),
         Oracle(
             "answer-shape",
-            "answers are well-formed JSON-RPC and validate against the revision's schema",
+            "answers, notifications and requests from the server are well-formed JSON-RPC and validate "
+            "against the revision's schema (the result type of the method asked)",
             "2024-11-05 basic/messages (exactly one of result/error; integer code); schema.json; SV-03, SV-06",
         ),
         Oracle(
@@ -80,7 +86,7 @@ ORACLES: dict[str, Oracle] = {
         ),
         Oracle(
             "stdout-clean",
-            "every stdout line is a JSON-RPC message",
+            "every stdout line (HTTP: every response body and event) is a JSON-RPC message",
             '2026-07-28 basic/transports/stdio: "The server MUST NOT write anything to its stdout that is not a'
             ' valid MCP message."; SV-01',
         ),
@@ -88,6 +94,23 @@ ORACLES: dict[str, Oracle] = {
             "list-stable",
             "lists are the same across calls and do not change as a side effect of other requests",
             '2026-07-28 server/tools §Capabilities: "MUST NOT vary per-connection or as a side effect"; SV-34',
+        ),
+        Oracle(
+            "http-status",
+            "an HTTP server never answers with a 5xx status: bad input gets a 4xx or a JSON-RPC error",
+            "2026-07-28 basic/transports/streamable-http §Sending Messages (a request gets JSON or an SSE stream,"
+            " a rejected message an HTTP error status such as 400 Bad Request); HT-04, SV-20, SV-21",
+        ),
+        Oracle(
+            "subscription-ack",
+            "a subscriptions/listen stream is acknowledged first with notifications/subscriptions/acknowledged",
+            '2026-07-28 basic/patterns/subscriptions §Acknowledgment: "The server MUST send'
+            ' notifications/subscriptions/acknowledged as the first message"; SV-37, UT-S02',
+        ),
+        Oracle(
+            "tool-schema",
+            "every tool's inputSchema (and outputSchema) is a valid JSON Schema of its draft, 2020-12 by default",
+            '2025-11-25 server/tools §Tool: inputSchema "MUST be a valid JSON Schema object (not null)"; SV-29',
         ),
         Oracle(
             "invalid-args-refused",
@@ -158,63 +181,57 @@ def legal_error_code(code: object, revision: str) -> bool:
     return code in (_MCP_MODERN if revision >= "2026-07-28" else _MCP_LEGACY)
 
 
-# -- the official schema (optional: used when found) ----------------------------------------------
+# -- the official schema (used when found) ------------------------------------------------------------
+
+#: 2026-07-28 basic/patterns/mrtr: these methods may answer with an InputRequiredResult instead
+_MRTR_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
-def schema_dir() -> Path | None:
-    """``$MCPWIRE_SCHEMA_DIR``, else ``shared/mcp-schema`` beside the repository, if present."""
-    env = os.environ.get("MCPWIRE_SCHEMA_DIR")
-    candidates = [Path(env)] if env else []
-    here = Path(__file__).resolve().parent
-    candidates += [here.parent.parent / "shared" / "mcp-schema", here.parent / "shared" / "mcp-schema"]
-    for path in candidates:
-        if path.is_dir():
-            return path
-    return None
-
-
-@cache
-def _result_validator(revision: str, definition: str) -> Any:
-    base = schema_dir()
-    if base is None or not (base / revision / "schema.json").is_file():
-        return None
-    document = json.loads((base / revision / "schema.json").read_text(encoding="utf-8"))
-    defs = document.get("$defs") or document.get("definitions") or {}
-    if definition not in defs:
-        return None
-    key = "$defs" if "$defs" in document else "definitions"
-    schema = {"$schema": document.get("$schema", ""), key: defs, "$ref": f"#/{key}/{definition}"}
-    if not schema["$schema"]:
-        del schema["$schema"]
-    return validator_for(schema)
-
-
-_RESULT_TYPES = {
-    "tools/call": "CallToolResult",
-    "tools/list": "ListToolsResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "resources/list": "ListResourcesResult",
-    "resources/read": "ReadResourceResult",
-    "initialize": "InitializeResult",
-}
-
-
-def _schema_errors(revision: str, method: str | None, result: Any) -> str | None:
-    definition = _RESULT_TYPES.get(method or "")
-    if definition is None:
-        return None
-    validator = _result_validator(revision, definition)
-    if validator is None:
-        return None
+def _first_error(validator: Any, value: Any) -> str | None:
     try:
-        error = next(iter(validator.iter_errors(result)), None)
+        error = next(iter(validator.iter_errors(value)), None)
     except RecursionError:
-        return "result too deeply nested to validate"
+        return "too deeply nested to validate"
     if error is None:
         return None
     path = "/".join(str(p) for p in error.absolute_path)
-    return f"{definition} at /{path}: {error.message[:200]}"
+    return f"at /{path}: {error.message[:200]}"
+
+
+def _schema_errors(revision: str, method: str | None, result: Any) -> str | None:
+    definition = mcp_schema.result_definition(revision, method or "")
+    if definition is None:
+        return None
+    if (
+        revision >= "2026-07-28"
+        and method in _MRTR_METHODS
+        and isinstance(result, dict)
+        and result.get("resultType") == "input_required"
+    ):
+        definition = "InputRequiredResult"
+    validator = mcp_schema.validator(revision, definition)
+    if validator is None:
+        return None
+    problem = _first_error(validator, result)
+    return None if problem is None else f"{definition} {problem}"
+
+
+def _notification_errors(revision: str, message: dict[str, Any]) -> str | None:
+    """A server notification of a method the revision defines must validate against its type."""
+    method = message.get("method")
+    defs = (mcp_schema.document(revision) or {}).get("$defs") or (mcp_schema.document(revision) or {}).get(
+        "definitions"
+    )
+    if not isinstance(defs, dict) or not isinstance(method, str):
+        return None
+    union = defs.get("ServerNotification") or {}
+    names = [r["$ref"].rsplit("/", 1)[-1] for r in union.get("anyOf", []) if isinstance(r, dict) and "$ref" in r]
+    for name in names:
+        if ((defs.get(name) or {}).get("properties") or {}).get("method", {}).get("const") == method:
+            validator = mcp_schema.validator(revision, name)
+            problem = None if validator is None else _first_error(validator, message)
+            return None if problem is None else f"{name} {problem}"
+    return None
 
 
 # -- the checks ---------------------------------------------------------------------------------
@@ -279,6 +296,19 @@ def check(obs: Observation, profile: Profile) -> list[Violation]:
         out.append(Violation("answer-deadline", f"no answer to {_describe(steps[index])} within the deadline", index))
     if obs.oversized:
         out.append(Violation("answer-shape", "a stdout line exceeded the fuzzer's line limit", None))
+    for status, body in obs.http_failures:
+        out.append(Violation("http-status", f"the server answered HTTP {status}: {_short(body)}", None))
+    for index in obs.missing_expected:
+        refused = obs.answers.get(index)
+        if refused is not None and isinstance(refused.message, dict) and "error" in refused.message:
+            continue  # the stream was refused (an error answer), so there is nothing to acknowledge
+        out.append(
+            Violation(
+                "subscription-ack",
+                f"{_describe(steps[index])}: no {steps[index].expect} within the deadline",
+                index,
+            )
+        )
     for stray in obs.strays:
         step = steps[stray.step] if 0 <= stray.step < len(steps) else None
         msg = stray.message
@@ -305,9 +335,7 @@ def check(obs: Observation, profile: Profile) -> list[Violation]:
             code = msg["error"]["code"]
             if not legal_error_code(code, profile.revision):
                 out.append(Violation("error-code", f"{_describe(step)} answered with reserved code {code}", index))
-            if step.kind == "malformed" or step.valid is not None or step.setup:
-                continue
-            continue
+            continue  # an error is always an acceptable answer (invalid arguments, malformed input included)
         result = msg["result"]
         if step.kind == "malformed":
             out.append(Violation("malformed-input", f"a malformed request got a result: {_short(msg)}", index))
@@ -315,6 +343,14 @@ def check(obs: Observation, profile: Profile) -> list[Violation]:
         invalid = _schema_errors(profile.revision, step.method, result)
         if invalid is not None:
             out.append(Violation("answer-shape", f"answer to {_describe(step)}: {invalid}", index))
+        if step.method == "tools/list" and isinstance(result.get("tools"), list):
+            for tool in result["tools"]:
+                if not isinstance(tool, dict):
+                    continue
+                for key in ("inputSchema", "outputSchema"):
+                    if key in tool and (problem := schema_problem(tool[key])) is not None:
+                        name = tool.get("name")
+                        out.append(Violation("tool-schema", f"tool {name!r}: {key} {problem}", index))
         if step.method == "tools/call" and result.get("isError") is not True:
             schema = profile.output_schema(step.tool)
             if isinstance(schema, dict):
@@ -337,6 +373,10 @@ def check(obs: Observation, profile: Profile) -> list[Violation]:
                         index,
                     )
                 )
+    for note in obs.notifications:
+        problem = _notification_errors(profile.revision, note) if isinstance(note, dict) else None
+        if problem is not None:
+            out.append(Violation("answer-shape", f"notification {note.get('method')!r}: {problem}", None))
     if obs.noise:
         out.append(Violation("stdout-clean", f"{len(obs.noise)} non-JSON-RPC stdout line(s): {_short(obs.noise[0])}"))
     return out

@@ -3,13 +3,17 @@
 Theory of operation: :func:`valid_arguments` walks a JSON Schema (draft 2020-12, with the
 draft-07 spellings tools still use) and builds a strategy for the keywords it meets: ``type``
 (including lists of types), ``enum``/``const``, string bounds, ``pattern`` and common
-``format`` values, number bounds (exclusive ones too) and ``multipleOf``, array ``items`` /
-``prefixItems`` / bounds / ``uniqueItems``, object ``properties`` / ``required`` /
-``additionalProperties`` / ``patternProperties``, ``$ref`` to ``#/$defs`` and
-``#/definitions`` (resolved in the document itself; a remote ``$ref`` is never fetched),
-``allOf``/``anyOf``/``oneOf``/``not``. Whatever is approximated is made exact by filtering the
-top-level value through a ``jsonschema`` validator with retrieval disabled, so every "valid"
-example really is valid.
+``format`` values, ``examples``, number bounds (exclusive ones too, draft-04 booleans included)
+and ``multipleOf``, array ``items`` (list form too) / ``prefixItems`` / ``additionalItems`` /
+bounds / ``uniqueItems`` / ``contains`` with ``minContains``, object ``properties`` /
+``required`` / ``additionalProperties`` / ``patternProperties`` / ``propertyNames`` /
+``minProperties`` / ``dependentRequired`` (and draft-07 ``dependencies``), ``$ref`` to
+``#/$defs`` and ``#/definitions`` or any JSON pointer (resolved in the document itself; a remote
+``$ref`` is never fetched; recursive references stop at a depth), ``allOf``/``anyOf``/
+``oneOf``. What is only approximated (``not``, ``if``/``then``/``else``,
+``dependentSchemas``, ``maxProperties``, ``maxContains``, formats the checker knows) is made
+exact by filtering the top-level value through a ``jsonschema`` validator with retrieval
+disabled and format checking on, so every "valid" example really is valid.
 
 Strategies are ordered so that Hypothesis shrinks toward the simplest input: the plain
 ``integers()``/``text()`` branch comes first (``0``, ``-1``, ``""``), the extremes (huge ids,
@@ -17,13 +21,16 @@ long strings, NUL and other awkward characters) after it. :func:`invalid_argumen
 near-valid inputs: one property of the wrong type, a required property missing, arguments that
 are not an object, deep nesting and huge strings.
 
-``hypothesis-jsonschema`` would be the natural library here, but its object strategy does not
-run on current Hypothesis releases (it calls internals that were removed), so this module keeps
-its own, smaller walker.
+``hypothesis-jsonschema`` would be the natural library here, but its latest release (0.23.1)
+fails on every object schema with current Hypothesis (``AttributeError: 'many' object has no
+attribute 'more'``: it calls an internal that was removed), and it supports drafts 4 to 7 only
+(tool schemas are 2020-12 by default: ``prefixItems``, ``$defs``, ``dependentRequired``), so
+this module keeps its own, smaller walker.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import math
 import string
@@ -38,9 +45,11 @@ from hypothesis import strategies as st
 __all__ = [
     "MAX_DEPTH",
     "SchemaError",
+    "Walker",
     "arguments",
     "invalid_arguments",
     "is_valid",
+    "schema_problem",
     "valid_arguments",
     "validator_for",
 ]
@@ -48,6 +57,8 @@ __all__ = [
 log = logging.getLogger("mcpwire.fuzz.schemas")
 
 MAX_DEPTH = 6
+#: past this depth a (recursive) reference is not followed any more: optional parts are left out
+HARD_DEPTH = 3 * MAX_DEPTH
 #: Characters that break naive servers: NUL, controls, quotes, separators, non-BMP, RTL.
 AWKWARD_CHARS = "\x00\x01\x1f\x7f\n\r\t\"'\\/<>&%{}\u2028\u2029\u200b\u202e\ufeff\uffff\u00e9\U0001f600"
 EXTREME_INTS = (2**31 - 1, -(2**31), 2**31, 2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, -(2**63), 2**64)
@@ -72,6 +83,21 @@ def is_valid(validator: jsonschema.protocols.Validator, value: JSON) -> bool:
         return bool(validator.is_valid(value))
     except RecursionError:
         return False
+
+
+def schema_problem(schema: JSON) -> str | None:
+    """Why ``schema`` is not a valid JSON Schema of its draft (2020-12 by default), or ``None``."""
+    if not isinstance(schema, dict):
+        return f"not an object but {type(schema).__name__}"
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        return f"at /{where}: {exc.message[:200]}"
+    except RecursionError:
+        return "too deeply nested to check"
+    return None
 
 
 def validator_for(schema: JSON) -> jsonschema.protocols.Validator:
@@ -102,6 +128,16 @@ _FORMATS: dict[str, st.SearchStrategy[str]] = {
     "ipv4": st.ip_addresses(v=4).map(str),
     "ipv6": st.ip_addresses(v=6).map(str),
     "hostname": st.sampled_from(["localhost", "example.com", "a.b.c"]),
+    "idn-hostname": st.sampled_from(["localhost", "bücher.example", "例え.jp"]),
+    "idn-email": st.sampled_from(["a@example.com", "üser@bücher.example"]),
+    "iri": st.sampled_from(["https://example.com/ü", "urn:x:y"]),
+    "iri-reference": st.sampled_from(["/ü/b", "#frag"]),
+    "uri-template": st.sampled_from(["https://example.com/{id}", "file:///{path}", "/a/{b}{?c}"]),
+    "json-pointer": st.sampled_from(["", "/a", "/a/0", "/a~1b"]),
+    "relative-json-pointer": st.sampled_from(["0", "1/a", "2#"]),
+    "regex": st.sampled_from(["^a+$", "[0-9]{2}", ".*"]),
+    "duration": st.sampled_from(["P1D", "PT1H", "P1Y2M3DT4H5M6S"]),
+    "byte": st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode()),
 }
 
 
@@ -109,6 +145,8 @@ def _strings(schema: dict[str, Any]) -> st.SearchStrategy[str]:
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in _FORMATS:
         return _FORMATS[fmt]
+    given_examples = schema.get("examples")
+    examples = [e for e in given_examples if isinstance(e, str)] if isinstance(given_examples, list) else []
     lo = int(schema.get("minLength", 0))
     hi_raw = schema.get("maxLength")
     hi = int(hi_raw) if isinstance(hi_raw, int | float) else None
@@ -120,7 +158,7 @@ def _strings(schema: dict[str, Any]) -> st.SearchStrategy[str]:
     plain = st.text(min_size=lo, max_size=hi if hi is not None else max(lo, 40))
     awkward = st.text(alphabet=AWKWARD_CHARS, min_size=max(lo, 1), max_size=hi if hi is not None else max(lo, 8))
     top = min(hi if hi is not None else LONG_STRING_MAX, LONG_STRING_MAX)
-    options = [plain, awkward]
+    options = [plain, *([st.sampled_from(examples)] if examples else []), awkward]
     if top > max(lo, 40):
         # a long run of one character: integer shrinking finds the exact length boundary
         options.append(
@@ -178,7 +216,9 @@ def _within(value: int, lo: int | None, hi: int | None) -> bool:
 # -- the walker ---------------------------------------------------------------------------------
 
 
-class _Walker:
+class Walker:
+    """Builds a strategy for a schema whose ``$ref`` resolve inside ``root`` (see the module docstring)."""
+
     def __init__(self, root: JSON) -> None:
         self.root = root
 
@@ -197,6 +237,8 @@ class _Walker:
         return node
 
     def build(self, schema: JSON, depth: int = 0) -> st.SearchStrategy[JSON]:
+        if depth > HARD_DEPTH:
+            return st.nothing()  # a recursive $ref: optional parts end here, required ones are unsatisfiable
         if schema is True or schema == {}:
             return any_json if depth < MAX_DEPTH else _json_scalars
         if schema is False:
@@ -204,11 +246,8 @@ class _Walker:
         if not isinstance(schema, dict):
             return any_json
         if "$ref" in schema:
-            target = self.build(self.resolve(schema["$ref"]), depth + 1)
-            rest = {k: v for k, v in schema.items() if k != "$ref"}
-            if any(k not in ("description", "title", "default", "examples") for k in rest):
-                return target  # the siblings are enforced by the top-level filter
-            return target
+            # 2020-12 allows siblings next to $ref: the top-level filter enforces them
+            return self.build(self.resolve(schema["$ref"]), depth + 1)
         if "const" in schema:
             return st.just(schema["const"])
         if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
@@ -255,9 +294,10 @@ class _Walker:
 
     @staticmethod
     def _infer_type(schema: dict[str, Any]) -> str | None:
-        if {"properties", "required", "additionalProperties"} & schema.keys():
+        object_words = {"properties", "required", "additionalProperties", "patternProperties", "propertyNames"}
+        if object_words & schema.keys() or {"minProperties", "dependentRequired"} & schema.keys():
             return "object"
-        if {"items", "prefixItems", "minItems", "maxItems"} & schema.keys():
+        if {"items", "prefixItems", "minItems", "maxItems", "contains"} & schema.keys():
             return "array"
         if {"minLength", "maxLength", "pattern", "format"} & schema.keys():
             return "string"
@@ -281,7 +321,14 @@ class _Walker:
             head = st.tuples(*[self.build(p, depth + 1) for p in prefix]).map(list)
             tail = st.lists(element, max_size=max(0, hi - len(prefix))) if items is not False else st.just([])
             return st.tuples(head, tail).map(lambda ht: ht[0] + ht[1])
-        return st.lists(element, min_size=lo, max_size=hi, unique_by=_canonical if unique else None)
+        plain = st.lists(element, min_size=lo, max_size=hi, unique_by=_canonical if unique else None)
+        if "contains" in schema:
+            # at least minContains (default 1) items match "contains"; maxContains is left to the filter
+            need = int(schema.get("minContains", 1))
+            matching = st.lists(self.build(schema["contains"], depth + 1), min_size=need, max_size=max(need, 2))
+            rest = st.lists(element, max_size=max(0, hi - need))
+            return st.tuples(matching, rest).map(lambda mr: mr[0] + mr[1])
+        return plain
 
     def _object(self, schema: dict[str, Any], depth: int) -> st.SearchStrategy[JSON]:
         props = schema.get("properties")
@@ -289,14 +336,82 @@ class _Walker:
         required = [r for r in schema.get("required", []) if isinstance(r, str)]
         req = {name: self.build(props.get(name, {}), depth + 1) for name in required}
         opt = {name: self.build(sub, depth + 1) for name, sub in props.items() if name not in req}
-        base = st.fixed_dictionaries(req, optional=opt)
+        base: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(req, optional=opt)
+        dependent = schema.get("dependentRequired")
+        if not isinstance(dependent, dict):  # draft-07 spelling: "dependencies" with lists of names
+            deps = schema.get("dependencies")
+            dependent = {k: v for k, v in deps.items() if isinstance(v, list)} if isinstance(deps, dict) else {}
+        if dependent:
+            base = self._with_dependents(base, dependent, props, depth)
         extra_schema = schema.get("additionalProperties", {})
-        if extra_schema is False or depth >= MAX_DEPTH or schema.get("unevaluatedProperties") is False:
+        patterns = schema.get("patternProperties")
+        patterns = patterns if isinstance(patterns, dict) else {}
+        at_least = max(0, int(schema.get("minProperties", 0)) - len(required))
+        if depth >= MAX_DEPTH or schema.get("unevaluatedProperties") is False:
             return base
         known = set(props)
-        names = st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=8).filter(lambda n: n not in known)
-        extras = st.dictionaries(names, self.build(extra_schema, depth + 1), max_size=2)
-        return st.tuples(base, extras).map(lambda be: {**be[1], **be[0]})
+        extras: list[st.SearchStrategy[dict[str, Any]]] = []
+        for pattern, sub in patterns.items():
+            try:
+                keys = st.from_regex(pattern).filter(lambda n: n not in known)
+            except Exception:  # an ECMA-only pattern: no keys of that kind (the filter keeps it exact)
+                continue
+            extras.append(st.dictionaries(keys, self.build(sub, depth + 1), max_size=2))
+        if extra_schema is not False:
+            name_schema = schema.get("propertyNames")
+            if isinstance(name_schema, dict) and name_schema:
+                names = self.build({"type": "string", **name_schema}, depth + 1).filter(
+                    lambda n: isinstance(n, str) and n not in known
+                )
+            else:
+                names = st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=8).filter(
+                    lambda n: n not in known
+                )
+            values = self.build(extra_schema, depth + 1)
+            extras.append(st.dictionaries(names, values, min_size=at_least, max_size=max(2, at_least)))
+        if not extras:
+            return base
+
+        def merge(parts: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for part in parts[1:]:
+                out.update(part)
+            out.update(parts[0])
+            return out
+
+        return st.tuples(base, *extras).map(merge)
+
+    def _with_dependents(
+        self,
+        base: st.SearchStrategy[dict[str, Any]],
+        dependent: dict[str, Any],
+        props: dict[str, Any],
+        depth: int,
+    ) -> st.SearchStrategy[dict[str, Any]]:
+        """``dependentRequired``: when a property is present, the ones it names are drawn too."""
+        fill = {
+            name: self.build(props.get(name, {}), depth + 1)
+            for names in dependent.values()
+            if isinstance(names, list)
+            for name in names
+            if isinstance(name, str)
+        }
+
+        @st.composite
+        def draw(draw_: st.DrawFn) -> dict[str, Any]:
+            value = dict(draw_(base))
+            changed = True
+            while changed:
+                changed = False
+                for trigger, names in dependent.items():
+                    if trigger in value and isinstance(names, list):
+                        for name in names:
+                            if isinstance(name, str) and name not in value:
+                                value[name] = draw_(fill[name])
+                                changed = True
+            return value
+
+        return draw()
 
 
 def _canonical(value: JSON) -> str:
@@ -308,7 +423,7 @@ def _canonical(value: JSON) -> str:
 def valid_arguments(schema: JSON) -> st.SearchStrategy[JSON]:
     """Arguments that validate against the tool's ``inputSchema`` (exact: filtered by a validator)."""
     validator = validator_for(schema)
-    return _Walker(schema).build(schema).filter(lambda v: is_valid(validator, v))
+    return Walker(schema).build(schema).filter(lambda v: is_valid(validator, v))
 
 
 def _wrong_type_value(sub: JSON) -> st.SearchStrategy[JSON]:

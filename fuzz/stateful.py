@@ -1,31 +1,39 @@
 """A rule-based state machine over a live server: list, call, read, get prompt, cancel, re-list, subscribe.
 
-Theory of operation: each run of :class:`ServerMachine` starts a fresh server process, opens a
-session for the server's era (the legacy handshake, or nothing in 2026-07-28 where every
-request carries ``_meta``), and lets Hypothesis pick rules in any order. Every rule is a few
-steps run through :func:`~fuzz.exchange.execute` (with the era's barrier) and judged by the
-same oracles as the other phases, plus ``list-stable``: a re-list must give the names the
-first list gave. A violation raises its oracle's exception carrying *every* step of the session
-so far, so the finding replays from a fresh process; Hypothesis shrinks the rule sequence.
+Theory of operation: each run of the machine opens a fresh session on the target (a fresh
+process for stdio), opens the era's session (the legacy handshake, or nothing in 2026-07-28
+where every request carries ``_meta``), and lets Hypothesis pick rules in any order. Every rule
+is a few steps run through :func:`~fuzz.exchange.execute` (with the era's barrier) and judged by
+the same oracles as the other phases, plus ``list-stable``: a re-list must give the names the
+first list gave (SV-34). Cancellation is exercised both ways: a request that was already
+answered (UT-C07: ignored) and one still in flight (its answer becomes optional, UT-C04; over
+2026-07-28 HTTP the cancellation is closing its stream, HT-M10). Subscriptions are
+``resources/subscribe`` + ``unsubscribe`` (legacy) or a ``subscriptions/listen`` that must be
+acknowledged first (SV-37) and is then cancelled (2026-07-28). A violation raises its oracle's
+exception carrying *every* step of the session so far, so the finding replays from a fresh
+session; Hypothesis shrinks the rule sequence.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from .exchange import Observation, Profile, Step, execute, notification, prologue, request
 from .oracles import OracleFailure, Violation, check, failure_class
 from .schemas import SchemaError, valid_arguments
-from .wire import StdioPeer
+from .wire import Peer, Target
 
 __all__ = ["machine_for", "run_machine"]
 
 log = logging.getLogger("mcpwire.fuzz.stateful")
+
+LISTEN_ACK = "notifications/subscriptions/acknowledged"
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> list[str]:
@@ -33,15 +41,16 @@ def _names(items: list[dict[str, Any]], key: str = "name") -> list[str]:
 
 
 def machine_for(
-    argv: list[str],
+    target: Target,
     profile: Profile,
     *,
     deadline: float,
-    env: dict[str, str] | None = None,
-    cwd: str | None = None,
     tools: list[dict[str, Any]] | None = None,
+    stop_at: float | None = None,
+    startup: float | None = None,
 ) -> type[RuleBasedStateMachine]:
-    """The machine class for one server (``tools``: the ones it may call, after allow/deny)."""
+    """The machine class for one server (``tools``: the ones it may call, after allow/deny;
+    ``stop_at``: once past it, rules do nothing unless a failure is being shrunk)."""
     callable_tools = [t for t in (profile.tools if tools is None else tools) if isinstance(t.get("inputSchema"), dict)]
     strategies: dict[str, st.SearchStrategy[Any]] = {}
     for tool in callable_tools:
@@ -51,18 +60,23 @@ def machine_for(
             continue
     prompts = [p for p in profile.prompts if isinstance(p.get("name"), str)]
     uris = [r["uri"] for r in profile.resources if isinstance(r.get("uri"), str)]
-    can_subscribe = profile.era == "legacy" and bool((profile.capabilities.get("resources") or {}).get("subscribe"))
+    legacy = profile.era == "legacy"
+    can_subscribe = legacy and bool((profile.capabilities.get("resources") or {}).get("subscribe"))
+    failing = [False]
 
     class ServerMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.peer = StdioPeer(argv, env=env, cwd=cwd)
+            self.peer: Peer = target.open()
             self.steps: list[Step] = []
             self.next_id = 1
             self.answered: list[int | str] = []
-            self.run(prologue(profile))
+            self.run(prologue(profile, startup))
 
         # -- plumbing -------------------------------------------------------------------------
+
+        def idle(self) -> bool:
+            return stop_at is not None and time.monotonic() > stop_at and not failing[0]
 
         def run(self, steps: list[Step]) -> Observation:
             self.steps.extend(steps)
@@ -74,6 +88,7 @@ def machine_for(
             return obs
 
         def fail(self, violation: Violation, obs: Observation) -> None:
+            failing[0] = True
             whole = Observation(list(self.steps))
             whole.died_after, whole.exit_status = obs.died_after, obs.exit_status
             self.peer.close()
@@ -100,6 +115,8 @@ def machine_for(
 
         @rule()
         def list_tools(self) -> None:
+            if self.idle():
+                return
             result = self.call("tools/list", None)
             if result is not None and "nextCursor" not in result:
                 names = _names(result.get("tools") or [])
@@ -114,7 +131,8 @@ def machine_for(
         def call_tool(self, data: st.DataObject) -> None:
             name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
             args = data.draw(strategies[name], label="arguments")
-            self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True)
+            if not self.idle():
+                self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True)
 
         @precondition(lambda self: bool(prompts))
         @rule(data=st.data())
@@ -125,35 +143,74 @@ def machine_for(
                 for a in prompt.get("arguments") or []
                 if isinstance(a, dict) and "name" in a
             }
-            self.call("prompts/get", {"name": prompt["name"], "arguments": args})
+            if not self.idle():
+                self.call("prompts/get", {"name": prompt["name"], "arguments": args})
 
         @precondition(lambda self: bool(uris))
         @rule(data=st.data())
         def read_resource(self, data: st.DataObject) -> None:
-            self.call("resources/read", {"uri": data.draw(st.sampled_from(uris), label="uri")})
+            uri = data.draw(st.sampled_from(uris), label="uri")
+            if not self.idle():
+                self.call("resources/read", {"uri": uri})
 
         @precondition(lambda self: "prompts" in profile.capabilities)
         @rule()
         def list_prompts(self) -> None:
-            self.call("prompts/list", None)
+            if not self.idle():
+                self.call("prompts/list", None)
 
         @precondition(lambda self: "resources" in profile.capabilities)
         @rule()
         def list_resources(self) -> None:
-            self.call("resources/list", None)
+            if not self.idle():
+                self.call("resources/list", None)
 
         @rule(data=st.data())
-        def cancel(self, data: st.DataObject) -> None:
-            """Cancels a request that was already answered (or never sent): never answered back."""
-            target = data.draw(st.sampled_from(self.answered) if self.answered else st.just(999_999), label="id")
-            self.run([notification("notifications/cancelled", profile.params({"requestId": target}))])
+        def cancel_answered(self, data: st.DataObject) -> None:
+            """Cancels a request that was already answered (or never sent): never answered back (UT-C07)."""
+            target_id = data.draw(st.sampled_from(self.answered) if self.answered else st.just(999_999), label="id")
+            if self.idle() or (profile.era == "modern" and profile.transport != "stdio"):
+                return  # 2026-07-28 HTTP has no client notifications (HT-M02)
+            self.run([notification("notifications/cancelled", {"requestId": target_id})])
+
+        @rule(data=st.data())
+        def cancel_in_flight(self, data: st.DataObject) -> None:
+            """A request cancelled right after it was sent: answered or not (UT-C04), never a crash."""
+            rid = self.rid()
+            if strategies:
+                name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
+                args = data.draw(strategies[name], label="arguments")
+                call = request(rid, "tools/call", profile.params({"name": name, "arguments": args}), tool=name)
+            else:
+                call = request(rid, "tools/list", profile.params(None))
+            if self.idle():
+                return
+            call.answer = "optional"
+            cancel = notification("notifications/cancelled", {"requestId": rid, "reason": "fuzz"}, cancels=rid)
+            self.run([call, cancel])
 
         @precondition(lambda self: can_subscribe and bool(uris))
         @rule(data=st.data())
         def subscribe(self, data: st.DataObject) -> None:
             uri = data.draw(st.sampled_from(uris), label="uri")
-            self.call("resources/subscribe", {"uri": uri})
-            self.call("resources/unsubscribe", {"uri": uri})
+            if not self.idle():
+                self.call("resources/subscribe", {"uri": uri})
+                self.call("resources/unsubscribe", {"uri": uri})
+
+        @precondition(lambda self: not legacy)
+        @rule(data=st.data())
+        def listen(self, data: st.DataObject) -> None:
+            """2026-07-28: a subscriptions/listen stream, acknowledged first (SV-37), then cancelled."""
+            wanted: dict[str, Any] = {"toolsListChanged": data.draw(st.booleans(), label="toolsListChanged")}
+            if uris:
+                wanted["resourceSubscriptions"] = [data.draw(st.sampled_from(uris), label="uri")]
+            if self.idle():
+                return
+            rid = self.rid()
+            listen = request(rid, "subscriptions/listen", profile.params({"notifications": wanted}))
+            listen.answer, listen.expect = "optional", LISTEN_ACK
+            cancel = notification("notifications/cancelled", {"requestId": rid}, cancels=rid)
+            self.run([listen, cancel])
 
     return ServerMachine
 
@@ -171,6 +228,7 @@ def run_machine(
         phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
         suppress_health_check=list(HealthCheck),
         print_blob=False,
+        verbosity=Verbosity.quiet,
     )
     if seed is not None:
         machine._hypothesis_internal_use_seed = seed

@@ -1,13 +1,20 @@
 """Findings on disk: a JSONL trace per finding, a pytest file per finding, and their replay.
 
-Theory of operation: a trace is JSON Lines. The first line is a header
-(``"type": "header"``): format, target argv, era and revision, the tools' outputSchemas, and
-the violation. Then one line per event of the minimal exchange: ``send`` lines carry the exact
-bytes written (``line``, or ``line_hex`` when not UTF-8) and the step's metadata (kind, id,
-method, tool, valid); ``recv`` and ``exit`` lines are what the server did, for the reader.
-:func:`replay` rebuilds the steps from the ``send`` lines, runs them on a fresh process with the
-same :func:`~fuzz.exchange.execute` and judges them with the same oracles. The generated
-pytest file embeds the trace, so it can be kept and run anywhere the server command works.
+Theory of operation: a trace is JSON Lines. The first line is a header (``"type": "header"``):
+format, the target (transport, argv, url, the *names* of the extra environment variables, never
+their values), era and revision, the tools' outputSchemas, the request deadline, and the
+violation. Then one line per event of the minimal exchange: ``send`` lines carry the exact bytes
+written (``line``, or ``line_hex`` when not UTF-8) and the step's metadata (kind, id, method,
+tool, valid, framing); lines the exchange added by itself (barrier requests, replies to server
+requests) are marked ``"kind": "auto"``; ``recv``, ``note`` (HTTP statuses) and ``exit`` lines are
+what the server did, for the reader. On 2026-07-28 HTTP a ``notifications/cancelled`` send line
+stands for closing the cancelled request's stream (HT-M10; a note says so).
+
+:func:`replay` rebuilds the steps from the ``send`` lines, runs them on a fresh session with the
+same :func:`~fuzz.exchange.execute` and judges them with the same oracles. The generated pytest
+file embeds the trace and replays it; ``MCPWIRE_FUZZ_ARGV`` (a JSON list) and
+``MCPWIRE_FUZZ_URL`` point it at the server where it runs, if the recorded command or URL does
+not fit there.
 """
 
 from __future__ import annotations
@@ -21,34 +28,38 @@ from typing import Any
 
 from .exchange import Profile, Step
 from .oracles import Violation, check
-from .runner import Config, Finding, run_steps
+from .runner import Config, Finding, make_target, run_steps
 
 __all__ = ["TRACE_FORMAT", "Replay", "load_trace", "pytest_source", "replay", "trace_lines", "write_finding"]
 
-TRACE_FORMAT = "mcpwire-fuzz-trace/1"
+TRACE_FORMAT = "mcpwire-fuzz-trace/2"
+_READABLE = (TRACE_FORMAT, "mcpwire-fuzz-trace/1")
 
 
-def trace_lines(finding: Finding, profile: Profile) -> list[str]:
+def trace_lines(finding: Finding, profile: Profile, deadline: float | None = None) -> list[str]:
     """The finding as JSONL lines (header first)."""
     header = {
         "type": "header",
         "format": TRACE_FORMAT,
-        "argv": profile.argv,
+        "target": profile.target,
         "era": profile.era,
         "revision": profile.revision,
+        "deadline": deadline,
         "output_schemas": {
             t["name"]: t["outputSchema"] for t in profile.tools if isinstance(t.get("outputSchema"), dict)
         },
         "finding": finding.to_json(),
     }
     lines = [json.dumps(header, ensure_ascii=False)]
-    steps = iter(finding.observation.steps)
+    steps = list(finding.observation.steps)
+    position = 0
     for entry in finding.entries:
         record = entry.to_json()
         if entry.direction == "send":
-            step = next(steps, None)
+            step = steps[position] if position < len(steps) else None
             if step is not None and step.line == entry.raw():
                 record.update(step.to_json())
+                position += 1
             else:  # sent by execute() itself: a barrier request or a reply to a server request
                 record["kind"] = "auto"
         lines.append(json.dumps(record, ensure_ascii=False))
@@ -56,32 +67,31 @@ def trace_lines(finding: Finding, profile: Profile) -> list[str]:
 
 
 def load_trace(text: str) -> tuple[dict[str, Any], list[Step]]:
-    """The header and the steps of a trace."""
+    """The header and the steps of a trace (raises ``ValueError`` naming the bad line)."""
     header: dict[str, Any] = {}
     steps: list[Step] = []
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
-        record = json.loads(raw)
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"line {number} is not JSON: {exc}") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"line {number} is not a JSON object")
         if record.get("type") == "header":
-            if record.get("format") != TRACE_FORMAT:
-                raise ValueError(f"line {number}: not a {TRACE_FORMAT} trace")
+            if record.get("format") not in _READABLE:
+                raise ValueError(f"line {number}: not a {TRACE_FORMAT} trace (format {record.get('format')!r})")
+            if "target" not in record:  # format 1: stdio only
+                record["target"] = {"transport": "stdio", "argv": record.get("argv")}
             header = record
             continue
         if record.get("dir") != "send" or record.get("kind") in (None, "auto"):
             continue
-        line = bytes.fromhex(record["line_hex"]) if "line_hex" in record else record["line"].encode()
-        steps.append(
-            Step(
-                line,
-                record["kind"],
-                record.get("request_id"),
-                record.get("method"),
-                record.get("tool"),
-                record.get("valid"),
-                bool(record.get("setup", False)),
-            )
-        )
+        if record["kind"] not in ("request", "notification", "malformed"):
+            raise ValueError(f"line {number}: unknown step kind {record['kind']!r}")
+        line = bytes.fromhex(record["line_hex"]) if "line_hex" in record else str(record["line"]).encode()
+        steps.append(Step.from_json(line, record))
     if not header:
         raise ValueError("the trace has no header line")
     return header, steps
@@ -96,6 +106,8 @@ class Replay:
     def reproduced(self) -> bool:
         """Whether the recorded violation happened again (same oracle)."""
         oracle = self.header.get("finding", {}).get("oracle")
+        if oracle == "answer-slow":
+            oracle = "answer-deadline"
         return any(v.oracle == oracle for v in self.violations)
 
     def describe(self) -> str:
@@ -104,18 +116,39 @@ class Replay:
         return "; ".join(f"[{v.oracle}] {v.message}" for v in self.violations)
 
 
-def replay(text: str, *, argv: Sequence[str] | None = None, deadline: float = 5.0) -> Replay:
-    """Replays a trace on a fresh process (``argv`` overrides the recorded command)."""
+def replay(
+    text: str,
+    *,
+    argv: Sequence[str] | None = None,
+    url: str | None = None,
+    deadline: float | None = None,
+    env: dict[str, str] | None = None,
+) -> Replay:
+    """Replays a trace on a fresh session (``argv`` / ``url`` override the recorded target;
+    ``deadline`` the recorded one)."""
     header, steps = load_trace(text)
-    command = list(argv) if argv else list(header["argv"])
-    profile = Profile(command, header["era"], header["revision"])
-    profile.tools = [
-        {"name": name, "outputSchema": schema} for name, schema in header.get("output_schemas", {}).items()
-    ]
-    config = Config(command, deadline=deadline)
-    body = [s for s in steps if not s.setup]  # run_steps adds the era's prologue itself
-    obs, _ = run_steps(config, profile, body)
-    return Replay(header, check(obs, profile))
+    recorded = header["target"]
+    config = Config(
+        list(argv) if argv else recorded.get("argv"),
+        url=url or recorded.get("url"),
+        transport=str(recorded.get("transport", "stdio")) if not url else "auto",
+        deadline=float(deadline if deadline is not None else header.get("deadline") or 5.0),
+        env=dict(env or {}),
+        cwd=recorded.get("cwd"),
+    )
+    if config.url and config.transport == "stdio":
+        config.transport = "auto"
+    target = make_target(config)
+    try:
+        profile = Profile(target.describe(), header["era"], header["revision"])
+        profile.tools = [
+            {"name": name, "outputSchema": schema} for name, schema in header.get("output_schemas", {}).items()
+        ]
+        body = [s for s in steps if not s.setup]  # run_steps adds the era's prologue itself
+        obs, _ = run_steps(target, profile, body, deadline=config.deadline)
+        return Replay(header, check(obs, profile))
+    finally:
+        target.close()
 
 
 def _slug(text: str) -> str:
@@ -131,7 +164,12 @@ def pytest_source(trace_text: str, finding: Finding, deadline: float) -> str:
 Spec: {v.info.spec}
 Found: {v.message[:300]!r}
 Replay by hand: ``mcpwire fuzz --replay TRACE.jsonl``. This test fails while the server has the bug.
+Where the recorded server command or URL does not fit, set MCPWIRE_FUZZ_ARGV (a JSON list) or
+MCPWIRE_FUZZ_URL.
 """
+
+import json
+import os
 
 from fuzz.trace import replay
 
@@ -139,7 +177,8 @@ TRACE = {trace_text!r}
 
 
 def test_{name}() -> None:
-    result = replay(TRACE, deadline={deadline!r})
+    argv = json.loads(os.environ["MCPWIRE_FUZZ_ARGV"]) if os.environ.get("MCPWIRE_FUZZ_ARGV") else None
+    result = replay(TRACE, argv=argv, url=os.environ.get("MCPWIRE_FUZZ_URL") or None, deadline={deadline!r})
     assert not result.reproduced, result.describe()
 '''
 
@@ -147,10 +186,10 @@ def test_{name}() -> None:
 def write_finding(
     directory: Path, index: int, finding: Finding, profile: Profile, deadline: float
 ) -> tuple[Path, Path]:
-    """Writes ``finding-N-<oracle>.jsonl`` and ``test_finding_N_<oracle>.py``; returns both paths."""
+    """Writes ``finding_NN_<oracle>_<where>.jsonl`` and ``test_finding_NN_<oracle>_<where>.py``."""
     directory.mkdir(parents=True, exist_ok=True)
     stem = f"{index:02d}_{_slug(finding.violation.oracle)}_{_slug(finding.tool or finding.phase)}"
-    text = "\n".join(trace_lines(finding, profile)) + "\n"
+    text = "\n".join(trace_lines(finding, profile, deadline)) + "\n"
     trace_path = directory / f"finding_{stem}.jsonl"
     trace_path.write_text(text, encoding="utf-8")
     test_path = directory / f"test_finding_{stem}.py"

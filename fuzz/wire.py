@@ -1,4 +1,4 @@
-"""A raw stdio peer for the fuzzer: bytes in, lines out, every wait bounded, every process reaped.
+"""Raw peers for the fuzzer: bytes in, lines out, every wait bounded, every process reaped.
 
 Theory of operation: the fuzzer has to see the exact exchange (what it wrote, what came back,
 in which order, and whether the process died), so it does not go through :class:`mcpwire.Client`
@@ -9,6 +9,11 @@ mcpwire's :class:`~mcpwire.protocol.framing.LineBuffer` and drains stderr into a
 so a full pipe never blocks the server. Everything written and read is appended to a
 :class:`Trace`. :meth:`StdioPeer.close` shuts down like the client does (ST-18): stdin closed,
 then ``SIGTERM`` to the group, then ``SIGKILL``, each step bounded, and the child reaped.
+
+A :class:`Target` is what the fuzzer points at; :meth:`Target.open` gives a fresh session on it
+(for stdio a fresh process, so a :class:`StdioTarget` owns nothing between sessions). The HTTP
+targets live in :mod:`fuzz.http_wire`; both kinds of peer offer the same :class:`Peer` surface,
+so :func:`~fuzz.exchange.execute` and the oracles do not know which transport they judge.
 """
 
 from __future__ import annotations
@@ -24,12 +29,12 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from mcpwire.errors import FrameTooLarge
 from mcpwire.protocol.framing import LineBuffer
 
-__all__ = ["Entry", "StdioPeer", "Trace", "decode_line"]
+__all__ = ["Entry", "Peer", "StdioPeer", "StdioTarget", "Target", "Trace", "decode_line"]
 
 log = logging.getLogger("mcpwire.fuzz.wire")
 
@@ -73,7 +78,7 @@ class Entry:
         return cls(obj["dir"], float(obj.get("t", 0.0)), obj.get("line"), obj.get("line_hex"), obj.get("status"))
 
     @classmethod
-    def of_bytes(cls, direction: Literal["send", "recv"], t: float, line: bytes) -> Entry:
+    def of_bytes(cls, direction: Literal["send", "recv", "exit", "note"], t: float, line: bytes) -> Entry:
         try:
             return cls(direction, t, data=line.decode("utf-8"))
         except UnicodeDecodeError:
@@ -87,6 +92,9 @@ class Trace:
     entries: list[Entry] = field(default_factory=list)
     stderr_tail: str = ""
 
+    def record(self, direction: Literal["send", "recv", "exit", "note"], t: float, line: bytes) -> None:
+        self.entries.append(Entry.of_bytes(direction, t, line))
+
     def sent(self) -> list[Entry]:
         return [e for e in self.entries if e.direction == "send"]
 
@@ -99,6 +107,62 @@ def decode_line(line: bytes) -> Any:
     try:
         return json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
+class Peer(Protocol):
+    """One session with a server, as :func:`~fuzz.exchange.execute` drives it."""
+
+    trace: Trace
+    exit_status: int | None
+    oversized: bool
+    #: how the transport cancels a request: a ``notifications/cancelled`` line, or closing its stream
+    cancel_by_closing: bool
+    #: whether bytes go down one stream (stdio: framing matters) or one body per message (HTTP)
+    stream_framing: bool
+
+    def alive(self) -> bool: ...
+    def send(self, line: bytes, *, timeout: float, wait: bool = False) -> bool: ...
+    def send_raw(self, chunk: bytes, *, timeout: float, record: bool = True, wait: bool = True) -> bool: ...
+    def receive(self, timeout: float) -> bytes | None: ...
+    def close_request(self, request_id: object) -> None: ...
+    def now(self) -> float: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Peer: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Target(Protocol):
+    """What the fuzzer points at: it opens sessions and describes itself for traces."""
+
+    #: "stdio", "streamable-http" or "sse"
+    transport: str
+    #: whether a session can be had again after the server died (False: a URL the fuzzer did not start)
+    restartable: bool
+
+    def open(self) -> Peer: ...
+    def describe(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class StdioTarget:
+    """A server command: every session is a fresh process (nothing is kept between sessions)."""
+
+    argv: list[str]
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    transport: str = "stdio"
+    restartable: bool = True
+
+    def open(self) -> StdioPeer:
+        return StdioPeer(self.argv, env=self.env, cwd=self.cwd)
+
+    def describe(self) -> dict[str, Any]:
+        # env *names* only: values may be secrets, and a replay takes them from its own environment
+        return {"transport": "stdio", "argv": self.argv, "env": sorted(self.env or {}), "cwd": self.cwd}
+
+    def close(self) -> None:
         return None
 
 
@@ -121,6 +185,8 @@ class StdioPeer:
         self._eof = False
         self.exit_status: int | None = None
         self.oversized = False
+        self.cancel_by_closing = False
+        self.stream_framing = True
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(
@@ -146,8 +212,11 @@ class StdioPeer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _now(self) -> float:
+    def now(self) -> float:
         return time.monotonic() - self._t0
+
+    def close_request(self, request_id: object) -> None:  # pragma: no cover - stdio cancels by notification
+        raise NotImplementedError("stdio cancels with notifications/cancelled")
 
     # -- I/O --------------------------------------------------------------------------------------
 
@@ -158,11 +227,13 @@ class StdioPeer:
 
     def _exited(self) -> None:
         self.exit_status = self.proc.returncode
-        self.trace.entries.append(Entry("exit", self._now(), status=self.exit_status))
+        self.trace.entries.append(Entry("exit", self.now(), status=self.exit_status))
 
-    def send(self, line: bytes, *, timeout: float) -> bool:
-        """Writes ``line`` plus a newline; ``False`` when the server is gone or stopped reading."""
-        self.trace.entries.append(Entry.of_bytes("send", self._now(), line))
+    def send(self, line: bytes, *, timeout: float, wait: bool = False) -> bool:
+        """Writes ``line`` plus a newline; ``False`` when the server is gone or stopped reading.
+
+        ``wait`` matters only for HTTP (wait for the POST's own answer); a pipe has none."""
+        self.trace.entries.append(Entry.of_bytes("send", self.now(), line))
         data = memoryview(line + b"\n")
         deadline = time.monotonic() + timeout
         stdin = self.proc.stdin
@@ -179,9 +250,10 @@ class StdioPeer:
                 return False
         return True
 
-    def send_raw(self, chunk: bytes, *, timeout: float) -> bool:
-        """Writes bytes as they are (for broken framing); recorded as one sent entry."""
-        self.trace.entries.append(Entry.of_bytes("send", self._now(), chunk.rstrip(b"\n")))
+    def send_raw(self, chunk: bytes, *, timeout: float, record: bool = True, wait: bool = True) -> bool:
+        """Writes bytes as they are, no newline added (for broken framing)."""
+        if record:
+            self.trace.entries.append(Entry.of_bytes("send", self.now(), chunk))
         stdin = self.proc.stdin
         assert stdin is not None
         deadline = time.monotonic() + timeout
@@ -246,7 +318,7 @@ class StdioPeer:
                     return None
             self._pump(min(remaining, 0.05))
         line = self._queue.popleft()
-        self.trace.entries.append(Entry.of_bytes("recv", self._now(), line))
+        self.trace.entries.append(Entry.of_bytes("recv", self.now(), line))
         return line
 
     def drain(self, quiet: float) -> list[bytes]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from fuzz.exchange import Deep, dumps
@@ -115,3 +115,92 @@ def test_deep_values_are_encoded_without_recursion() -> None:
 )
 def test_legal_error_codes(code: object, revision: str, legal: bool) -> None:
     assert legal_error_code(code, revision) is legal
+
+
+KEYWORD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tags": {"type": "array", "items": {"type": "string"}, "contains": {"const": "x"}, "minContains": 2},
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "boolean"}], "items": False},
+        "code": {"type": "string", "examples": ["ABC-1"], "maxLength": 5},
+        "kind": {"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}},
+        "odd": {"type": "integer", "not": {"multipleOf": 2}},
+        "card": {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "minProperties": 2},
+        "labels": {"type": "object", "patternProperties": {"^l_[0-9]$": {"type": "boolean"}},
+                   "additionalProperties": False},
+        "when": {"type": "string", "format": "uri-template"},
+        "b64": {"type": "string", "format": "byte"},
+    },
+    "dependentRequired": {"kind": ["odd"]},
+    "required": ["tags", "card"],
+    "additionalProperties": False,
+}  # fmt: skip
+KEYWORDS = validator_for(KEYWORD_SCHEMA)
+
+
+@SETTINGS
+@given(valid_arguments(KEYWORD_SCHEMA))
+def test_every_keyword_a_tool_may_use_is_honoured(value: Any) -> None:
+    """contains/minContains, tuple items, examples, if/then/else, not, propertyNames, minProperties,
+    patternProperties, dependentRequired, formats: all generated valid, without filtering everything away."""
+    assert KEYWORDS.is_valid(value)
+    assert value["tags"].count("x") >= 2 and len(value["card"]) >= 2
+    if "kind" in value:
+        assert "odd" in value
+
+
+@pytest.mark.parametrize(
+    ("schema", "wanted"),
+    [
+        ({"type": "object", "patternProperties": {"^l_[0-9]$": {"type": "boolean"}}, "additionalProperties": False},
+         lambda v: any(k.startswith("l_") for k in v)),
+        ({"type": "string", "examples": ["ABC-1"], "maxLength": 5}, lambda v: v == "ABC-1"),
+        ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+          "dependentRequired": {"a": ["b"]}}, lambda v: "a" in v),
+        ({"type": "array", "contains": {"const": 7}, "minContains": 2}, lambda v: v.count(7) >= 2),
+        ({"type": "string", "maxLength": 400}, lambda v: len(v) > 300),
+        ({"type": "string"}, lambda v: "\x00" in v),
+        ({"type": "integer"}, lambda v: v >= 2**53),
+    ],
+)  # fmt: skip
+def test_generation_reaches_the_interesting_values(schema: dict[str, Any], wanted: Any) -> None:
+    """Pattern-named properties, examples, dependent properties, contains, long strings, NUL, huge ints."""
+    quick = settings(SETTINGS, max_examples=500, phases=[Phase.generate])  # found is enough: no shrinking
+    value = find(valid_arguments(schema), wanted, settings=quick)
+    assert validator_for(schema).is_valid(value) and wanted(value)
+
+
+DRAFT7_SCHEMA: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "definitions": {"flag": {"type": "boolean"}},
+    "properties": {
+        "pair": {"type": "array", "items": [{"type": "integer"}, {"$ref": "#/definitions/flag"}],
+                 "additionalItems": False},
+        "low": {"type": "number", "minimum": 0, "exclusiveMinimum": 0},
+        "a": {"type": "string"},
+        "b": {"type": "integer"},
+    },
+    "dependencies": {"a": ["b"]},
+}  # fmt: skip
+
+
+@SETTINGS
+@given(valid_arguments(DRAFT7_SCHEMA))
+def test_draft_07_spellings_are_honoured(value: Any) -> None:
+    """Tuple-form items, additionalItems, exclusiveMinimum as a number, dependencies, definitions."""
+    assert validator_for(DRAFT7_SCHEMA).is_valid(value)
+    if "a" in value:
+        assert "b" in value
+
+
+def test_recursive_refs_stop_at_a_depth() -> None:
+    node = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}
+    schema = {"type": "object", "$defs": {"node": node}, "properties": {"root": {"$ref": "#/$defs/node"}}}
+
+    @SETTINGS
+    @given(valid_arguments(schema))
+    def check(value: Any) -> None:
+        assert validator_for(schema).is_valid(value)
+
+    check()
