@@ -4,18 +4,19 @@ Theory of operation: :func:`compile_schema` checks a schema a server published a
 dialect (``$schema``, else 2020-12: 2025-11-25 basic/index §JSON Schema Usage) and returns a
 validator that never fetches a remote ``$ref`` (2026-07-28 basic/index: "Implementations MUST NOT
 automatically dereference $ref values that resolve to a network URI"). :func:`message_validator`
-validates whole messages against a revision's official ``schema.json`` (SV-06); the documents are
-found through ``$MCPWIRE_SCHEMA_DIR``, else ``shared/mcp-schema`` beside the checkout, and SV-06 is
-skipped when there is none. ``jsonschema`` is imported lazily.
+validates whole messages against a revision's official ``schema.json`` (SV-06): the copy shipped
+with mcpwire (:mod:`mcpwire.schemas`), or the folder ``$MCPWIRE_SCHEMA_DIR`` names; SV-06 is
+skipped when that folder holds none. ``jsonschema`` is imported lazily.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from mcpwire import schemas
 
 __all__ = ["SchemaProblem", "compile_schema", "message_validator", "schema_dir"]
 
@@ -62,14 +63,10 @@ def compile_schema(schema: Any, *, check: bool = True) -> Any:
 
 
 def schema_dir() -> Path | None:
-    """Where the official ``<revision>/schema.json`` files are, if anywhere."""
-    env = os.environ.get("MCPWIRE_SCHEMA_DIR")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parent.parent.parent / "shared" / "mcp-schema")
-    for path in candidates:
-        if (path / "2025-11-25" / "schema.json").is_file():
-            return path
-    return None
+    """Where the official ``<revision>/schema.json`` files are: the copy shipped with mcpwire,
+    or ``$MCPWIRE_SCHEMA_DIR``; ``None`` if that folder holds none."""
+    path = schemas.schema_dir()
+    return path if any(path.glob("*/schema.json")) else None
 
 
 @cache

@@ -12,12 +12,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+from mcpwire import schemas
 from mcpwire.protocol import ClientSession, EraDetector, LineBuffer, classify
 from mcpwire.protocol.framing import encode_line
 from mcpwire.protocol.jsonrpc import (
@@ -84,7 +84,7 @@ def wire(payload: bytes) -> dict[str, Any]:
 
 # -- schemas ----------------------------------------------------------------------------------
 
-SCHEMA_DIR = Path(os.environ.get("MCPWIRE_SCHEMA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "mcp-schema")
+SCHEMA_DIR = schemas.schema_dir()  # the official schemas shipped with mcpwire, or $MCPWIRE_SCHEMA_DIR
 
 
 def _in_ci() -> bool:

@@ -1,8 +1,8 @@
 """Every message the client side writes validates against the official schema of its revision.
 
 The schemas are the JSON files generated from each revision's ``schema.ts`` ("the source of truth
-for all protocol messages"), found through ``$MCPWIRE_SCHEMA_DIR`` or ``shared/mcp-schema`` beside
-the checkout. Each message is checked against the generic envelope (``JSONRPCRequest`` /
+for all protocol messages"), shipped in :mod:`mcpwire.schemas` (or found through
+``$MCPWIRE_SCHEMA_DIR``). Each message is checked against the generic envelope (``JSONRPCRequest`` /
 ``JSONRPCNotification`` / the response type) and against its specific definition, resolved with a
 ``$ref`` into a registry holding the whole document. Without the schemas these tests skip (and
 fail under CI=true). Rules: LC-02, LC-03, LC-20..LC-22, JR-01, JR-12, UT-C02, UT-G01.

@@ -3,9 +3,9 @@
 Each test starts ``python -m mcpwire.testing.demo_server`` as a subprocess, writes JSON-RPC lines
 to its stdin and asserts the exact messages it writes back. Every message the server writes is
 checked to be one compact JSON text per line and validated against the official JSON schema of
-the revision in use (``$MCPWIRE_SCHEMA_DIR``, else ``shared/mcp-schema`` beside the checkout;
-validation is skipped when the schemas are absent). Every read is bounded: a reader thread feeds
-a queue, so a silent server fails the test instead of hanging it.
+the revision in use (the copy shipped in :mod:`mcpwire.schemas`, or ``$MCPWIRE_SCHEMA_DIR``).
+Every read is bounded: a reader thread feeds a queue, so a silent server fails the test instead
+of hanging it.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ import pytest
 from referencing import Registry
 from referencing.jsonschema import DRAFT7, DRAFT202012
 
+from mcpwire import schemas
+
 REPO = Path(__file__).resolve().parents[2]
 MODULE = REPO / "mcpwire" / "testing" / "demo_server.py"
-SCHEMA_DIR = Path(os.environ.get("MCPWIRE_SCHEMA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "mcp-schema")
+SCHEMA_DIR = schemas.schema_dir()  # the official schemas shipped with mcpwire, or $MCPWIRE_SCHEMA_DIR
 
 MODERN = "2026-07-28"
 LEGACY = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
