@@ -24,6 +24,8 @@ from .framing import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = ["SSEDecoder", "SSEEvent", "is_event_stream", "media_type"]
 
+_BOM = b"\xef\xbb\xbf"
+
 
 @dataclass(frozen=True, slots=True)
 class SSEEvent:
@@ -61,15 +63,21 @@ class SSEDecoder:
         return self._retry
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        if not chunk:
+            return []  # nothing to read, and a CR that ended the last chunk may still meet its LF
         buf = self._buf
         if self._pending_cr and chunk[:1] == b"\n":
             chunk = chunk[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = False
         buf += chunk
-        if not self._started and len(buf) >= 3:
+        if not self._started:
+            # Only the stream's first bytes can be a BOM: wait while they may still become one,
+            # and decide once, before any line is read (a BOM later in the stream is content).
+            if len(buf) < len(_BOM) and _BOM.startswith(bytes(buf)):
+                return []
             self._started = True
-            if buf.startswith(b"\xef\xbb\xbf"):
-                del buf[:3]
+            if buf.startswith(_BOM):
+                del buf[: len(_BOM)]
         events: list[SSEEvent] = []
         start = 0
         n = len(buf)
