@@ -35,6 +35,7 @@ from conformance.http_harness import TargetUnreachable
 from conformance.registry import CATALOGUE
 from conformance.report import progress_line, to_html, to_json, to_junit, to_terminal
 from conformance.runner import ALL_REVISIONS, Result, run
+from mcpwire.transports import split_header
 
 __all__ = ["main", "reference_target"]
 
@@ -135,10 +136,11 @@ def _target(options: argparse.Namespace, command: list[str]) -> Target:
     target = _base_target(options, command)
     headers = dict(target.headers or {})
     for header in options.header or ():
-        header_name, sep, value = header.partition(":")
-        if not sep or not header_name.strip():
-            raise UsageError(f"--header {header!r}: expected NAME:VALUE")
-        headers[header_name.strip()] = value.strip()
+        try:
+            header_name, value = split_header(header)
+        except ValueError as exc:
+            raise UsageError(f"--header: {exc}") from None
+        headers[header_name] = value
     if headers and not target.is_http:
         raise UsageError("--header applies to URL targets only")
     return dataclasses.replace(target, eof_grace=options.eof_grace, headers=headers or target.headers)

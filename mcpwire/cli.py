@@ -31,7 +31,7 @@ import msgspec
 import trio
 
 from .errors import MCPWireError, RPCError
-from .transports import HttpServer, StdioServer
+from .transports import HttpServer, StdioServer, split_header
 
 __all__ = ["main"]
 
@@ -60,7 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to start and handshake")
     common.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="server environment")
     common.add_argument("--cwd", help="server working directory")
-    common.add_argument("--header", action="append", default=[], metavar="NAME=VALUE", help="HTTP header (URL targets)")
+    common.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="HTTP header (URL targets; NAME:VALUE works too)",
+    )
     common.add_argument(
         "--bearer-env",
         metavar="VAR",
@@ -89,9 +95,10 @@ def _spec(args: argparse.Namespace, command: list[str] | None) -> StdioServer | 
     if command is not None and len(command) == 1 and command[0].startswith(("http://", "https://")):
         headers: dict[str, str] = {}
         for item in args.header:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise UsageError(f"--header takes NAME=VALUE, not {item!r}")
+            try:
+                key, value = split_header(item)
+            except ValueError as exc:
+                raise UsageError(f"--header: {exc}") from None
             headers[key] = value
         token = None
         if args.bearer_env:

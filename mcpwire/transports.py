@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-__all__ = ["DEFAULT_INHERITED_ENV", "HttpServer", "StdioServer", "as_server", "as_stdio_server"]
+__all__ = ["DEFAULT_INHERITED_ENV", "HttpServer", "StdioServer", "as_server", "as_stdio_server", "split_header"]
 
 #: Environment variables a stdio server inherits by default. Everything else (tokens, keys) is
 #: passed only when configured, so a server sees no secret it was not given.
@@ -185,3 +185,22 @@ def as_server(target: StdioServer | HttpServer | Sequence[str] | str) -> StdioSe
     if isinstance(target, str) and target.startswith(("http://", "https://")):
         return HttpServer(url=target)
     return as_stdio_server(target)
+
+
+def split_header(text: str) -> tuple[str, str]:
+    """``"Name: value"`` or ``"Name=value"`` (as command lines take them) as ``(name, value)``.
+
+    A header name contains neither ``:`` nor ``=`` (RFC 9110 token), so the first of the two
+    ends it, whichever form was used; the value may contain both (URLs, base64).
+
+    Raises:
+        ValueError: no separator, or an empty or malformed name.
+    """
+    cuts = [i for i in (text.find(":"), text.find("=")) if i != -1]
+    if not cuts:
+        raise ValueError("expected NAME: VALUE or NAME=VALUE")  # never echo it: it may be a bare token
+    cut = min(cuts)
+    name, value = text[:cut].strip(), text[cut + 1 :].strip()
+    if not name or any(c.isspace() or c in '"(),/;<>?@[\\]{}' for c in name):
+        raise ValueError(f"{name!r} is not a valid header name")
+    return name, value

@@ -151,3 +151,29 @@ def test_an_explicit_config_that_does_not_exist_is_named(tmp_path: Path) -> None
     proc = mcpwire("tools", "--config", str(tmp_path / "missing.json"), cwd=tmp_path, home=tmp_path)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "missing.json" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer a=b:c", ("Authorization", "Bearer a=b:c")),
+        ("X-Api-Key=abc:def=", ("X-Api-Key", "abc:def=")),
+        ("X-Empty:", ("X-Empty", "")),
+    ],
+)
+def test_headers_take_either_separator(text: str, expected: tuple[str, str]) -> None:
+    from mcpwire.transports import split_header
+
+    assert split_header(text) == expected
+
+
+@pytest.mark.parametrize("command", ["info", "check", "fuzz"])
+def test_a_malformed_header_is_refused_without_echoing_it(command: str) -> None:
+    """A token given without its header name must not end up on the terminal or in logs."""
+    secret = "sk-live-0123456789"
+    args = [command, "--header", secret]
+    args += ["--", "http://127.0.0.1:9/mcp"] if command == "info" else ["http://127.0.0.1:9/mcp"]
+    proc = mcpwire(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert "--header: expected NAME: VALUE or NAME=VALUE" in proc.stderr
+    assert secret not in proc.stderr + proc.stdout
