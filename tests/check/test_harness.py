@@ -129,7 +129,10 @@ async def test_url_target_from_the_command_line(capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--header", "no-colon", "http://127.0.0.1:9/mcp"], "mcpwire check: --header 'no-colon': expected NAME:VALUE"),
+        (
+            ["--header", "no-colon", "http://127.0.0.1:9/mcp"],
+            "mcpwire check: --header: expected NAME: VALUE or NAME=VALUE",
+        ),
         (["--header", "A: b", "--", "cmd"], "mcpwire check: --header applies to URL targets only"),
         (["http://"], "mcpwire check: 'http://' is not an http(s) URL with a host"),
     ],

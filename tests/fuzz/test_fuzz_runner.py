@@ -198,7 +198,7 @@ def test_usage_and_start_errors_exit_two(tmp_path: Path) -> None:
     status, _, err = run_cli(["--env", "NOVALUE", "--", *SERVER])
     assert status == 2 and "--env wants KEY=VALUE" in err
     status, _, err = run_cli(["--header", "no-colon", "http://127.0.0.1:9/mcp"])
-    assert status == 2 and "--header wants NAME:VALUE" in err
+    assert status == 2 and "--header: expected NAME: VALUE or NAME=VALUE" in err and "no-colon" not in err
     status, _, err = run_cli(["ftp://example.com/mcp"])
     assert status == 2 and "not an http(s) URL" in err
     status, _, err = run_cli(["--replay", str(tmp_path / "missing.jsonl")])
