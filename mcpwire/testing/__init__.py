@@ -3,7 +3,8 @@
 ``python -m mcpwire.testing.demo_server`` is a small MCP server speaking both eras over stdio,
 with tools, resources, prompts, completion, logging, progress, subscriptions and input requests.
 ``python -m mcpwire.testing.everything`` is the reference server of ``mcpwire check``: the demo
-server plus the official conformance runner's fixture names, over stdio or, with
+server plus the official conformance runner's fixture names and the 2026-07-28 Tasks and Skills
+extensions (:mod:`mcpwire.testing.tasks`, :mod:`mcpwire.testing.skills`), over stdio or, with
 ``--http [HOST:]PORT``, over Streamable HTTP (both eras) and HTTP+SSE
 (:mod:`mcpwire.testing.http_server`, standard library only).
 """

@@ -820,7 +820,7 @@ class DemoServer:
         )
 
     def _modern_call(self, request_id: RequestId, method: str, params: _Obj, respond: _Respond) -> _Call:
-        if method not in _MODERN_METHODS:
+        if method not in self._modern_methods:
             if method == "initialize":
                 # 2026-07-28 basic/versioning: "A server that supports only modern versions SHOULD name
                 # the protocol versions it supports in any error it returns to an initialize request".
@@ -1084,6 +1084,11 @@ class DemoServer:
                 )
                 return
             granted["resourceSubscriptions"] = list(uris)
+        try:
+            granted.update(self._listen_grants(call, wanted))
+        except _RPCError as exc:
+            call.finish(_error(call.id, exc.code, exc.message, exc.data))
+            return
         with self._lock:
             if self._closed:
                 return
@@ -1099,6 +1104,10 @@ class DemoServer:
                 {"notifications": granted, "_meta": {META_SUBSCRIPTION_ID: call.id}},
             )
             self._listens[call.id] = _Listen(call, granted)
+
+    def _listen_grants(self, call: _Call, wanted: _Obj) -> _Obj:
+        """Grants for the filter fields a subclass serves (extensions); may raise ``_RPCError``."""
+        return {}
 
     # -- tools --------------------------------------------------------------------------------
 
@@ -1300,6 +1309,8 @@ class DemoServer:
             return
         self._notify("notifications/message", {"level": level, "logger": "demo", "data": data})
 
+    #: the methods served in the 2026-07-28 era (a subclass adds those of its extensions)
+    _modern_methods: ClassVar[frozenset[str]] = _MODERN_METHODS
     #: method -> handler attribute (``getattr`` so that a subclass may override or add one)
     _handlers: ClassVar[dict[str, str]] = {
         "server/discover": "_discover",

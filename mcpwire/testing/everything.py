@@ -14,6 +14,23 @@ legacy way (a server request) in 2024-11-05..2025-11-25 and the 2026-07-28 way (
 ``input_required`` result) in the modern era; the ``test_input_required_result_*`` tools exist
 for the modern era only and answer a legacy call with an ``isError`` result.
 
+Two 2026-07-28 extensions, declared under ``capabilities.extensions`` of ``server/discover``
+(legacy revisions have no such field, so a legacy session sees neither):
+
+- Tasks (``io.modelcontextprotocol/tasks``, SEP-2663; :mod:`mcpwire.testing.tasks`): a request
+  that declares the extension in its client capabilities gets a ``CreateTaskResult`` from the
+  task-supporting tools (``slow_compute``, ``confirm_delete``, ``multi_input``; ``failing_job``,
+  ``protocol_error_job`` and ``test_tool_with_task`` run only as tasks, -32021 otherwise), polled
+  with ``tasks/get``, answered with ``tasks/update``, cancelled with ``tasks/cancel``, and reported
+  as ``notifications/tasks`` on a ``subscriptions/listen`` stream that names their ``taskIds``.
+  Without the extension the same tools run inside their call (MRTR in 2026-07-28, server
+  requests before); ``greet`` never becomes a task. Tasks live as long as the engine, so over
+  HTTP they outlive the request that created them.
+- Skills (``io.modelcontextprotocol/skills``, SEP-2640; :mod:`mcpwire.testing.skills`): two
+  skills under ``skill://``, listed and read as resources in every era, enumerated with
+  ``skills/list`` and ``skills/get``, and browsed with ``resources/directory/read``
+  (``directoryRead: true``); both lists are paged small so that clients meet their cursors.
+
 With ``--http`` the same engine is served by :mod:`mcpwire.testing.http_server` on
 ``http://HOST:PORT/mcp`` (Streamable HTTP, both eras) and ``/sse`` (the 2024-11-05 HTTP+SSE
 transport); the first line on stdout is ``listening on <url>``. It is the default target of
@@ -30,15 +47,21 @@ import os
 import struct
 import sys
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from mcpwire.testing.demo_server import (
     _PROMPTS,
     _RESOURCES,
     _TEMPLATES,
+    CACHE_SCOPE,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
+    LIST_TTL_MS,
+    MAX_SLOW_S,
+    META_SUBSCRIPTION_ID,
     MISSING_CLIENT_CAPABILITY,
+    READ_TTL_MS,
     V2025_03_26,
     V2025_06_18,
     V2025_11_25,
@@ -46,8 +69,10 @@ from mcpwire.testing.demo_server import (
     Message,
     RequestId,
     _Abandoned,
+    _arg_number,
     _arg_str,
     _b64_json,
+    _BadArguments,
     _Call,
     _InputRequired,
     _RPCError,
@@ -56,6 +81,8 @@ from mcpwire.testing.demo_server import (
     _unb64_json,
     encode_message,
 )
+from mcpwire.testing.skills import SKILLS_EXTENSION, SkillCatalogue, default_catalogue
+from mcpwire.testing.tasks import TASKS_EXTENSION, Job, TaskStore, declares_tasks
 
 __all__ = [
     "SIMPLE_PROMPT",
@@ -203,6 +230,39 @@ _FIXTURE_TOOLS: Final[dict[str, tuple[str, _Obj, str]]] = {
         _NO_ARGS,
         "_ir_capabilities",
     ),
+    # the Tasks extension (SEP-2663): the fixture names of the official runner's tasks scenarios
+    "greet": ("Say hello to a name; never runs as a task.", _schema({"name": _STRING}, ["name"]), "_tk_greet"),
+    "slow_compute": (
+        "Wait `seconds`, then answer; a task when the request declares io.modelcontextprotocol/tasks.",
+        _schema({"seconds": {"type": "number", "minimum": 0, "maximum": 3600}, "label": _STRING}, ["seconds"]),
+        "_tk_slow_compute",
+    ),
+    "failing_job": (
+        "A task that ends with a tool error (isError); only runs as a task (io.modelcontextprotocol/tasks).",
+        _NO_ARGS,
+        "_tk_failing_job",
+    ),
+    "protocol_error_job": (
+        "A task that fails with a JSON-RPC error; only runs as a task (io.modelcontextprotocol/tasks).",
+        _NO_ARGS,
+        "_tk_protocol_error_job",
+    ),
+    "confirm_delete": (
+        "Ask the user to confirm deleting a file (nothing is deleted); a task when the request declares "
+        "io.modelcontextprotocol/tasks.",
+        _schema({"filename": _STRING}, ["filename"]),
+        "_tk_confirm_delete",
+    ),
+    "multi_input": (
+        "Ask the user two questions at once; a task when the request declares io.modelcontextprotocol/tasks.",
+        _NO_ARGS,
+        "_tk_multi_input",
+    ),
+    "test_tool_with_task": (
+        "2026-07-28: ask for a name (input_required), then finish as a task (io.modelcontextprotocol/tasks).",
+        _NO_ARGS,
+        "_tk_tool_with_task",
+    ),
 }
 _CRASH_ANNOTATIONS: Final[_Obj] = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
 
@@ -275,6 +335,17 @@ _ASK_CONTEXT: Final = _elicit("What context should the prompt use?", {"context":
 #: inputRequests method -> the client capability it needs
 _NEEDS: Final = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 _MODERN_ONLY_TEXT: Final = "this tool uses 2026-07-28 input requests; call it with protocol revision 2026-07-28"
+_TASKS_ONLY_TEXT: Final = (
+    "this tool only runs as a task: call it with protocol revision 2026-07-28 and the "
+    f"{TASKS_EXTENSION} extension in the request's client capabilities"
+)
+#: seconds the short fixture jobs work before they end
+JOB_STEP_S: Final = 0.1
+#: Page sizes of skills/list and resources/directory/read when --page-size is not given: small,
+#: so that a client of the reference server meets their pagination (an entry is never split).
+SKILLS_PAGE_SIZE: Final = 1
+DIRECTORY_PAGE_SIZE: Final = 2
+_ASK_PROCEED: Final = _elicit("Proceed?", {"confirm": {"type": "boolean"}}, ["confirm"])
 
 
 class EverythingServer(DemoServer):
@@ -291,6 +362,25 @@ class EverythingServer(DemoServer):
         **DemoServer._tools,
         **{name: spec[2] for name, spec in _FIXTURE_TOOLS.items()},
     }
+    _handlers: ClassVar[dict[str, str]] = {
+        **DemoServer._handlers,
+        "tasks/get": "_tasks_get",
+        "tasks/update": "_tasks_update",
+        "tasks/cancel": "_tasks_cancel",
+        "skills/list": "_skills_list",
+        "skills/get": "_skills_get",
+        "resources/directory/read": "_directory_read",
+    }
+    # 2026-07-28 only: both extensions are declared in server/discover (legacy revisions have no
+    # capabilities.extensions), so a legacy session gets -32601 for these methods.
+    _modern_methods: ClassVar[frozenset[str]] = DemoServer._modern_methods | {
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+        "skills/list",
+        "skills/get",
+        "resources/directory/read",
+    }
 
     def __init__(
         self,
@@ -304,6 +394,22 @@ class EverythingServer(DemoServer):
         # 2026-07-28 basic/patterns/mrtr: "Servers MUST reject state that fails verification";
         # the key lives as long as the process, which is the scope of the state it signs.
         self._state_key = os.urandom(32)
+        self._task_store = TaskStore(on_change=self._task_changed, fits=_answer_fits)
+        #: the skills served under skill:// (SEP-2640)
+        self.skills: SkillCatalogue = default_catalogue()
+
+    def close(self) -> None:
+        """Cancel running tasks, then close as :meth:`DemoServer.close` does. Idempotent."""
+        self._task_store.close()
+        super().close()
+
+    def _discover(self, call: _Call) -> _Obj:
+        result = super()._discover(call)
+        capabilities = dict(result.get("capabilities") or {})
+        # CF-T20, CF-X01: SEP-2663 §Capability Negotiation ("an empty object indicates support")
+        # and SEP-2640 §Capability Declaration (directoryRead: resources/directory/read is served).
+        capabilities["extensions"] = {TASKS_EXTENSION: {}, SKILLS_EXTENSION: {"directoryRead": True}}
+        return {**result, "capabilities": capabilities}
 
     # -- listings ---------------------------------------------------------------------------
 
@@ -317,7 +423,8 @@ class EverythingServer(DemoServer):
         return tools
 
     def _resources_list(self, call: _Call) -> _Obj:
-        return self._paginated(call, "resources", [*_RESOURCES, *_FIXTURE_RESOURCES])
+        resources = [*_RESOURCES, *_FIXTURE_RESOURCES, *self.skills.listed_resources()]
+        return self._paginated(call, "resources", resources)
 
     def _templates_list(self, call: _Call) -> _Obj:
         return self._paginated(call, "resourceTemplates", [*_TEMPLATES, *_FIXTURE_TEMPLATES])
@@ -329,7 +436,7 @@ class EverythingServer(DemoServer):
 
     def _resources_read(self, call: _Call) -> _Obj:
         uri = call.params.get("uri")
-        contents = _fixture_contents(uri) if isinstance(uri, str) else None
+        contents = _fixture_contents(uri) or self.skills.contents(uri) if isinstance(uri, str) else None
         if contents is None:
             return super()._resources_read(call)
         result: _Obj = {"contents": [contents]}
@@ -676,6 +783,260 @@ class EverythingServer(DemoServer):
             return super()._tools_call(call)
         except _LegacyCall:
             return _text_result(_MODERN_ONLY_TEXT, is_error=True)
+
+    # -- the Tasks extension (SEP-2663) -----------------------------------------------------------
+
+    def _run_job(
+        self, call: _Call, body: Callable[[Job], _Obj], *, required: bool = False, needs: Sequence[str] = ()
+    ) -> _Obj:
+        """Run a tool's ``body`` as a task when the request declares the tasks extension, else
+        inside this ``tools/call`` (``required``: never; the client must declare the extension).
+
+        CF-T21, SEP-2663 §Capability Negotiation: the server "MAY return CreateTaskResult ... at
+        its own discretion" to a declaring request (this one always does), and "MUST NOT return
+        CreateTaskResult to a client that did not include the extension capability on its
+        request".
+        """
+        if call.era == "modern" and declares_tasks(call.caps):
+            for capability in needs:
+                if not isinstance(call.caps.get(capability), dict):
+                    # 2026-07-28 basic/patterns/mrtr: "Servers MUST NOT send an inputRequests that
+                    # the client has not declared support for"; a task would have to.
+                    raise _RPCError(
+                        MISSING_CLIENT_CAPABILITY,
+                        f"Missing required client capability: {capability}",
+                        {"requiredCapabilities": {capability: {}}},
+                    )
+            created = self._task_store.start(str(call.params.get("name")), lambda job: self._decorate(call, body(job)))
+            # SEP-2663 §Polymorphic Results: "Servers MUST set resultType to "task" when returning
+            # a CreateTaskResult"; the result is the flat task, without result/error/inputRequests.
+            return {"resultType": "task", **created}
+        if required:
+            if call.era == "legacy":
+                return _text_result(_TASKS_ONLY_TEXT, is_error=True)
+            # SEP-2663: "If a server is unable to service a request to a client that does not
+            # declare this extension capability without returning CreateTaskResult, the server
+            # MUST return an error with the code -32021 ... indicating the required extension".
+            message = f"Missing required client capability: extension {TASKS_EXTENSION}"
+            raise _RPCError(MISSING_CLIENT_CAPABILITY, message, _need_tasks())
+        if "elicitation" in needs and not (_since(call.revision, V2025_06_18) and self._form_elicitation(call.caps)):
+            return self._missing_capability(call, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
+        try:
+            return body(_CallJob(self, call))
+        except _NoAnswer as exc:
+            return _text_result(str(exc), is_error=True)
+
+    def _require_tasks(self, call: _Call) -> None:
+        if not declares_tasks(call.caps):
+            # SEP-2663 §Protocol Errors: "Servers MUST return this error for non-declaring clients
+            # issuing tasks/get, tasks/update, and tasks/cancel requests."
+            raise _RPCError(
+                MISSING_CLIENT_CAPABILITY,
+                f"Missing required client capability: extension {TASKS_EXTENSION} ({call.method} is part of it)",
+                _need_tasks(),
+            )
+
+    def _tasks_get(self, call: _Call) -> _Obj:
+        self._require_tasks(call)
+        # SEP-2663 §Task Polling: a DetailedTask; "The resultType field MUST be set to "complete""
+        # (added by _decorate).
+        return self._task_store.get(call.params.get("taskId"))
+
+    def _tasks_update(self, call: _Call) -> _Obj:
+        self._require_tasks(call)
+        # CF-T23: answers by the keys of inputRequests; unknown keys are ignored
+        self._task_store.update(call.params.get("taskId"), call.params.get("inputResponses"))
+        return {}  # "On success, the server MUST acknowledge the request with an empty result."
+
+    def _tasks_cancel(self, call: _Call) -> _Obj:
+        self._require_tasks(call)
+        self._task_store.cancel(call.params.get("taskId"))  # CF-T24: cooperative, ack only
+        return {}  # "The server MUST acknowledge the request with an empty result."
+
+    def _listen_grants(self, call: _Call, wanted: _Obj) -> _Obj:
+        grants = super()._listen_grants(call, wanted)
+        task_ids = wanted.get("taskIds")
+        if task_ids is None:
+            return grants
+        if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+            raise _RPCError(INVALID_PARAMS, "Invalid params: 'taskIds' must be a list of strings")
+        # CF-T26, SEP-2663 §Task Status Notifications: "If a client requests task status
+        # notifications but does not declare the io.modelcontextprotocol/tasks extension
+        # capability, the server MUST return a JSON-RPC error specifying the missing capabilities".
+        self._require_tasks(call)
+        # the acknowledgement lists "the task IDs it has agreed to send task status notifications for"
+        return {**grants, "taskIds": self._task_store.known(task_ids)}
+
+    def _task_changed(self, task: _Obj) -> None:
+        # SEP-2663: "Each notification carries a complete DetailedTask for the current status,
+        # identical to what tasks/get would have returned at that moment."
+        with self._lock:
+            if self._closed:
+                return
+            for listen in self._listens.values():
+                if task["taskId"] in listen.granted.get("taskIds", ()):
+                    self._notify("notifications/tasks", {**task, "_meta": {META_SUBSCRIPTION_ID: listen.call.id}})
+
+    def _tk_greet(self, call: _Call, args: _Obj) -> _Obj:
+        return _text_result(f"Hello, {_arg_str(args, 'name')}!")
+
+    def _tk_slow_compute(self, call: _Call, args: _Obj) -> _Obj:
+        seconds = _arg_number(args, "seconds")
+        if not 0 <= seconds <= MAX_SLOW_S:
+            raise _BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
+        label = _arg_str(args, "label", required=False) or "slow_compute"
+
+        def body(job: Job) -> _Obj:
+            job.sleep(seconds)
+            return _text_result(f"{label}: done after {seconds:g} s")
+
+        return self._run_job(call, body)
+
+    def _tk_failing_job(self, call: _Call, args: _Obj) -> _Obj:
+        def body(job: Job) -> _Obj:
+            job.sleep(JOB_STEP_S)
+            # a tool error, not a protocol error: the task ends `completed` with isError
+            return _text_result("the job failed: this fixture always ends with a tool error", is_error=True)
+
+        return self._run_job(call, body, required=True)
+
+    def _tk_protocol_error_job(self, call: _Call, args: _Obj) -> _Obj:
+        def body(job: Job) -> _Obj:
+            job.sleep(JOB_STEP_S)
+            raise _RPCError(INTERNAL_ERROR, "Internal error: the job crashed (this fixture always does)")
+
+        return self._run_job(call, body, required=True)
+
+    def _tk_confirm_delete(self, call: _Call, args: _Obj) -> _Obj:
+        filename = _arg_str(args, "filename") or ""
+        ask = _elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
+
+        def body(job: Job) -> _Obj:
+            answer = job.ask({"confirm": ask})["confirm"]
+            if _elicited_any(answer, "confirm") is True:
+                return _text_result(f"{filename}: deletion confirmed (nothing was deleted: this is a fixture)")
+            return _text_result(f"{filename}: deletion not confirmed")
+
+        return self._run_job(call, body, needs=("elicitation",))
+
+    def _tk_multi_input(self, call: _Call, args: _Obj) -> _Obj:
+        def body(job: Job) -> _Obj:
+            # both at once: as a task, two keys are outstanding and may be answered one by one
+            answers = job.ask({"name": _ASK_NAME, "confirm": _ASK_PROCEED})
+            name, proceed = _elicited(answers["name"], "name"), _elicited_any(answers["confirm"], "confirm")
+            return _text_result(f"name: {name}, proceed: {proceed}")
+
+        return self._run_job(call, body, needs=("elicitation",))
+
+    def _tk_tool_with_task(self, call: _Call, args: _Obj) -> _Obj:
+        if call.era == "legacy":
+            return _text_result(_TASKS_ONLY_TEXT, is_error=True)
+        self._require_tasks(call)
+        # CF-T27, SEP-2663 §Task Creation: MRTR exchanges "SHOULD [be resolved] synchronously before
+        # responding with a CreateTaskResult": first input_required, then the task.
+        answers = self._answers(call, {"user_name": _ASK_NAME})
+        name = _elicited(answers["user_name"], "name")
+
+        def body(job: Job) -> _Obj:
+            job.sleep(JOB_STEP_S)
+            return _text_result(f"Hello, {name}!")
+
+        return self._run_job(call, body, required=True)
+
+    # -- the Skills extension (SEP-2640) ----------------------------------------------------------
+
+    def _skills_list(self, call: _Call) -> _Obj:
+        # SEP-2640 §Enumeration: "Pagination mirrors the base protocol's list methods ... An
+        # entry is atomic"; in 2026-07-28 with ttlMs and cacheScope.
+        return self._extension_page(call, "skills", "skills", self.skills.entries(), SKILLS_PAGE_SIZE)
+
+    def _skills_get(self, call: _Call) -> _Obj:
+        uri = call.params.get("uri")
+        if not isinstance(uri, str):
+            raise _RPCError(INVALID_PARAMS, "Invalid params: skills/get needs 'uri', a string")
+        entry = self.skills.entry(uri)
+        if entry is None:
+            # SEP-2640 §Retrieval: "If the URI does not identify a skill the server serves, the
+            # server MUST return error -32602 (Invalid params)".
+            raise _RPCError(INVALID_PARAMS, f"Invalid params: {uri!r} is not the SKILL.md of a skill served here")
+        # a single entry carries no cursor; ttlMs/cacheScope as on resources/read
+        return {"skill": entry, "ttlMs": READ_TTL_MS, "cacheScope": CACHE_SCOPE}
+
+    def _directory_read(self, call: _Call) -> _Obj:
+        uri = call.params.get("uri")
+        if not isinstance(uri, str):
+            raise _RPCError(INVALID_PARAMS, "Invalid params: resources/directory/read needs 'uri', a string")
+        children = self.skills.children(uri)
+        if children is None:
+            # SEP-2640 §resources/directory/read: "If the URI does not exist, or exists but is not a
+            # directory resource, the server MUST return error -32602 (Invalid params)".
+            raise _RPCError(INVALID_PARAMS, f"Invalid params: {uri!r} is not a directory resource", {"uri": uri})
+        # "Pagination mirrors resources/list: when the result includes nextCursor, the client
+        # passes it back as cursor to retrieve the next page."
+        return self._extension_page(call, f"directory {uri}", "resources", children, DIRECTORY_PAGE_SIZE)
+
+    def _extension_page(self, call: _Call, scope: str, key: str, items: Sequence[_Obj], size: int) -> _Obj:
+        """One page of an extension's list: ``size`` items (``--page-size`` wins when set); a
+        cursor is valid only for the list (``scope``) that issued it, else -32602."""
+        size = self._page_size or size
+        cursor = call.params.get("cursor")
+        start = 0
+        if cursor is not None:
+            decoded = _unb64_json(cursor) if isinstance(cursor, str) else None
+            offset = decoded.get("offset") if isinstance(decoded, dict) and decoded.get("scope") == scope else None
+            if not isinstance(offset, int) or isinstance(offset, bool) or not 0 < offset < len(items):
+                raise _RPCError(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
+            start = offset
+        end = min(len(items), start + size)
+        result: _Obj = {key: list(items[start:end]), "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}
+        if end < len(items):
+            result["nextCursor"] = _b64_json({"scope": scope, "offset": end})
+        return result
+
+
+def _need_tasks() -> _Obj:
+    """The data of a -32021 error that names the tasks extension."""
+    return {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+
+
+class _NoAnswer(Exception):
+    """A legacy server request got no usable answer (the tool reports it as an isError result)."""
+
+
+class _CallJob:
+    """The :class:`~mcpwire.testing.tasks.Job` of a tool run inside its own ``tools/call``.
+
+    Cancellation is the call's own; input is asked the era's way: an ``input_required`` result
+    in 2026-07-28 (the retry runs the body again, with the answers), a server request before.
+    """
+
+    __slots__ = ("_call", "_server")
+
+    def __init__(self, server: EverythingServer, call: _Call) -> None:
+        self._server = server
+        self._call = call
+
+    def sleep(self, seconds: float) -> None:
+        if self._call.cancelled.wait(seconds):
+            raise _Abandoned
+
+    def ask(self, asks: Mapping[str, _Obj]) -> dict[str, object]:
+        call = self._call
+        if call.era == "modern":
+            return self._server._answers(call, dict(asks))
+        answers: dict[str, object] = {}
+        for name, request in asks.items():
+            if request["method"] == "elicitation/create" and _since(call.revision, V2025_11_25):
+                request = {**request, "params": {"mode": "form", **request["params"]}}
+            response = self._server._ask_client(call, request)
+            if response is None:
+                raise _NoAnswer(f"no answer to {request['method']} in time")
+            if "error" in response:
+                error = response["error"]
+                detail = error.get("message") if isinstance(error, dict) else error
+                raise _NoAnswer(f"{request['method']} failed: {detail}")
+            answers[name] = response.get("result")
+        return answers
 
 
 class _LegacyCall(Exception):

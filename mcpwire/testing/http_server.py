@@ -355,6 +355,17 @@ def _error_body(request_id: RequestId | None, code: int, message: str, data: Any
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
+#: 2026-07-28 §Standard Headers: the body field that Mcp-Name mirrors, by method; SEP-2663
+#: §Streamable HTTP: Routing Headers adds the tasks methods (CF-T25: "the client MUST set the
+#: Mcp-Name header ... to the value of params.taskId").
+_NAME_FIELDS: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 #: 2026-07-28 error codes and the HTTP status that carries them.
 _MODERN_STATUS: Final = {-32601: 404, -32700: 400, -32600: 400, -32020: 400, -32021: 400, -32022: 400}
 
@@ -723,7 +734,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
 
     def _check_name_header(self, message: _Obj, request_id: RequestId | None) -> None:
         params = message.get("params")
-        key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(str(message.get("method")))
+        key = _NAME_FIELDS.get(str(message.get("method")))
         if key is None or not isinstance(params, dict) or not isinstance(params.get(key), str):
             return
         name = self.headers.get("Mcp-Name")
