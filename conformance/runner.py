@@ -55,6 +55,9 @@ ALL_REVISIONS: Final = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", 
 #: Result statuses; ``not_observed`` is never counted as a pass.
 STATUSES: Final = ("pass", "fail", "warning", "skipped", "not_observed", "expected_fail", "error")
 MAX_EVIDENCE_LINES: Final = 80
+#: characters kept of one recorded message: enough for the usual answers to stay whole JSON (the
+#: reports shorten what they show); bounded, so a 64 MiB answer costs a result no more than this
+MAX_EVIDENCE_LINE_CHARS: Final = 8 * 1024
 
 
 @dataclass(slots=True)
@@ -269,7 +272,7 @@ def _evidence(ctx: Context) -> list[str]:
     for n, wire in enumerate(ctx.wires, 1):
         # "process" for every wire (the report parses it); Result.transport says which kind
         lines.append(f"--- process {n}")
-        lines.extend(f"{e.at:7.3f} {e.direction} {e.text[:400]}" for e in wire.exchanges)
+        lines.extend(f"{e.at:7.3f} {e.direction} {e.text[:MAX_EVIDENCE_LINE_CHARS]}" for e in wire.exchanges)
         stderr = getattr(wire, "stderr", None)
         if stderr:
             tail = bytes(stderr[-400:]).decode("utf-8", "replace").strip()

@@ -146,7 +146,8 @@ def test_json_report_from_a_real_run(capsys: pytest.CaptureFixture[str]) -> None
     sent = [json.loads(e["text"]) for e in failure["exchange"] if e["direction"] == "sent"]
     received = [e["text"] for e in failure["exchange"] if e["direction"] == "received"]
     assert [m.get("method") for m in sent] == ["initialize", "notifications/initialized", "ping"]
-    assert len(received) == 2 and received[0].startswith('{"jsonrpc":"2.0","id":1,"result":{"protocolVersion"')
+    assert len(received) == 2
+    assert json.loads(received[0])["result"]["protocolVersion"] == "2025-11-25"  # recorded whole
     assert json.loads(received[1]) == {"jsonrpc": "2.0", "id": 2, "result": {"pong": True}}
     assert {e["process"] for e in failure["exchange"]} == {1}
     assert report["counts"]["fail"] == 1
