@@ -41,6 +41,8 @@ from _common import ECHO_SERVER, HTTP_ECHO_SERVER, Params, median
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
+#: where `python -c` runs: not the repository, whose mcpwire/ would shadow the installed one
+NEUTRAL_CWD = BENCH
 SDK_REQUIREMENT = "mcp>=2,<3"
 WORKLOAD_TIMEOUT = 900.0
 COLD_TIMEOUT = 120.0
@@ -67,12 +69,14 @@ class Client:
         return [self.python, str(BENCH / self.script), "--variant", self.variant, "--params", params.to_json(), *extra]
 
 
-def make_clients(sdk_python: str | None, only: set[str] | None, transport: str = "stdio") -> list[Client]:
+def make_clients(
+    sdk_python: str | None, only: set[str] | None, transport: str = "stdio", python: str = sys.executable
+) -> list[Client]:
     prefix = "http_" if transport == "http" else ""
     clients = [
-        Client("floor", f"{prefix}floor_client.py", "legacy", sys.executable, sdk_pair="sdk[legacy]"),
-        Client("mcpwire", f"{prefix}mcpwire_client.py", "auto", sys.executable, sdk_pair="sdk"),
-        Client("mcpwire[legacy]", f"{prefix}mcpwire_client.py", "legacy", sys.executable, sdk_pair="sdk[legacy]"),
+        Client("floor", f"{prefix}floor_client.py", "legacy", python, sdk_pair="sdk[legacy]"),
+        Client("mcpwire", f"{prefix}mcpwire_client.py", "auto", python, sdk_pair="sdk"),
+        Client("mcpwire[legacy]", f"{prefix}mcpwire_client.py", "legacy", python, sdk_pair="sdk[legacy]"),
     ]
     if sdk_python is not None:
         clients += [
@@ -88,6 +92,27 @@ def make_clients(sdk_python: str | None, only: set[str] | None, transport: str =
 def sdk_venv_dir() -> Path:
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "mcpwire-bench" / "sdk-venv"
+
+
+def ensure_installed_project() -> str | None:
+    """A venv with this working tree installed as a user would have it (``pip install``, not
+    editable: no import hook in every start-up, bytecode compiled at install), refreshed on every
+    run; its python runs the floor and mcpwire clients, as the SDK's venv runs the SDK. ``None``
+    (with a warning) when it cannot be built: then the current interpreter is used."""
+    venv = sdk_venv_dir().parent / "project-venv"
+    python = venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    try:
+        if not python.exists():
+            print(f"creating the project venv in {venv} ...", file=sys.stderr)
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            subprocess.run([*pip, f"{ROOT}[http]"], check=True)
+        print("installing the working tree into the project venv ...", file=sys.stderr)
+        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(ROOT)], check=True, cwd=sdk_venv_dir().parent)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"warning: cannot install the project into {venv} ({exc}); using {sys.executable}", file=sys.stderr)
+        return None
+    return str(python)
 
 
 def _sdk_version(python: Path) -> str | None:
@@ -202,14 +227,14 @@ class ImportCase:
         return median(self.samples) / 1e6
 
 
-def run_imports(params: Params, sdk_python: str | None) -> dict[str, ImportCase]:
+def run_imports(params: Params, sdk_python: str | None, python: str = sys.executable) -> dict[str, ImportCase]:
     """Wall time of ``python -c CODE`` in a fresh process, interpreter start-up included."""
     cases = {
-        "python": ImportCase("python -c pass", sys.executable, "pass"),
-        "trio": ImportCase("import trio", sys.executable, "import trio"),
-        "floor": ImportCase("import trio, msgspec (the floor's imports)", sys.executable, "import trio, msgspec"),
-        "mcpwire": ImportCase("import mcpwire", sys.executable, "import mcpwire"),
-        "open_client": ImportCase("from mcpwire import open_client", sys.executable, "from mcpwire import open_client"),
+        "python": ImportCase("python -c pass", python, "pass"),
+        "trio": ImportCase("import trio", python, "import trio"),
+        "floor": ImportCase("import trio, msgspec (the floor's imports)", python, "import trio, msgspec"),
+        "mcpwire": ImportCase("import mcpwire", python, "import mcpwire"),
+        "open_client": ImportCase("from mcpwire import open_client", python, "from mcpwire import open_client"),
     }
     if sdk_python is not None:
         cases["sdk_python"] = ImportCase("python -c pass (SDK venv)", sdk_python, "pass")
@@ -220,11 +245,11 @@ def run_imports(params: Params, sdk_python: str | None) -> dict[str, ImportCase]
         )
     print(f"  imports x{params.import_runs} ...", file=sys.stderr, flush=True)
     for case in cases.values():  # one untimed run each: fills the OS page cache and writes .pyc files
-        subprocess.run([case.python, "-c", case.code], check=True, cwd=ROOT)
+        subprocess.run([case.python, "-c", case.code], check=True, cwd=NEUTRAL_CWD)
     for _ in range(params.import_runs):
         for case in cases.values():
             start = time.perf_counter_ns()
-            subprocess.run([case.python, "-c", case.code], check=True, cwd=ROOT)
+            subprocess.run([case.python, "-c", case.code], check=True, cwd=NEUTRAL_CWD)
             case.samples.append(time.perf_counter_ns() - start)
     return cases
 
@@ -417,9 +442,9 @@ def print_imports(imports: dict[str, ImportCase]) -> None:
     print(f"  {'code':<74} {'total':>8} {'net':>8} {'vs trio':>9}")
     trio_ms = imports["trio"].ms
     for case in imports.values():
-        bare = imports["sdk_python" if case.python != sys.executable else "python"].ms
+        bare = imports["python" if case.python == imports["python"].python else "sdk_python"].ms
         print(f"  {case.label:<74} {case.ms:8.1f} {case.ms - bare:8.1f} {case.ms - trio_ms:+9.1f}")
-    print("  (net: minus `python -c pass` of the same venv; the project venv's start-up includes its .pth hooks)")
+    print("  (net: minus `python -c pass` of the same venv)")
 
 
 def print_summary(
@@ -499,9 +524,9 @@ def placement(pin: str, transport: str = "stdio") -> dict[str, Any]:
 
 
 def compile_project() -> None:
-    """Byte-compiles mcpwire, as installing a package does: an editable install run with
-    PYTHONDONTWRITEBYTECODE would otherwise compile every edited module again in every timed
-    start-up (the installed trio, msgspec and SDK have their bytecode from pip)."""
+    """Byte-compiles mcpwire in place (``--in-place``), as installing a package does: an editable
+    install run with PYTHONDONTWRITEBYTECODE would otherwise compile every edited module again in
+    every timed start-up (installed packages have their bytecode from pip)."""
     import compileall
 
     compileall.compile_dir(str(ROOT / "mcpwire"), quiet=1)
@@ -527,6 +552,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="CPU placement: client and server on two CPUs (default), on one, or unpinned",
     )
     parser.add_argument("--rounds", type=int, help="workload runs per client (default: 5, 1 with --quick)")
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="run the floor and mcpwire with this interpreter (e.g. an editable install) instead of a fresh install",
+    )
     args = parser.parse_args(argv)
 
     params = Params.quick() if args.quick else Params()
@@ -536,15 +566,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sdk = None if args.skip_sdk else ensure_sdk(args.refresh_sdk)
     sdk_python, sdk_version = sdk if sdk is not None else (None, None)
     only = set(args.clients.split(",")) if args.clients else None
-    clients = make_clients(sdk_python, only, args.transport)
+    python = None if args.in_place else ensure_installed_project()
+    if python is None:
+        python = sys.executable
+        compile_project()
+    clients = make_clients(sdk_python, only, args.transport, python)
     if not clients:
         parser.error("no client selected")
 
-    compile_project()
     print("running (each client in its own process) ...", file=sys.stderr)
     run_workloads(clients, params)
     run_cold_starts(clients, params)
-    imports = run_imports(params, sdk_python)
+    imports = run_imports(params, sdk_python, python)
     data = report(clients, params, imports, sdk_version, args.transport)
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
