@@ -94,6 +94,8 @@ async def open_stream(
 
 async def close_response(response: httpx.Response) -> None:
     """Closes a streamed response; shielded and bounded."""
+    if response.is_closed:  # read to the end (the usual answer): nothing left to release
+        return
     with trio.CancelScope(shield=True), trio.move_on_after(RESPONSE_CLOSE_TIMEOUT):
         await response.aclose()
 
