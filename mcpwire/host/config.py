@@ -64,7 +64,7 @@ class ToolPolicy(msgspec.Struct, frozen=True, kw_only=True):
     retries: int | None = None
     #: retry on transient failures even without an idempotent annotation (or never, if false)
     retryable: bool | None = None
-    #: cache results even without a read-only annotation (or never, if false)
+    #: cache results even without a read-only or idempotent annotation (or never, if false)
     cacheable: bool | None = None
     cache_ttl_seconds: float | None = None
     approval: Decision | None = None

@@ -1,15 +1,17 @@
 """The multi-server host: supervised clients, a live registry and routed, policed calls.
 
 Theory of operation: each enabled server gets a supervisor task in the host's nursery. The
-supervisor connects, lists tools into the :class:`~mcpwire.host.registry.ToolRegistry`, then
-watches the connection (notifications, resource subscriptions, periodic health checks) until it
-ends; it then marks the server ``error``, waits a jittered exponential backoff and connects again
-(a stdio server is restarted, an HTTP one reconnected). A failing server is data (its status
-and error text), never an exception in the host nursery. Calls resolve the namespaced name,
-build a :class:`~mcpwire.host.policies.CallContext` from the tool's annotations and the
-server's settings, and run through the server's :class:`~mcpwire.host.policies.PolicyStack`;
-each attempt looks up the server's current connection, so a retry after a restart uses the new
-one.
+supervisor connects, lists tools into the :class:`~mcpwire.host.registry.ToolRegistry` (a list is
+idempotent, so it runs under the server's retry policy), then watches the connection
+(notifications, resource subscriptions, periodic health checks) until it ends; it then marks the
+server ``error``, waits a jittered exponential backoff and connects again (a stdio server is
+restarted, an HTTP one reconnected). A failing server is data (its status and error text), never
+an exception in the host nursery; so is an unexpected error raised while serving one server
+(logged with its traceback), since it must not take the other servers down; cancellation and
+``KeyboardInterrupt`` still propagate. Calls resolve the namespaced name, build a
+:class:`~mcpwire.host.policies.CallContext` from the tool's annotations and the server's
+settings, and run through the server's :class:`~mcpwire.host.policies.PolicyStack`; each attempt
+looks up the server's current connection, so a retry after a restart uses the new one.
 """
 
 from __future__ import annotations
@@ -253,8 +255,19 @@ class _Runtime:
     breaker: CircuitBreaker
 
 
+#: how a server's connection is expected to fail; anything else is logged with its traceback
+_EXPECTED: Final = (MCPWireError, OSError, ValueError, ImportError)
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def _sole(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member groups (a nursery wraps what it raises)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 class Host:
@@ -586,8 +599,14 @@ class Host:
                     try:
                         connected = await self._run_once(info)
                         error = info._end_reason or "the server closed the connection"
-                    except (MCPWireError, OSError, ValueError, ImportError) as exc:
-                        error = info._end_reason or _describe(exc)
+                    except Exception as exc:
+                        # anything else is a bug, but one that ends this server's connection
+                        # only: the host and its other servers keep running. BaseExceptions
+                        # (cancellation, KeyboardInterrupt) are not caught.
+                        cause = _sole(exc)
+                        if not isinstance(cause, _EXPECTED):
+                            log.error("%s: unexpected error; %s", info.name, verb, exc_info=exc)
+                        error = info._end_reason or _describe(cause)
                     finally:
                         info._lost = None
                         self._forget_connection(info)
@@ -642,7 +661,9 @@ class Host:
 
     async def _refresh_tools(self, info: ServerInfo, client: Client) -> None:
         async with info._refresh_lock:
-            tools = await client.list_tools()
+            # listing is idempotent: a transient failure is retried under the server's policy
+            ctx = CallContext(server=info.name, tool="tools/list", arguments={}, kind="list")
+            tools = await self._runtime[info.name].stack.retry.run(ctx, client.list_tools)
             # SEC-10: a tool whose description or schema changes under the same name deserves a look
             before = {r.tool.name: r.tool for r in self.registry.tools(info.name)}
             for new in tools:

@@ -5,7 +5,9 @@ Theory of operation: a tool is exposed to a model only when its ``inputSchema`` 
 schema (2025-11-25 server/tools: "inputSchema: JSON Schema object defining the expected
 parameters for the tool" whose ``type`` is ``"object"``) that is itself a valid JSON Schema.
 With ``jsonschema`` installed the schema is checked against its metaschema (2020-12 unless it
-names another ``$schema``); without it, the structural keywords are checked by hand.
+names another ``$schema``); a ``$schema`` that is not a string or names no known metaschema, or a
+schema the checker cannot even process, makes the schema invalid rather than raising. Without
+``jsonschema``, the structural keywords are checked by hand.
 """
 
 from __future__ import annotations
@@ -31,18 +33,43 @@ def check_input_schema(schema: object) -> str | None:
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         return "inputSchema.required must be a list of property names"
+    dialect = schema.get("$schema")
+    if "$schema" in schema and not isinstance(dialect, str):
+        return f"inputSchema.$schema must be a metaschema URI string, got {_json_kind(dialect)}"
     try:
         import jsonschema
         from jsonschema import validators
     except ImportError:  # pragma: no cover - the structural checks above stand alone
         return None
     try:
-        cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        if dialect is None:
+            cls = jsonschema.Draft202012Validator
+        else:
+            cls = validators.validator_for(schema, default=None)
+            if cls is None:
+                return f"inputSchema.$schema names an unknown metaschema: {dialect!r}"
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         return f"inputSchema is not a valid JSON Schema at {where}: {exc.message}"
+    except Exception as exc:
+        # a schema malformed beyond what the metaschema describes (an unparsable $schema URI,
+        # a pattern that breaks the regex engine, nesting too deep) is a bad tool, not a host bug
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        return f"inputSchema cannot be checked as a JSON Schema: {detail}"
     return None
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:

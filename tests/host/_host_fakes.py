@@ -1,5 +1,6 @@
 """In-process fake servers for host tests: faults real servers will not produce on demand
-(refused connections, failing health checks, hanging calls), driven under trio's autojump clock.
+(refused connections, slow starts, failing lists and health checks, hanging calls), driven under
+trio's autojump clock.
 
 A :class:`FakeServer` keeps its state across connections, so a test can change its tools,
 break it, or heal it between reconnects; :class:`Factory` is the host's ``client_factory``.
@@ -61,6 +62,11 @@ class FakeServer:
     #: calls to this tool never answer
     hang: str = "slow_thing"
     ttl_ms: int | None = None
+    #: raised by the next tools/list requests, one each (then lists succeed)
+    list_errors: list[BaseException] = field(default_factory=list)
+    #: seconds each connection takes to open
+    start_delay: float = 0.0
+    list_calls: int = 0
     #: every (client number, tool, arguments) called
     calls: list[tuple[int, str, JSONObject]] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
@@ -105,6 +111,9 @@ class FakeClient:
         self._send.close()
 
     async def list_tools(self) -> list[Tool]:
+        self.server.list_calls += 1
+        if self.server.list_errors:
+            raise self.server.list_errors.pop(0)
         return list(self.server.tools)
 
     async def call_tool(
@@ -184,6 +193,8 @@ class Factory:
 
     def __init__(self, *servers: FakeServer) -> None:
         self.servers = {s.name: s for s in servers}
+        #: server names, as their connections were closed
+        self.close_order: list[str] = []
 
     def __getitem__(self, name: str) -> FakeServer:
         return self.servers[name]
@@ -192,6 +203,8 @@ class Factory:
     async def __call__(self, config: ServerConfig) -> AsyncIterator[FakeClient]:
         server = self.servers.setdefault(config.name, FakeServer(config.name))
         server.connect_times.append(trio.current_time())
+        if server.start_delay:
+            await trio.sleep(server.start_delay)
         if server.refuse > 0:
             server.refuse -= 1
             raise ConnectError(f"cannot connect to {config.name!r}: connection refused")
@@ -207,4 +220,5 @@ class Factory:
                 server.closes.append("cancelled")
                 raise
             finally:
+                self.close_order.append(config.name)
                 await client.aclose()

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from mcpwire.errors import ConfigError
-from mcpwire.host.config import ToolPolicy, find_config, load_config, parse_config, parse_server
+from mcpwire.host.config import (
+    DEFAULT_TIMEOUT_SECONDS,
+    ToolPolicy,
+    find_config,
+    load_config,
+    parse_config,
+    parse_server,
+)
 from mcpwire.transports import HttpServer, StdioServer
 
 ENV = {"TOKEN": "s3cret", "HOME_DIR": "/home/x"}
@@ -86,6 +93,40 @@ def test_vscode_http_entries_with_auth() -> None:
     assert k.policy.timeout_seconds == 5.0
     assert inferred.type == "http"
     assert "s3cret" not in repr(gh)
+
+
+def test_streamable_http_type() -> None:
+    cfg = parse_config(
+        {
+            "servers": {
+                "a": {"type": "streamable-http", "url": "https://h/mcp"},
+                "b": {"type": "streamableHttp", "url": "https://h/mcp"},
+                "c": {"transport": "streamable-http", "url": "https://h/mcp"},
+            }
+        }
+    )
+    assert cfg.problems == ()
+    assert [s.type for s in cfg.servers] == ["http"] * 3
+    spec = cfg.servers[0].to_spec()
+    assert isinstance(spec, HttpServer) and spec.transport == "auto" and spec.url == "https://h/mcp"
+
+
+def test_api_key_auth_defaults_to_the_authorization_header() -> None:
+    (s,) = parse_config(
+        {"mcpServers": {"k": {"url": "https://h/mcp", "auth": {"type": "api_key", "token": "${TOKEN}"}}}}, environ=ENV
+    ).servers
+    assert (s.auth_type, s.auth_header) == ("api_key", "Authorization")
+    spec = s.to_spec()
+    assert isinstance(spec, HttpServer) and spec.auth_headers() == {"Authorization": "s3cret"}
+    assert "s3cret" not in repr(s)
+
+
+def test_the_default_timeout_is_30_seconds() -> None:
+    assert DEFAULT_TIMEOUT_SECONDS == 30.0
+    cfg = parse_config({"mcpServers": {"a": {"command": "x"}, "h": {"url": "https://h/mcp", "policy": {"retries": 1}}}})
+    for s in cfg.servers:
+        assert s.policy.timeout_seconds == 30.0
+        assert s.policy.for_tool("anything").timeout_seconds == 30.0
 
 
 def test_bad_entries_are_skipped_with_their_paths(caplog: pytest.LogCaptureFixture) -> None:

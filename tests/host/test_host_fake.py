@@ -6,25 +6,30 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
+import random
 from pathlib import Path
 
 import msgspec
 import pytest
 import trio
 import trio.testing
-from _host_fakes import Factory, FakeServer, tool
+from _host_fakes import SCHEMA, Factory, FakeServer, tool
 
 from mcpwire.errors import (
     ApprovalDenied,
     CircuitOpen,
     ConfigError,
     HostError,
+    RequestTimeout,
     RPCError,
     ServerGone,
     ToolExecutionError,
     UnknownTool,
 )
 from mcpwire.host import ApprovalRequest, Host, HostConfig, HostEvent, Risk, ServerStatus, parse_config
+from mcpwire.host.host import _Backoff
+from mcpwire.protocol.types import Tool
 
 
 def _config(servers: dict[str, object]) -> HostConfig:
@@ -87,6 +92,28 @@ async def test_refused_connections_back_off_exponentially(autojump_clock: trio.t
     # attempt n waits uniformly in [c/2, c] with c = min(cap, base * 2**n): 1, 2, then capped at 3
     for gap, ceiling in zip(gaps, [1.0, 2.0, 3.0], strict=True):
         assert ceiling / 2 <= gap <= ceiling
+
+
+def test_backoff_delays_are_jittered_within_their_bounds() -> None:
+    backoff = _Backoff(base=1.0, cap=8.0, rng=random.Random(5))
+    for attempt, ceiling in [(0, 1.0), (1, 2.0), (2, 4.0), (3, 8.0), (10, 8.0)]:
+        delays = [backoff.delay(attempt) for _ in range(50)]
+        assert all(ceiling / 2 <= d <= ceiling for d in delays)
+        assert len(set(delays)) == 50  # spread out, not one fixed delay per attempt
+        assert max(delays) - min(delays) > ceiling / 4
+    # each host draws from its own generator: servers that fail together do not retry in step
+    one, two = _Backoff(), _Backoff()
+    assert [one.delay(3) for _ in range(5)] != [two.delay(3) for _ in range(5)]
+
+
+async def test_servers_start_concurrently(autojump_clock: trio.testing.MockClock) -> None:
+    factory = Factory(FakeServer("a", start_delay=1.0), FakeServer("b", start_delay=1.0))
+    start = trio.current_time()
+    async with _host(factory, {"a": _entry(), "b": _entry()}) as host:
+        # virtual time: one after the other would take 2 s
+        assert trio.current_time() - start == pytest.approx(1.0)
+        assert [i.status for i in host.list()] == [ServerStatus.CONNECTED] * 2
+    assert factory["a"].connect_times == factory["b"].connect_times == [start]
 
 
 async def test_crash_restart_and_retry_on_the_new_connection(autojump_clock: trio.testing.MockClock) -> None:
@@ -256,13 +283,13 @@ async def test_no_approver_denies_with_a_hint(autojump_clock: trio.testing.MockC
 async def test_cache_and_invalidation_by_notifications(autojump_clock: trio.testing.MockClock) -> None:
     server = FakeServer("a")
     factory = Factory(server)
-    async with _host(factory, {"a": _entry(cacheable_tools=["set_thing"], approval={"delete_*": "allow"})}) as host:
+    async with _host(factory, {"a": _entry(approval={"delete_*": "allow"})}) as host:
         events = host.events()
         first = await host.call_tool("a__get_thing", {"q": "1"})
         again = await host.call_tool("a__get_thing", {"q": "1"})
         assert (first.cached, again.cached, again.text) == (False, True, first.text)
         assert (await host.call_tool("a__set_thing", {"q": "1"})).cached is False
-        assert (await host.call_tool("a__set_thing", {"q": "1"})).cached is True  # configured cacheable
+        assert (await host.call_tool("a__set_thing", {"q": "1"})).cached is True  # idempotent, not destructive
         assert (await host.call_tool("a__delete_thing", {"q": "1"})).cached is False
         read = await host.read_resource("a", "file:///docs/a.txt")
         assert await host.read_resource("a", "file:///docs/a.txt") == read
@@ -369,3 +396,157 @@ async def test_events_of_a_closed_host_end_at_once(autojump_clock: trio.testing.
     assert [e async for e in host.events()] == []
     with pytest.raises(HostError, match=r"^a host can be entered once; this one is closed$"):
         await host.__aenter__()
+
+
+BAD_SCHEMA_TOOL = Tool(name="broken", input_schema={"type": "object", "$schema": 5})
+
+
+async def test_a_bad_input_schema_skips_that_tool_only(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = FakeServer("good")
+    bad = FakeServer("bad", tools=[tool("fine", read_only_hint=True), BAD_SCHEMA_TOOL])
+    async with _host(Factory(good, bad), {"good": _entry(), "bad": _entry()}) as host:
+        assert [i.status for i in host.list()] == [ServerStatus.CONNECTED] * 2
+        names = {t.name for t in host.tools()}
+        assert {"good__get_thing", "good__set_thing", "bad__fine"} <= names
+        assert "bad__broken" not in names
+        assert host.get("bad").tool_count == 1
+        assert (
+            "server 'bad': skipping tool 'broken': inputSchema.$schema must be a metaschema URI string, got a number"
+            in caplog.text
+        )
+        # the same on a refresh after list_changed
+        events = host.events()
+        unknown = Tool(name="odd", input_schema={**SCHEMA, "$schema": "https://example.com/my-dialect"})
+        good.tools = [*good.tools, BAD_SCHEMA_TOOL, unknown]
+        good.client.push("notifications/tools/list_changed")
+        with trio.fail_after(5):
+            async for event in events:
+                if event.kind == "tools":
+                    break
+        assert host.get("good").status is ServerStatus.CONNECTED and host.get("good").restart_count == 0
+        names = {t.name for t in host.tools()}
+        assert {"good__get_thing", "bad__fine"} <= names and not {"good__broken", "good__odd"} & names
+        assert "server 'good': skipping tool 'broken'" in caplog.text
+        assert (
+            "server 'good': skipping tool 'odd': "
+            "inputSchema.$schema names an unknown metaschema: 'https://example.com/my-dialect'" in caplog.text
+        )
+
+
+async def test_an_unexpected_error_ends_one_server_not_the_host(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad = FakeServer("bad", list_errors=[RuntimeError("a bug")])
+    factory = Factory(FakeServer("good"), bad)
+    async with _host(factory, {"good": _entry(), "bad": _entry()}, backoff_base=1) as host:
+        assert host.get("good").status is ServerStatus.CONNECTED
+        assert (host.get("bad").status, host.get("bad").error) == (ServerStatus.ERROR, "RuntimeError: a bug")
+        (record,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert record.name == "mcpwire.host" and record.getMessage() == "bad: unexpected error; restarting"
+        assert record.exc_info is not None
+        await host.wait_status("bad", ServerStatus.CONNECTED)  # restarted like any failed server
+        assert (await host.call_tool("good__get_thing")).text.startswith("get_thing(")
+
+
+class Fatal(BaseException):
+    pass
+
+
+async def test_base_exceptions_are_not_swallowed(autojump_clock: trio.testing.MockClock) -> None:
+    factory = Factory(FakeServer("good"), FakeServer("bad", list_errors=[Fatal()]))
+    with pytest.RaisesGroup(Fatal, flatten_subgroups=True):
+        async with _host(factory, {"good": _entry(), "bad": _entry()}):
+            pass  # pragma: no cover
+
+
+async def test_tool_lists_are_retried(autojump_clock: trio.testing.MockClock) -> None:
+    server = FakeServer("a", list_errors=[RequestTimeout("no answer", method="tools/list", server="a")])
+    async with _host(Factory(server), {"a": _entry(retries=2)}) as host:
+        info = host.get("a")
+        # the first list timed out and was retried on the same connection: no restart
+        assert (info.status, info.restart_count, server.list_calls) == (ServerStatus.CONNECTED, 0, 2)
+        events = host.events()
+        server.list_errors = [ServerGone("connection reset", server="a")] * 2
+        server.tools = [*server.tools, tool("new_thing")]
+        server.client.push("notifications/tools/list_changed")
+        with trio.fail_after(5):
+            async for event in events:
+                if event.kind == "tools":
+                    break
+        assert "a__new_thing" in {t.name for t in host.tools()}
+        assert (server.list_calls, info.restart_count) == (5, 0)
+
+
+async def test_idempotent_tools_are_cached_unless_destructive(autojump_clock: trio.testing.MockClock) -> None:
+    tools = [
+        tool("get_thing", read_only_hint=True),
+        tool("set_thing", idempotent_hint=True, destructive_hint=False),
+        tool("put_thing", idempotent_hint=True, destructive_hint=True),
+        tool("touch_thing", idempotent_hint=True),  # destructiveHint absent: true by default
+        tool("plain_thing"),
+        tool("retry_thing"),
+    ]
+    server = FakeServer("a", tools=tools)
+    entry = _entry(approval={"*": "allow"}, retryable_tools=["retry_thing"])
+    async with _host(Factory(server), {"a": entry}) as host:
+        cached = {}
+        for t in tools:
+            await host.call_tool(f"a__{t.name}", {"q": "1"})
+            cached[t.name] = (await host.call_tool(f"a__{t.name}", {"q": "1"})).cached
+    assert cached == {
+        "get_thing": True,
+        "set_thing": True,
+        "put_thing": False,
+        "touch_thing": False,
+        "plain_thing": False,
+        "retry_thing": False,  # retryable in the config does not make it cacheable
+    }
+    assert [c[1] for c in server.calls].count("set_thing") == 1
+
+
+async def test_default_timeout_is_30_seconds(autojump_clock: trio.testing.MockClock) -> None:
+    server = FakeServer("a")
+    async with _host(Factory(server), {"a": {"command": "fake", "policy": {"retries": 0}}}) as host:
+        start = trio.current_time()
+        with pytest.raises(
+            ToolExecutionError, match=r"^tool 'slow_thing' on server 'a' failed: RequestTimeout: .*30s$"
+        ):
+            await host.call_tool("a__slow_thing")
+        assert trio.current_time() - start == pytest.approx(30)
+
+
+async def test_statistics_cache_hit_rate(autojump_clock: trio.testing.MockClock) -> None:
+    factory = Factory(FakeServer("a"), FakeServer("b"))
+    async with _host(factory, {"a": _entry(), "b": _entry(approval={"delete_*": "allow"})}) as host:
+        assert host.statistics().cache_hit_rate == 0.0  # no lookups yet
+        for _ in range(3):
+            await host.call_tool("a__get_thing", {"q": "1"})
+        await host.call_tool("b__get_thing", {"q": "1"})
+        await host.call_tool("b__delete_thing", {"q": "1"})  # not cacheable: no lookup
+        stats = host.statistics()
+        assert (stats.cache_hits, stats.cache_misses, stats.cache_hit_rate) == (2, 2, 0.5)
+        assert (stats.servers["a"].cache_hits, stats.servers["b"].cache_misses) == (2, 1)
+
+
+async def test_from_config_without_a_file_is_an_empty_host(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MCPWIRE_CONFIG", raising=False)
+    host = Host.from_config(client_factory=Factory())
+    assert (host.config.path, host.config.servers) == (None, ())
+    async with host:
+        assert host.list() == [] and host.tools() == []
+        assert host.statistics().tools == 0
+
+
+async def test_shutdown_stops_servers_in_reverse_registration_order(autojump_clock: trio.testing.MockClock) -> None:
+    factory = Factory()
+    async with _host(factory, {"a": _entry(), "b": _entry(), "c": _entry()}) as host:
+        host.register("d", _entry())
+        await host.wait_status("d", ServerStatus.CONNECTED)
+        assert factory.close_order == []
+    assert factory.close_order == ["d", "c", "b", "a"]

@@ -192,7 +192,7 @@ async def test_cache_ttl_lru_counters_and_invalidation(autojump_clock: trio.test
     assert await s.run(ctx(read_only=True), f) == "ok1"
     assert await s.run(ctx(read_only=True), f) == "ok1"
     assert (cache.hits, cache.misses) == (1, 1)
-    assert await s.run(ctx(), f) == "ok2"  # not read-only: never cached
+    assert await s.run(ctx(), f) == "ok2"  # no hints: never cached
     assert await s.run(ctx("t2", cacheable=True), f) == "ok3"  # unless configured so
     assert await s.run(ctx("t2", cacheable=True), f) == "ok3"
     await trio.sleep(6)
@@ -205,6 +205,29 @@ async def test_cache_ttl_lru_counters_and_invalidation(autojump_clock: trio.test
     assert cache.invalidate("s", kind="resource", name="u/3") == 1
     assert cache.invalidate("s", kind="resource", name="u") == 1  # a URI drops the ones below it
     assert cache.hit_rate == pytest.approx(3 / 9)
+
+
+@pytest.mark.parametrize(
+    ("hints", "cached"),
+    [
+        ({"read_only": True}, True),
+        ({"idempotent": True, "destructive": False}, True),
+        ({"idempotent": True, "destructive": True}, False),
+        ({"idempotent": True}, False),  # destructiveHint absent: true, as the schema says
+        ({"read_only": False, "destructive": False}, False),
+        ({}, False),
+        ({"retryable": True}, False),  # retryable is about repeating a call, not skipping it
+        ({"idempotent": True, "destructive": False, "cacheable": False}, False),  # configured
+        ({"destructive": True, "cacheable": True}, True),  # configured
+    ],
+)
+async def test_which_tool_calls_are_cached(hints: dict[str, bool], cached: bool) -> None:
+    s = stack(cache=ResultCache())
+    f = Flaky(0)
+    await s.run(ctx(**hints), f)
+    second = ctx(**hints)
+    await s.run(second, f)
+    assert (second.outcome == "cache_hit", f.calls) == (cached, 1 if cached else 2)
 
 
 async def test_cache_keys_respect_arguments_and_errors_are_not_cached(autojump_clock: trio.testing.MockClock) -> None:

@@ -126,6 +126,22 @@ def test_collisions(caplog: pytest.LogCaptureFixture) -> None:
             {"type": "object", "properties": {"q": {"minLength": -1}}},
             "inputSchema is not a valid JSON Schema at properties/q/minLength: -1 is less than the minimum of 0",
         ),
+        ({"type": "object", "$schema": 5}, "inputSchema.$schema must be a metaschema URI string, got a number"),
+        ({"type": "object", "$schema": None}, "inputSchema.$schema must be a metaschema URI string, got null"),
+        ({"type": "object", "$schema": ["x"]}, "inputSchema.$schema must be a metaschema URI string, got an array"),
+        (
+            {"type": "object", "$schema": "https://example.com/dialect"},
+            "inputSchema.$schema names an unknown metaschema: 'https://example.com/dialect'",
+        ),
+        (
+            {"type": "object", "$schema": "http://[::1"},
+            "inputSchema cannot be checked as a JSON Schema: ValueError: Invalid IPv6 URL",
+        ),
+        (
+            {"type": "object", "$schema": "http://json-schema.org/draft-07/schema#", "properties": {"q": {"type": 1}}},
+            "inputSchema is not a valid JSON Schema at properties/q/type: "
+            "1 is not valid under any of the given schemas",
+        ),
     ],
 )
 def test_invalid_input_schemas(schema: JSONObject, problem: str) -> None:
@@ -138,6 +154,12 @@ def test_valid_input_schemas() -> None:
     assert check_input_schema(OBJ) is None
     assert check_input_schema({"type": "object"}) is None
     assert check_input_schema({"type": "object", "properties": {"x": True}, "$defs": {"d": {"type": "string"}}}) is None
+    for dialect in (
+        "https://json-schema.org/draft/2020-12/schema",
+        "http://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-07/schema",
+    ):
+        assert check_input_schema({"type": "object", "$schema": dialect}) is None
 
 
 def test_openai_export_and_strict_mode() -> None:

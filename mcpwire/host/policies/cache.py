@@ -1,4 +1,4 @@
-"""The result cache: TTL + LRU, for read-only tools and resource reads.
+"""The result cache: TTL + LRU, for read-only and idempotent tools and resource reads.
 
 Theory of operation: an entry is keyed by (server, kind, tool or URI, canonical JSON of the
 arguments), so a cached answer is never served for another method or other parameters

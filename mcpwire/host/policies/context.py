@@ -15,7 +15,7 @@ from typing import Literal
 
 __all__ = ["CallContext", "Decision", "Kind", "Risk"]
 
-Kind = Literal["tool", "resource"]
+Kind = Literal["tool", "resource", "list"]
 Decision = Literal["allow", "deny", "ask"]
 
 
@@ -33,7 +33,7 @@ class CallContext:
     """One call going through the policies."""
 
     server: str
-    tool: str  #: the tool's name on its server, or the resource URI for reads
+    tool: str  #: the tool's name on its server, the resource URI for reads, or the list method
     arguments: Mapping[str, object]
     kind: Kind = "tool"
     name: str = ""  #: the namespaced name the caller used

@@ -50,11 +50,17 @@ class PolicyStack(Generic[T]):
     metrics: Metrics | None = None
 
     def cacheable(self, ctx: CallContext) -> bool:
+        """Whether a result may be answered from the cache: resource reads, and tools annotated
+        ``readOnlyHint``, or ``idempotentHint`` with ``destructiveHint: false`` (absent, the
+        schema's default for ``destructiveHint`` is true). A configured ``cacheable`` decides
+        alone; ``retryable`` plays no part (a retry repeats a call, a cache hit skips it)."""
         if self.cache is None or not self.cache.enabled:
             return False
         if ctx.cacheable is not None:
             return ctx.cacheable
-        return ctx.kind != "tool" or bool(ctx.read_only)
+        if ctx.kind != "tool" or ctx.read_only:
+            return True
+        return bool(ctx.idempotent) and ctx.destructive is False
 
     async def run(self, ctx: CallContext, invoke: Callable[[Mapping[str, object]], Awaitable[T]]) -> T:
         """Runs ``invoke(arguments)`` under every policy; sets ``ctx.approval`` and ``ctx.outcome``.
