@@ -1,9 +1,11 @@
 """``mcpwire login URL``: authorize once in the browser and keep the tokens in a private file.
 
 Connects to the MCP server through an :class:`~mcpwire.auth.OAuthProvider` whose redirect
-handler listens on ``127.0.0.1``; the server's 401 starts the flow, the browser comes back to
-the loopback listener, and the tokens land in a :class:`~mcpwire.auth.FileTokenStorage`
-(mode 0600). Later runs with the same store reuse and refresh them.
+handler listens on ``127.0.0.1``; the server's 401 starts the flow, the authorization URL is
+printed (and a browser asked to open it, unless ``--no-browser``), the browser comes back to the
+loopback listener, and the tokens land in a :class:`~mcpwire.auth.FileTokenStorage` (mode 0600).
+Later runs with the same store reuse and refresh them. Messages go to stderr, like the rest of
+``mcpwire login``'s output.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import trio
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["DEFAULT_STORE", "main"]
 
@@ -32,30 +38,40 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("url", help="the MCP server URL (HTTP)")
     parser.add_argument("--store", type=Path, default=DEFAULT_STORE, help=f"token file (default {DEFAULT_STORE})")
     parser.add_argument("--port", type=int, default=0, help="loopback callback port (default: any free port)")
-    parser.add_argument("--client-id", help="a pre-registered client id")
+    parser.add_argument("--client-id", help="a pre-registered client id (needs --issuer)")
+    parser.add_argument(
+        "--issuer",
+        help="the issuer of the authorization server the client id was registered with; the credentials "
+        "are never sent to another one",
+    )
     parser.add_argument("--client-secret-env", help="name of the environment variable holding its secret")
     parser.add_argument("--client-metadata-url", help="an https Client ID Metadata Document URL")
-    parser.add_argument("--no-browser", action="store_true", help="print the authorization URL instead")
+    parser.add_argument(
+        "--no-browser", action="store_true", help="only print the authorization URL; do not try to open a browser"
+    )
     parser.add_argument("--timeout", type=float, default=LOGIN_TIMEOUT_SECONDS, help="seconds to wait in total")
     return parser
 
 
-async def _login(args: argparse.Namespace) -> int:
+async def _login(args: argparse.Namespace, transport: httpx.AsyncBaseTransport | None) -> int:
     import httpx
 
     import mcpwire
     from mcpwire.auth import ClientInfo, FileTokenStorage, OAuthError, OAuthProvider, open_loopback_redirect
 
     def show(url: str) -> None:
-        print(f"Open this URL in a browser to authorize:\n\n  {url}\n", file=sys.stderr)
+        # Always printed: on a machine without a browser this is the only way to the login page.
+        lead = "Open this URL" if args.no_browser else "Opening a browser; if none appears, open this URL"
+        print(f"{lead} to authorize (waiting up to {args.timeout:g} s):\n\n  {url}\n", file=sys.stderr)
 
     client = None
     if args.client_id:
         secret = os.environ.get(args.client_secret_env) if args.client_secret_env else None
-        client = ClientInfo(args.client_id, secret)
+        # AU-15: pre-registered credentials belong to one authorization server.
+        client = ClientInfo(args.client_id, secret, issuer=args.issuer)
     storage = FileTokenStorage(args.store)
     with trio.move_on_after(args.timeout) as scope:
-        async with open_loopback_redirect(args.port, show=show if args.no_browser else None) as redirect:
+        async with open_loopback_redirect(args.port, show=show, open_browser=not args.no_browser) as redirect:
             provider = OAuthProvider(
                 args.url,
                 redirect=redirect,
@@ -65,7 +81,7 @@ async def _login(args: argparse.Namespace) -> int:
             )
             try:
                 async with (
-                    httpx.AsyncClient(auth=provider, timeout=30.0) as http,
+                    httpx.AsyncClient(auth=provider, timeout=30.0, transport=transport) as http,
                     mcpwire.open_client(args.url, http_client=http) as session,
                 ):
                     name = session.server_info.name if session.server_info else args.url
@@ -82,12 +98,28 @@ async def _login(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Runs ``mcpwire login``; returns the exit status (0 on success)."""
+def main(argv: list[str] | None = None, *, transport: httpx.AsyncBaseTransport | None = None) -> int:
+    """Runs ``mcpwire login``; returns the exit status (0 on success).
+
+    Args:
+        argv: the arguments after ``login``.
+        transport: the httpx transport for the MCP server and its authorization server (tests
+            inject an in-process one); the browser and the loopback listener do not use it.
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     parts = urlsplit(args.url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         print(f"mcpwire login: not an http(s) URL: {args.url!r}", file=sys.stderr)
         return 2
-    return trio.run(_login, args)
+    if args.issuer and not args.client_id:
+        print("mcpwire login: --issuer binds a pre-registered --client-id; give both or neither", file=sys.stderr)
+        return 2
+    if args.client_id and not args.issuer:
+        print(
+            "mcpwire login: --client-id needs --issuer, the authorization server it was registered with "
+            "(its metadata's 'issuer'), so the credentials are never offered to another one",
+            file=sys.stderr,
+        )
+        return 2
+    return trio.run(_login, args, transport)

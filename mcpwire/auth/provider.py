@@ -411,7 +411,8 @@ class OAuthProvider(httpx.Auth):
             flow.legacy = True
             issuer = origin(self.server_url)
         refusal = ""
-        for url in as_metadata_urls(issuer):
+        candidates = as_metadata_urls(issuer)
+        for url in candidates:
             response = yield self._get(url, flow)
             body = await response.aread()
             if response.status_code != 200:
@@ -427,7 +428,10 @@ class OAuthProvider(httpx.Auth):
             if flow.legacy and not refusal:
                 flow.meta = fallback_as_metadata(self.server_url)
             else:
-                raise self._fail(flow, refusal or f"no authorization server metadata found for issuer {issuer!r}")
+                tried = ", ".join(repr(url) for url in candidates)
+                raise self._fail(
+                    flow, refusal or f"authorization server {issuer!r} publishes no metadata (tried {tried})"
+                )
         meta = flow.meta
         if urlsplit(self.server_url).scheme == "https":
             # AU-21: "All authorization server endpoints MUST be served over HTTPS." Enforced for
@@ -491,9 +495,16 @@ class OAuthProvider(httpx.Auth):
             form["client_id"] = client.client_id
             form["client_secret"] = client.client_secret
         elif method == "private_key_jwt":
+            assertion = self._assertion(client.client_id, meta)
+            if assertion is None:
+                raise self._fail(
+                    flow,
+                    f"client {client.client_id!r} authenticates with private_key_jwt, but no assertion signer is "
+                    "configured; use ClientCredentialsProvider(signer=mcpwire.auth.jwt.es256_signer(pem))",
+                )
             form["client_id"] = client.client_id
             form["client_assertion_type"] = JWT_BEARER_ASSERTION
-            form["client_assertion"] = self._assertion(client.client_id, meta)
+            form["client_assertion"] = assertion
         else:
             form["client_id"] = client.client_id
         if self._uses_dpop(meta):
@@ -505,10 +516,9 @@ class OAuthProvider(httpx.Auth):
     def _uses_dpop(self, meta: AuthorizationServerMetadata) -> bool:
         return self._dpop is not None and "ES256" in (meta.dpop_signing_alg_values_supported or [])
 
-    def _assertion(self, client_id: str, meta: AuthorizationServerMetadata) -> str:
-        raise OAuthError(
-            f"cannot authorize to '{self.resource}': private_key_jwt needs a ClientCredentialsProvider signer"
-        )
+    def _assertion(self, client_id: str, meta: AuthorizationServerMetadata) -> str | None:
+        """A signed ``private_key_jwt`` client assertion, or ``None`` without a signer."""
+        return None
 
     async def _token_exchange(self, flow: _Flow, client: ClientInfo, form: dict[str, str], scope: str | None) -> _Step:
         """POSTs to the token endpoint and stores the result in ``flow.tokens`` and storage."""
@@ -539,20 +549,28 @@ class OAuthProvider(httpx.Auth):
                 return
             raise self._fail(
                 flow,
-                _refused("the token endpoint", response.status_code, error, description),
+                _refused(f"the token endpoint {flow.meta.token_endpoint!r}", response.status_code, error, description),
                 error=error,
             )
         try:
             answer = _TOKEN_DECODER.decode(body)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            raise self._fail(flow, "the token endpoint answered with an invalid token response") from None
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            # msgspec names the field and the expected type, never the value (no secret leaks).
+            raise self._fail(
+                flow, f"the token endpoint {flow.meta.token_endpoint!r} answered with an invalid token response: {exc}"
+            ) from None
         token_type = answer.token_type.lower()
         if token_type == "dpop" and self._uses_dpop(flow.meta):
             token_type = "DPoP"
         elif token_type == "bearer":
             token_type = "Bearer"
         else:
-            raise self._fail(flow, f"the token endpoint issued a {answer.token_type!r} token, which mcpwire cannot use")
+            supported = "'Bearer' or 'DPoP'" if self._uses_dpop(flow.meta) else "'Bearer'"
+            raise self._fail(
+                flow,
+                f"the token endpoint issued a token of type {answer.token_type[:50]!r}; mcpwire can use only "
+                f"{supported} tokens",
+            )
         refresh = answer.refresh_token
         if refresh is None and grant == "refresh_token" and flow.previous is not None:
             refresh = flow.previous.refresh_token  # RFC 6749 §6: the old one stays valid
@@ -612,9 +630,17 @@ class OAuthProvider(httpx.Auth):
         if not meta.code_challenge_methods_supported or "S256" not in meta.code_challenge_methods_supported:
             raise self._fail(flow, f"authorization server {meta.issuer!r} does not advertise PKCE S256 support")
         if not meta.authorization_endpoint:
-            raise self._fail(flow, f"authorization server {meta.issuer!r} has no authorization_endpoint")
+            raise self._fail(
+                flow,
+                f"authorization server {meta.issuer!r} lists no authorization_endpoint in its metadata, which the "
+                "authorization code flow needs",
+            )
         if self.redirect is None:
-            raise self._fail(flow, "no redirect handler is configured for the authorization code flow")
+            raise self._fail(
+                flow,
+                "no redirect handler is configured for the authorization code flow; pass redirect= "
+                "(HeadlessRedirect or open_loopback_redirect)",
+            )
         redirect_uri = self.redirect.redirect_uri
         if not _acceptable_redirect(redirect_uri):
             # AU-21: "All redirect URIs MUST be either localhost or use HTTPS."
@@ -671,8 +697,13 @@ class OAuthProvider(httpx.Auth):
             callback = await self.redirect.authorize(url)
         except trio.Cancelled:
             raise
+        except trio.TooSlowError as exc:
+            # The handlers bound their wait with trio.fail_after; its error has no message.
+            raise self._fail(
+                flow, "the authorization step timed out: no redirect came back from the user agent"
+            ) from exc
         except Exception as exc:
-            raise self._fail(flow, f"the authorization step failed: {exc}") from exc
+            raise self._fail(flow, f"the authorization step failed: {exc or type(exc).__name__}") from exc
         answer = dict(parse_qsl(urlsplit(callback).query, keep_blank_values=True))
         code = self._check_callback(flow, answer, state, expected_issuer)
         form = {
@@ -714,12 +745,13 @@ class OAuthProvider(httpx.Auth):
             description = answer.get("error_description", "")[:200]
             raise self._fail(
                 flow,
-                f"the authorization server refused: {error}" + (f": {description}" if description else ""),
+                f"the authorization server refused the authorization request: {error}"
+                + (f": {description}" if description else ""),
                 error=error,
             )
         code = answer.get("code")
         if not code:
-            raise self._fail(flow, "the authorization response carries no code")
+            raise self._fail(flow, "the authorization response carries neither a 'code' nor an 'error' parameter")
         return code
 
     async def _register(self, flow: _Flow, redirect_uri: str) -> _Step:
@@ -759,8 +791,12 @@ class OAuthProvider(httpx.Auth):
             )
         try:
             registered = _REGISTRATION_DECODER.decode(body)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            raise self._fail(flow, "dynamic client registration answered with an invalid document") from None
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise self._fail(
+                flow,
+                f"dynamic client registration at {endpoint!r} answered with an invalid client information "
+                f"response: {exc}",
+            ) from None
         client = ClientInfo(
             client_id=registered.client_id,
             client_secret=registered.client_secret,
@@ -800,9 +836,9 @@ class ClientCredentialsProvider(OAuthProvider):
         self.signer = signer
         self.scope = scope
 
-    def _assertion(self, client_id: str, meta: AuthorizationServerMetadata) -> str:
+    def _assertion(self, client_id: str, meta: AuthorizationServerMetadata) -> str | None:
         if self.signer is None:
-            raise OAuthError(f"cannot authorize to '{self.resource}': private_key_jwt is configured without a signer")
+            return None
         # RFC 7523 §3: the audience is the authorization server (its issuer identifier).
         return self.signer(client_id, meta.issuer)
 
@@ -916,15 +952,26 @@ class EnterpriseManagedProvider(OAuthProvider):
             error, description = _oauth_error(body)
             raise self._fail(
                 flow,
-                _refused("the identity provider's token exchange", response.status_code, error, description),
+                _refused(
+                    f"the identity provider's token exchange at {self.idp_token_endpoint!r}",
+                    response.status_code,
+                    error,
+                    description,
+                ),
                 error=error,
             )
         try:
             answer = _EXCHANGE_DECODER.decode(body)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            raise self._fail(flow, "the identity provider answered with an invalid token exchange response") from None
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise self._fail(
+                flow, f"the identity provider answered with an invalid token exchange response: {exc}"
+            ) from None
         if answer.issued_token_type and answer.issued_token_type != ID_JAG_TOKEN_TYPE:
-            raise self._fail(flow, f"the identity provider issued a {answer.issued_token_type!r}, not an ID-JAG")
+            raise self._fail(
+                flow,
+                f"the identity provider issued a token of type {answer.issued_token_type[:100]!r}, not an ID-JAG "
+                f"({ID_JAG_TOKEN_TYPE!r})",
+            )
         self._bump("token:token-exchange")
         form = {"grant_type": JWT_BEARER_GRANT, "assertion": answer.access_token}
         if scope:

@@ -7,8 +7,10 @@ checks ``state`` and ``iss`` itself (AU-19, AU-20), so handlers only move URLs a
 - :class:`HeadlessRedirect` GETs the authorization URL without following redirects and reads
   ``Location``: for authorization servers that approve at once (tests, conformance mocks).
 - :func:`open_loopback_redirect` listens on ``127.0.0.1`` (never another interface), shows the
-  URL to the user (opening a browser by default) and waits, bounded, for one request to the
-  callback path (AU-21: redirect URIs are localhost or https).
+  URL to the user and/or opens a browser on it, and waits, bounded, for one request to the
+  callback path (AU-21: redirect URIs are localhost or https). Showing the URL matters on a
+  machine without a browser: the user opens it elsewhere (the redirect still has to reach this
+  machine's loopback interface, e.g. through an SSH port forward).
 """
 
 from __future__ import annotations
@@ -97,13 +99,18 @@ _PAGE = (
 
 @dataclass(slots=True)
 class LoopbackRedirect:
-    """A listener on ``127.0.0.1`` that receives one authorization callback per ``authorize``."""
+    """A listener on ``127.0.0.1`` that receives one authorization callback per ``authorize``.
+
+    ``show`` receives the authorization URL (to display it); with ``open_browser`` a web browser
+    is also asked to open it. Both may be on: the URL stays visible when no browser comes up.
+    """
 
     listener: trio.SocketListener = field(repr=False)
     port: int
     path: str = "/callback"
     show: Callable[[str], None] | None = field(default=None, repr=False)
     timeout: float = LOOPBACK_TIMEOUT_SECONDS
+    open_browser: bool = True
 
     @property
     def redirect_uri(self) -> str:
@@ -116,8 +123,14 @@ class LoopbackRedirect:
         """
         if self.show is not None:
             self.show(authorization_url)
-        else:
-            await trio.to_thread.run_sync(webbrowser.open, authorization_url)
+        if self.open_browser:
+            try:
+                opened = await trio.to_thread.run_sync(webbrowser.open, authorization_url)
+            except webbrowser.Error:
+                opened = False
+            if not opened:
+                # The URL itself is not logged: it carries the state of this authorization.
+                log.warning("auth: no web browser could be opened for the authorization URL on port %s", self.port)
         with trio.fail_after(self.timeout):
             while True:
                 stream = await self.listener.accept()
@@ -156,12 +169,17 @@ async def _respond(stream: trio.SocketStream, status: int, body: bytes) -> None:
 
 @asynccontextmanager
 async def open_loopback_redirect(
-    port: int = 0, *, path: str = "/callback", show: Callable[[str], None] | None = None
+    port: int = 0,
+    *,
+    path: str = "/callback",
+    show: Callable[[str], None] | None = None,
+    open_browser: bool | None = None,
 ) -> AsyncIterator[LoopbackRedirect]:
     """Listens on ``127.0.0.1:port`` (``0``: any free port) for the duration of the block.
 
     Register ``handler.redirect_uri`` with the AS (DCR does this for you). ``show`` receives the
-    authorization URL instead of a browser being opened.
+    authorization URL; ``open_browser`` also asks a web browser to open it (default: only when
+    there is no ``show``).
     """
     listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
     listener = listeners[0]
@@ -169,6 +187,12 @@ async def open_loopback_redirect(
         await extra.aclose()
     bound = listener.socket.getsockname()[1]
     try:
-        yield LoopbackRedirect(listener=listener, port=int(bound), path=path, show=show)
+        yield LoopbackRedirect(
+            listener=listener,
+            port=int(bound),
+            path=path,
+            show=show,
+            open_browser=show is None if open_browser is None else open_browser,
+        )
     finally:
         await listener.aclose()

@@ -75,11 +75,27 @@ class OAuthWorld:
     iss_mode: Literal["correct", "omit", "wrong", "normalized"] = "correct"
     state_mode: Literal["echo", "wrong"] = "echo"
     auth_methods: list[str] = field(default_factory=lambda: ["none"])
+    #: Whether the metadata lists ``authorization_endpoint``.
+    authorization_endpoint: bool = True
+    #: "redirect": approve at once with a 302; "page": a 200 login page (it needs a user).
+    authorize_mode: Literal["redirect", "page"] = "redirect"
+    #: An OAuth ``error`` (and description) to redirect back with instead of a code.
+    authorize_error: str | None = None
+    authorize_error_description: str = ""
+    #: Whether the redirect back carries ``code`` (when there is no ``authorize_error``).
+    issue_code: bool = True
     registration: bool = True
+    #: The registration endpoint's status, and a raw body replacing its client information.
+    registration_status: int = 201
+    registration_body: bytes | None = None
     registered_method: str | None = None
     registered_secret: str | None = "reg-secret-1"
     cimd: bool = False
     as_scopes: list[str] | None = None
+    #: The token endpoint's status, and a raw body replacing its token response.
+    token_status: int = 200
+    token_body: bytes | None = None
+    token_type: str = "Bearer"
     expires_in: int | None = 3600
     issue_refresh: bool = True
     refresh_works: bool = True
@@ -88,6 +104,7 @@ class OAuthWorld:
     tokens: dict[str, str] = field(default_factory=dict)  # access token -> granted scope
     refresh_tokens: set[str] = field(default_factory=set)
     challenges: dict[str, str] = field(default_factory=dict)  # code -> code_challenge
+    codes: list[str] = field(default_factory=list)  # every authorization code issued
     counter: int = 0
 
     @property
@@ -107,6 +124,16 @@ class OAuthWorld:
 
     def only(self, path_suffix: str) -> list[Sent]:
         return [s for s in self.sent if s.path.endswith(path_suffix)]
+
+    def secrets(self) -> list[str]:
+        """Every secret this world handed out or was sent: none may appear in an error."""
+        found = [*self.tokens, *self.refresh_tokens, *self.codes]
+        if self.registered_secret:
+            found.append(self.registered_secret)
+        for sent in self.sent:
+            if sent.path.endswith("/token") and sent.body:
+                found.extend(v for k, v in sent.form.items() if k in ("code_verifier", "client_secret", "code"))
+        return found
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -206,11 +233,12 @@ class OAuthWorld:
         if request.method == "GET" and path == self._metadata_path():
             meta: dict[str, Any] = {
                 "issuer": self.metadata_issuer or self.issuer,
-                "authorization_endpoint": f"{self.issuer}/authorize",
                 "token_endpoint": f"{self.issuer}/token",
                 "response_types_supported": ["code"],
                 "token_endpoint_auth_methods_supported": self.auth_methods,
             }
+            if self.authorization_endpoint:
+                meta["authorization_endpoint"] = f"{self.issuer}/authorize"
             if self.registration:
                 meta["registration_endpoint"] = f"{self.issuer}/register"
             if self.pkce_methods is not None:
@@ -231,6 +259,10 @@ class OAuthWorld:
         return httpx.Response(404)
 
     def _register(self, body: bytes) -> httpx.Response:
+        if self.registration_body is not None:
+            return httpx.Response(
+                self.registration_status, content=self.registration_body, headers={"Content-Type": "application/json"}
+            )
         self.counter += 1
         doc = json.loads(body)
         answer: dict[str, Any] = {"client_id": f"client-{self.counter}", "redirect_uris": doc.get("redirect_uris", [])}
@@ -238,14 +270,23 @@ class OAuthWorld:
             answer["client_secret"] = self.registered_secret
         if self.registered_method:
             answer["token_endpoint_auth_method"] = self.registered_method
-        return httpx.Response(201, json=answer)
+        return httpx.Response(self.registration_status, json=answer)
 
     def _authorize(self, request: httpx.Request) -> httpx.Response:
         q = dict(parse_qsl(request.url.query.decode()))
+        if self.authorize_mode == "page":
+            return httpx.Response(200, html="<form>Sign in</form>")
         self.counter += 1
         code = f"code-{self.counter}"
-        self.challenges[code] = q.get("code_challenge", "")
-        params = {"code": code}
+        params: dict[str, str] = {}
+        if self.authorize_error is not None:
+            params["error"] = self.authorize_error
+            if self.authorize_error_description:
+                params["error_description"] = self.authorize_error_description
+        elif self.issue_code:
+            self.challenges[code] = q.get("code_challenge", "")
+            self.codes.append(code)
+            params["code"] = code
         if self.state_mode == "echo" and "state" in q:
             params["state"] = q["state"]
         elif self.state_mode == "wrong":
@@ -262,6 +303,10 @@ class OAuthWorld:
     _last_scope: str = ""
 
     def _token(self, request: httpx.Request, body: bytes) -> httpx.Response:
+        if self.token_body is not None:
+            return httpx.Response(
+                self.token_status, content=self.token_body, headers={"Content-Type": "application/json"}
+            )
         form = dict(parse_qsl(body.decode()))
         grant = form.get("grant_type")
         scope = form.get("scope", self._last_scope)
@@ -276,7 +321,7 @@ class OAuthWorld:
         self.counter += 1
         token = f"access-{self.counter}"
         self.tokens[token] = scope
-        answer: dict[str, Any] = {"access_token": token, "token_type": "Bearer"}
+        answer: dict[str, Any] = {"access_token": token, "token_type": self.token_type}
         if self.expires_in is not None:
             answer["expires_in"] = self.expires_in
         if self.issue_refresh:
@@ -285,7 +330,37 @@ class OAuthWorld:
             answer["refresh_token"] = refresh
         if scope:
             answer["scope"] = scope
-        return httpx.Response(200, json=answer)
+        return httpx.Response(self.token_status, json=answer)
+
+
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+
+@dataclass
+class IdP:
+    """An identity provider's token-exchange endpoint on idp.test in front of a world's AS."""
+
+    world: OAuthWorld
+    status: int = 200
+    #: The ``issued_token_type`` of the answer (an ID-JAG unless a test says otherwise).
+    issued_token_type: str = ID_JAG
+    #: A raw body replacing the answer (an OAuth error, an invalid document).
+    body: bytes | None = None
+    sent: list[Sent] = field(default_factory=list)
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handle)
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.url.host != "idp.test":
+            return self.world.handle(request)
+        body = request.read()
+        self.sent.append(Sent(request.method, str(request.url), dict(request.headers), body))
+        if self.body is not None:
+            return httpx.Response(self.status, content=self.body, headers={"Content-Type": "application/json"})
+        return httpx.Response(
+            self.status, json={"access_token": "id-jag-1", "issued_token_type": self.issued_token_type}
+        )
 
 
 def basic_credentials(sent: Sent) -> tuple[str, str] | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from oauth_fakes import AS_ORIGIN, MCP_URL, OAuthWorld, Sent, basic_credentials, call
+from oauth_fakes import AS_ORIGIN, MCP_URL, IdP, OAuthWorld, basic_credentials, call
 
 from mcpwire.auth import (
     ClientCredentialsProvider,
@@ -91,29 +91,11 @@ def test_es256_signer_rejects_other_keys() -> None:
         es256_signer("not a key")
 
 
-class _IdP:
-    """A token-exchange endpoint on idp.test in front of the world's AS."""
-
-    def __init__(self, world: OAuthWorld) -> None:
-        self.world = world
-        self.sent: list[Sent] = []
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        if request.url.host != "idp.test":
-            return self.world.handle(request)
-        body = request.read()
-        self.sent.append(Sent(request.method, str(request.url), dict(request.headers), body))
-        return httpx.Response(
-            200,
-            json={"access_token": "id-jag-1", "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"},
-        )
-
-
 async def test_enterprise_managed_token_exchange_then_jwt_bearer() -> None:
     """RFC 8693 exchange at the IdP (audience = AS issuer, resource = MCP server), then the
     RFC 7523 jwt-bearer grant at the AS with client_secret_basic."""
     world = OAuthWorld(auth_methods=["client_secret_basic"])
-    idp = _IdP(world)
+    idp = IdP(world)
     provider = EnterpriseManagedProvider(
         MCP_URL,
         client=ClientInfo("xaa", "xaa-secret", token_endpoint_auth_method="client_secret_basic"),
