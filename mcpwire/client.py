@@ -135,6 +135,23 @@ COMPACT_DEADLINES_AT: Final = 1024
 ONE_PASS_MIN_BYTES: Final = 16 * 1024
 MAX_PAGES: Final = 10_000
 NOISE_WARNINGS_PER_MINUTE: Final = 5
+#: methods that may run twice without harm (reads, lists, setting the same log level), so an HTTP
+#: transport may send them again when a connection broke after sending; never ``initialize`` (a
+#: second session) or ``tools/call``
+_IDEMPOTENT_METHODS: Final = frozenset(
+    {
+        "ping",
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+    }
+)
 
 #: ``async def handler(params) -> CreateMessageResult`` for ``sampling/createMessage``.
 SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject]]
@@ -148,10 +165,20 @@ NoiseCallback = Callable[[bytes], None]
 Target = StdioServer | HttpServer | Sequence[str] | str | None
 ServerSpec = StdioServer | HttpServer
 
-# Era verdicts remembered per server command (stdio) or URL (HTTP) for the life of the
-# process (LC-44); for URLs also which HTTP transport answered.
 _ERA_CACHE: dict[tuple[object, ...], Era] = {}
+"""Era verdicts, per server command and working directory (stdio) or per URL (HTTP), for the life
+of the process (LC-44); written and read only with ``era_cache=True``."""
+
 _HTTP_KIND_CACHE: dict[str, str] = {}
+"""Which HTTP transport answered a URL (``"streamable-http"`` or ``"sse"``), beside its era.
+
+Both verdicts are kept per URL, not per origin as LC-44 words it ("the lifetime of the ... origin
+(HTTP)"): two MCP endpoints on one origin can differ - ``/mcp`` (Streamable HTTP, 2026-07-28) and
+``/sse`` (HTTP+SSE, 2024-11-05) of one server, or a gateway routing ``/github`` and ``/slack`` to
+different servers - and an origin-wide verdict would send one endpoint's era and transport to the
+other. A URL is the finest key that never mixes two servers. A verdict that later fails is
+dropped and detection runs again, once (LC-44: "re-probing if the cached assumption later
+fails")."""
 
 
 class Progress(msgspec.Struct, frozen=True):
@@ -429,10 +456,14 @@ class Client:
         self._transport: Transport | None = None
         self._http_client = http_client
         self._http_kind = "streamable-http"
+        #: the HTTP transport was taken from _HTTP_KIND_CACHE (so a failure re-runs detection)
+        self._kind_cached = False
         if isinstance(spec, HttpServer):
-            self._http_kind = (
-                spec.transport if spec.transport != "auto" else _HTTP_KIND_CACHE.get(spec.url, "streamable-http")
-            )
+            if spec.transport != "auto":
+                self._http_kind = spec.transport
+            elif era_cache and spec.url in _HTTP_KIND_CACHE:
+                self._http_kind = _HTTP_KIND_CACHE[spec.url]
+                self._kind_cached = True
         self._tool_headers: dict[str, HeaderSpec] = {}
         self._reinit_lock = trio.Lock()
         self._deadlines = _Deadlines()
@@ -568,31 +599,60 @@ class Client:
             from .actors.streamable_http import StreamableHTTPTransport
 
             transport = StreamableHTTPTransport(
-                spec, self, http_client=self._http_client, max_message_bytes=self._max_message_bytes, label=self.label
+                spec,
+                self,
+                http_client=self._http_client,
+                max_message_bytes=self._max_message_bytes,
+                label=self.label,
+                idempotent=self._is_idempotent,
             )
         self._lost = None
-        self._transport = await self._nursery.start(transport.run)
+        try:
+            self._transport = await self._nursery.start(transport.run)
+        except BaseExceptionGroup as group:
+            # the actor failed before it was ready, inside its own nursery: its error, as itself
+            single = _unwrap(group)
+            if single is group:
+                raise
+            _reraise_alone(single)
 
     @property
     def _is_http(self) -> bool:
         return isinstance(self.spec, HttpServer)
 
+    def _is_idempotent(self, request_id: RequestId) -> bool:
+        """Whether the pending request may run twice without harm (the HTTP transport may then
+        send it again after a connection broke, RFC 9112 9.3.1)."""
+        entry = self._session.table.get(request_id)
+        return entry is not None and entry.method in _IDEMPOTENT_METHODS
+
     async def _connect(self) -> None:
         """Starts the server and detects the era. Bounded by ``connect_timeout``."""
         self._session.begin_connecting()
-        await self._start_transport()
         mode, legacy, modern = self._detection_mode()
-        cached = mode != self._requested_era and self._protocol_version is None
+        cached_era = mode != self._requested_era and self._protocol_version is None
+        kind = self._http_kind if self._is_http else "stdio"
+        # A cached HTTP transport that fails may fail anywhere: starting it (the 2024-11-05 GET
+        # of a server that moved to Streamable HTTP answers 400) or in the handshake.
+        retry_on: tuple[type[BaseException], ...] = (EraDetectionError, UnsupportedVersion)
+        if self._kind_cached:
+            retry_on += (HTTPStatusError, ConnectError, ServerGone)
         try:
+            await self._start_transport()
             decided = await self._detect(mode, legacy, modern)
-        except (EraDetectionError, UnsupportedVersion):
-            if not cached:
-                raise
+        except retry_on as exc:
+            if (not cached_era and not self._kind_cached) or isinstance(exc, AuthError):
+                raise  # a 401 is a challenge, not an era signal (LC-46)
             # LC-44: "re-probing if the cached assumption later fails".
-            log.info("%s: cached era %s failed; probing again", self.label, mode)
+            log.info("%s: the cached verdict (%s era, %s) failed: %s; detecting again", self.label, mode, kind, exc)
             _ERA_CACHE.pop(self._cache_key(), None)
+            if isinstance(self.spec, HttpServer):
+                _HTTP_KIND_CACHE.pop(self.spec.url, None)
+                if self._kind_cached:
+                    self._http_kind = "streamable-http"  # where detection starts (LC-46 step 1)
+            self._kind_cached = False
             await self._restart_transport()
-            decided = await self._detect("auto", legacy, modern)
+            decided = await self._detect(*self._detection_mode())
         await self._establish(decided)
         if self._use_era_cache and self._protocol_version is None and self._requested_era == "auto":
             _ERA_CACHE[self._cache_key()] = decided.era
@@ -1027,7 +1087,7 @@ class Client:
                 self._server_request_scopes.pop(request.id, None)
             try:
                 await self._send(payload, headers=self._headers_for(method, None))
-            except (TransportError, ClientClosed):
+            except MCPWireError:  # the connection failed, or the server's answer to it was too large
                 pass
 
     async def _fulfil(self, method: str, params: JSONObject) -> JSONObject:
@@ -1192,6 +1252,21 @@ class Client:
                     typed_tool=typed_tool,
                     _retried=True,
                 )
+            revision = self._session.revision
+            if outcome.code == -32022 and revision is not None and revision.modern:
+                # LC-24: "The client SHOULD select a mutually supported version from the supported
+                # list and retry the request, or surface an error to the user if no compatible
+                # version exists."
+                self._accept_version(outcome, method, entry.id, revision.version, retried=_retried)
+                return await self._answer(
+                    method,
+                    params,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    check=check,
+                    typed_tool=typed_tool,
+                    _retried=True,
+                )
             kind = MissingClientCapability if outcome.code == -32021 else RPCError
             raise kind(outcome.code, outcome.message, data, method=method, server=self.label, request_id=entry.id)
         if isinstance(outcome, ResponseStreamLost) and not _retried:
@@ -1221,6 +1296,42 @@ class Client:
             )
         assert isinstance(outcome, BaseException)
         raise outcome
+
+    def _accept_version(
+        self, refusal: ErrorResponse, method: str, request_id: RequestId, current: str, *, retried: bool
+    ) -> None:
+        """After a ``-32022`` refusal of ``current``: switches to the newest 2026-07-28-era
+        revision both sides support (the same one when the server lists it: a deployment in the
+        middle of an upgrade may refuse it once).
+
+        Raises:
+            UnsupportedVersion: nothing in ``data.supported`` is spoken by mcpwire in this era, or
+                the request was already sent again; the message names both lists.
+        """
+        data = refusal.data_value()
+        listed = data.get("supported") if isinstance(data, dict) else None
+        offered = [v for v in listed if isinstance(v, str)] if isinstance(listed, list) else []
+        common = [v for v in MODERN_REVISIONS if v in offered]
+        if not common or retried:
+            refused = RPCError(
+                refusal.code, refusal.message, data, method=method, server=self.label, request_id=request_id
+            )
+            raise UnsupportedVersion(
+                f"server '{self.label}' refused protocol version {current} for '{method}' (id {request_id}) "
+                f"with error -32022 ({_printable(refusal.message)}){' again after one retry' if common else ''}; "
+                f"it supports {', '.join(_printable(v, 40) for v in offered) or 'no version it named'} and mcpwire "
+                f"speaks {', '.join(MODERN_REVISIONS)} on this connection"
+                + ("" if common else ": no version in common (a legacy revision needs a new connection)"),
+                offered=offered,
+            ) from refused
+        version = common[0]
+        session = self._session
+        if version != current and session.state is SessionState.READY:
+            log.info("%s: the server refused revision %s; switching to %s", self.label, current, version)
+            session.capabilities = self._capabilities(version)
+            session.established(version, session.server_capabilities, session.server_info, session.instructions)
+            if self._transport is not None:
+                self._transport.negotiated(version, True)
 
     async def _renew_session(self, stale: int, ready: trio.Event) -> None:
         """Background renewal after an HS-04 reconnect. Its failure is data: the connection is
@@ -1257,6 +1368,28 @@ class Client:
                 await self._initialize_again()
             finally:
                 ready.set()
+            if self._generation != stale:
+                self._restore_session_state()
+
+    def _restore_session_state(self) -> None:
+        """HT-L13: "after re-initialization, everything session-scoped is lost: re-issue
+        logging/setLevel, resources/subscribe, re-open GET stream". The GET stream reopens with
+        the new session (``_establish``); the log level and the resource subscriptions of the
+        open :meth:`subscribe` blocks are sent again here, in the background (the call that
+        found the session gone is re-sent meanwhile)."""
+        uris = [uri for sub in self._legacy_subscriptions if sub.acknowledged is not None for uri in sub._resources]
+        if self._log_level is not None or uris:
+            self._nursery.start_soon(self._reissue_session_state, self._log_level, list(dict.fromkeys(uris)))
+
+    async def _reissue_session_state(self, level: str | None, uris: list[str]) -> None:
+        try:
+            if level is not None:
+                await self._roundtrip("logging/setLevel", {"level": level}, timeout=None)
+            for uri in uris:
+                await self._roundtrip("resources/subscribe", {"uri": uri}, timeout=None)
+        except MCPWireError as exc:  # data, not a crash: the subscriptions simply stay quiet
+            if not self._closing:
+                log.warning("%s: could not restore the session's state on the new session: %s", self.label, exc)
 
     async def _initialize_again(self) -> None:
         revision = self._session.revision
@@ -1794,6 +1927,7 @@ class Client:
             self._log_level = level
             return
         await self._roundtrip("logging/setLevel", {"level": level}, timeout=timeout)
+        self._log_level = level  # sent again on a renewed session (HT-L13)
 
     async def notify_roots_changed(self) -> None:
         """Legacy: ``notifications/roots/list_changed`` (no such notification in 2026-07-28)."""
@@ -1894,6 +2028,7 @@ class Subscription:
         self.requested = requested
         self.acknowledged: JSONObject | None = None
         self.id: RequestId | None = None
+        self._resources = resources  # in the order subscribed (HT-L13 re-subscribes them)
         self._uris = set(resources)
         self._send, self._recv = trio.open_memory_channel[ServerNotification](buffer)
         self._changed = trio.Event()

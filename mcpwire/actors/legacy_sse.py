@@ -5,7 +5,8 @@ data is the URI to POST every client message to; every server message arrives as
 event on the GET stream (HS-01). The endpoint is resolved against the SSE URL and refused unless
 it has the same origin, no userinfo and no fragment: otherwise a server could redirect the
 client's messages, and its credentials, elsewhere (HS-02, AMB-06). POST answers (usually 202) are
-not parsed as JSON-RPC (HS-03).
+not parsed as JSON-RPC (HS-03), and are read bounded by ``max_message_bytes`` like everything else
+(HT-S03).
 
 A dropped stream loses the session (HS-04). The actor reconnects with bounded backoff; the new
 stream has a new endpoint and needs a new ``initialize``, so the sink is told the connection was
@@ -28,7 +29,7 @@ from ..protocol.jsonrpc import RequestId
 from ..protocol.sse import SSEDecoder, is_event_stream
 from ..transports import HttpServer
 from .base import MessageSink
-from .streamable_http import _backoff, body_chunks, open_http_client, open_stream
+from .streamable_http import _backoff, body_chunks, open_http_client, open_stream, read_body
 
 if TYPE_CHECKING:
     import httpx
@@ -213,27 +214,40 @@ class LegacySSETransport:
         headers: Mapping[str, str] | None = None,
         opens_session: bool = False,
     ) -> None:
+        """POSTs one message to the endpoint; the answer comes on the SSE stream.
+
+        Raises:
+            ServerGone: the connection is not open, or the POST failed.
+            AuthError: HTTP 401/403, with the challenge.
+            HTTPStatusError: any other error status.
+            FrameTooLarge: the POST's answer is larger than ``max_message_bytes``.
+        """
         import httpx
 
         if self._closing or self.endpoint is None or self._http is None:
             raise ServerGone(f"the SSE connection to server '{self.label}' is not open", server=self.label)
+        post_headers = {**self._headers, "Content-Type": "application/json"}
         try:
-            response = await self._http.post(
-                self.endpoint, content=data, headers={**self._headers, "Content-Type": "application/json"}
-            )
+            async with open_stream(self._http, "POST", self.endpoint, post_headers, data) as response:
+                self.bytes_sent += len(data)
+                self._check_post(response)
+                # HS-03: the body is not JSON-RPC, but it is read (to free the connection), and
+                # bounded: a server cannot make the client buffer an endless answer (HT-S03).
+                self.bytes_received += len(await read_body(response, self._max))
         except httpx.TransportError as exc:
             raise ServerGone(f"cannot POST to server '{self.label}': {exc}", server=self.label) from exc
-        self.bytes_sent += len(data)
-        if response.status_code in (401, 403):
+
+    def _check_post(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status in (401, 403):
+            challenge = response.headers.get("www-authenticate", "")
             raise AuthError(
-                f"server '{self.label}' answered HTTP {response.status_code}",
-                status=response.status_code,
-                challenge=response.headers.get("www-authenticate", ""),
+                f"server '{self.label}' answered HTTP {status}" + (f"; challenge: {challenge}" if challenge else ""),
+                status=status,
+                challenge=challenge,
                 server=self.label,
             )
-        if response.status_code >= 400:
+        if status >= 400:
             raise HTTPStatusError(
-                f"server '{self.label}' answered the POST with HTTP {response.status_code}",
-                status=response.status_code,
-                server=self.label,
+                f"server '{self.label}' answered the POST with HTTP {status}", status=status, server=self.label
             )

@@ -13,19 +13,27 @@ client computes. After negotiation an optional GET stream carries server-initiat
 and 405 mean "none", HT-L05). Streams are resumable (HT-L16..HT-L19): event ids are remembered,
 empty-data priming events accepted, ``retry:`` honoured, and a stream that ends before its
 response is resumed with GET + ``Last-Event-ID`` (bounded attempts, backoff); what arrives there is
-routed by id like anything else. A 404 on a known session raises :class:`SessionExpired` for the
-client to re-initialise and re-send once (HT-L12). Closing sends DELETE (405 tolerated, HT-L15).
+routed by id like anything else. A 404 to a request that carried a session id raises
+:class:`SessionExpired` for the client to re-initialise and re-send once (HT-L12); the session id
+is forgotten only when it is still the one that request carried (several requests in flight all
+get the 404, and the first may already have led to a new session). While the session is known to
+be gone, a request without a session id is failed the same way without being sent. A new session
+reopens the GET stream (the old one belonged to the old session, HT-L13). Closing sends DELETE
+(405 tolerated, HT-L15).
 
-Transient failures (connection errors before anything was sent back, 502/503/504) are retried with
-backoff; a 401/403 is an :class:`~mcpwire.errors.AuthError` carrying the ``WWW-Authenticate``
-challenge. Bodies and events are bounded by ``max_message_bytes`` (HT-S03).
+Retries never make a request run twice: a POST is sent again after a transport error only when
+the request cannot have reached the server (no connection was made, or none was free), or when the
+client says the method is idempotent; a 503 (the server did not handle it) is retried for any
+message, a 502/504 (a gateway that may have passed it on) only for idempotent ones. A 401/403 is
+an :class:`~mcpwire.errors.AuthError` carrying the ``WWW-Authenticate`` challenge. Bodies and
+events are bounded by ``max_message_bytes`` (HT-S03).
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Final, cast
 
@@ -55,8 +63,13 @@ __all__ = ["StreamableHTTPTransport", "open_http_client"]
 log = logging.getLogger(__name__)
 
 ACCEPT_BOTH: Final = "application/json, text/event-stream"
-RETRY_STATUSES: Final = frozenset({502, 503, 504})
+#: answered by a server that did not handle the request (RFC 9110 15.6.4): safe to send again
+UNAVAILABLE_STATUS: Final = 503
+#: answered by a gateway that may have passed the request on: sent again only when idempotent
+GATEWAY_STATUSES: Final = frozenset({502, 504})
+#: POSTs of one message, the first included
 SEND_ATTEMPTS: Final = 3
+#: GETs with ``Last-Event-ID`` before a broken response stream is given up (HT-L19)
 RESUME_ATTEMPTS: Final = 5
 DEFAULT_RETRY_MS: Final = 1000
 GET_STREAM_ATTEMPTS: Final = 5
@@ -81,11 +94,11 @@ def body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
 
 @asynccontextmanager
 async def open_stream(
-    http: httpx.AsyncClient, method: str, url: str, headers: Mapping[str, str]
+    http: httpx.AsyncClient, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None
 ) -> AsyncIterator[httpx.Response]:
     """``http.stream(...)``, but the response is closed even when the caller is cancelled: a
     close interrupted by the cancellation would leave its socket to the garbage collector."""
-    response = await http.send(http.build_request(method, url, headers=headers), stream=True)
+    response = await http.send(http.build_request(method, url, headers=headers, content=content), stream=True)
     try:
         yield response
     finally:
@@ -98,6 +111,28 @@ async def close_response(response: httpx.Response) -> None:
         return
     with trio.CancelScope(shield=True), trio.move_on_after(RESPONSE_CLOSE_TIMEOUT):
         await response.aclose()
+
+
+async def read_body(response: httpx.Response, limit: int) -> bytes:
+    """The whole body of a streamed response, never more than ``limit`` bytes in memory (HT-S03).
+
+    Raises:
+        FrameTooLarge: the declared or the actual length exceeds ``limit``; the rest is not read.
+    """
+    declared = response.headers.get("content-length")
+    length = int(declared) if declared is not None and declared.isascii() and declared.isdigit() else None
+    if length is not None and length > limit:
+        raise FrameTooLarge(length, limit)
+    if length is not None and response.headers.get("content-encoding", "identity") == "identity":
+        # h11 frames the body by its declared length, and nothing inflates it: bounded.
+        return await response.aread()
+    buffer = bytearray()
+    async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+        async for chunk in pieces:
+            buffer += chunk
+            if len(buffer) > limit:
+                raise FrameTooLarge(len(buffer), limit)
+    return bytes(buffer)
 
 
 def _backoff(attempt: int, base: float = 0.25, cap: float = 5.0) -> float:
@@ -119,7 +154,13 @@ class _Answered:
 
 
 class StreamableHTTPTransport:
-    """One Streamable HTTP connection (a legacy session, or stateless 2026-07-28 traffic)."""
+    """One Streamable HTTP connection (a legacy session, or stateless 2026-07-28 traffic).
+
+    Args:
+        idempotent: tells whether the request with this id may run twice without harm (a read,
+            a list); such a request is sent again after a transport error even when the server
+            may have received it. Without it, none is.
+    """
 
     def __init__(
         self,
@@ -129,16 +170,20 @@ class StreamableHTTPTransport:
         http_client: httpx.AsyncClient | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         label: str | None = None,
+        idempotent: Callable[[RequestId], bool] | None = None,
     ) -> None:
         self.spec = spec
         self.label = label or spec.label
         self.url = spec.url
+        self._idempotent = idempotent
         self._sink = sink
         self._http = http_client
         self._owns_http = http_client is None
         self._max = max_message_bytes
         self._base_headers = {"Accept": ACCEPT_BOTH, **spec.auth_headers()}
         self.session_id: str | None = None
+        #: the server answered 404 to the session and no new one is open yet (HT-L12)
+        self._session_expired = False
         self.protocol_version: str | None = None
         self.modern = False
         self._nursery: trio.Nursery | None = None
@@ -147,6 +192,7 @@ class StreamableHTTPTransport:
         self._closing = False
         self._get_started = False
         self._get_ready = trio.Event()
+        self._get_scope: trio.CancelScope | None = None  # the GET stream of the current session
         self.bytes_sent = 0
         self.bytes_received = 0
         self.wants_headers = True
@@ -192,7 +238,8 @@ class StreamableHTTPTransport:
             return
         self._get_started = True
         self._get_ready = trio.Event()
-        self._nursery.start_soon(self._get_stream)
+        self._get_scope = trio.CancelScope()
+        self._nursery.start_soon(self._get_stream, self._get_scope)
         with trio.move_on_after(timeout):
             await self._get_ready.wait()
 
@@ -287,41 +334,91 @@ class StreamableHTTPTransport:
     async def _exchange(
         self, data: bytes, headers: dict[str, str], request_id: RequestId | None, opens_session: bool = False
     ) -> None:
+        """POSTs one message and handles the answer, sending it again (at most ``SEND_ATTEMPTS``
+        times in all, with backoff) only when that cannot make it run twice:
+
+        - ``httpx.ConnectError``, ``ConnectTimeout``, ``PoolTimeout``: no connection carried the
+          request, so the server never saw it; any message is sent again.
+        - Any other transport error (a read or write error, a timeout while waiting, the server
+          closing the connection - even a kept-alive one that may have closed before the request
+          arrived, RFC 9112 9.3.1): the request may have been received and acted on, so only an
+          idempotent request is sent again; anything else fails with :class:`ConnectError`.
+        - HTTP 503: the server did not handle it; sent again. 502, 504: a gateway may have passed
+          it on; sent again only when idempotent.
+
+        Raises:
+            SessionExpired: the session is gone (HT-L12), or the 404 came now.
+            ConnectError: the request could not be delivered, or its connection broke.
+        """
         import httpx
 
         assert self._http is not None
-        attempt = 0
+        sent_session = headers.get("Mcp-Session-Id")
+        if self._session_expired and sent_session is None and not opens_session and not self.modern:
+            # The server forgot the session and no new one is open yet: without a session id the
+            # server would answer 400. Fail like the 404 did, so the client re-sends it on the new one.
+            raise SessionExpired(f"server '{self.label}' no longer knows the session (HTTP 404 to an earlier request)")
+        attempt = 1
         while True:
             request = self._http.build_request("POST", self.url, content=data, headers=headers)
             try:
                 response = await self._http.send(request, stream=True)
             except httpx.TransportError as exc:
-                attempt += 1
-                if attempt >= SEND_ATTEMPTS or self._closing:
-                    raise ConnectError(f"cannot reach server '{self.label}' at {self.url}: {exc}") from exc
-                await trio.sleep(_backoff(attempt))
-                continue
-            try:
-                if response.status_code in RETRY_STATUSES and attempt + 1 < SEND_ATTEMPTS:
-                    attempt += 1
-                    log.info("%s: HTTP %s; retrying", self.label, response.status_code)
+                unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+                if attempt < SEND_ATTEMPTS and not self._closing and (unsent or self._may_repeat(request_id)):
+                    log.info("%s: POST failed (%r); sending it again", self.label, exc)
                     await trio.sleep(_backoff(attempt))
+                    attempt += 1
                     continue
-                await self._handle_response(response, request_id, opens_session)
+                if unsent:
+                    raise ConnectError(f"cannot reach server '{self.label}' at {self.url}: {exc}") from exc
+                what = f"request id {request_id}" if request_id is not None else "a message"
+                raise ConnectError(
+                    f"the connection to server '{self.label}' at {self.url} broke before it answered {what} ({exc}); "
+                    "it was not sent again, since the server may already have acted on it"
+                ) from exc
+            try:
+                status = response.status_code
+                if attempt < SEND_ATTEMPTS and (
+                    status == UNAVAILABLE_STATUS or (status in GATEWAY_STATUSES and self._may_repeat(request_id))
+                ):
+                    log.info("%s: HTTP %s; sending it again", self.label, status)
+                    await trio.sleep(_backoff(attempt))
+                    attempt += 1
+                    continue
+                await self._handle_response(response, request_id, opens_session, sent_session)
                 return
             finally:
                 await close_response(response)
 
+    def _may_repeat(self, request_id: RequestId | None) -> bool:
+        """Whether the request may run twice without harm (never a notification or response)."""
+        return request_id is not None and self._idempotent is not None and self._idempotent(request_id)
+
+    def _session_opened(self, session_id: str | None) -> None:
+        """An ``initialize`` succeeded. After an expiry or with a new id, the GET stream belongs
+        to the old session: it is closed, and opened again on demand (HT-L13)."""
+        renewed = self._session_expired or (self.session_id is not None and session_id != self.session_id)
+        self.session_id = session_id
+        self._session_expired = False
+        if renewed:
+            if self._get_scope is not None:
+                self._get_scope.cancel()
+                self._get_scope = None
+            self._get_started = False
+
     async def _handle_response(
-        self, response: httpx.Response, request_id: RequestId | None, opens_session: bool = False
+        self,
+        response: httpx.Response,
+        request_id: RequestId | None,
+        opens_session: bool = False,
+        sent_session: str | None = None,
     ) -> None:
         status = response.status_code
         if opens_session and 200 <= status < 300 and not self.modern:
             # HT-L09: the session id is the one "returned by the server during initialization";
             # one on a refused probe or on any other answer names no session of ours.
-            sid = response.headers.get("mcp-session-id")
-            if sid:
-                self.session_id = sid
+            self._session_opened(response.headers.get("mcp-session-id") or None)
         ctype = media_type(response.headers.get("content-type", ""))
         if status in (401, 403):
             challenge = response.headers.get("www-authenticate", "")
@@ -333,8 +430,14 @@ class StreamableHTTPTransport:
                 challenge=challenge,
                 server=self.label,
             )
-        if status == 404 and self.session_id is not None and not self.modern:
-            self.session_id = None
+        if status == 404 and sent_session is not None and not self.modern:
+            # HT-L12: "When a client receives HTTP 404 in response to a request containing an
+            # MCP-Session-Id, it MUST start a new session". Every request that carried the lost
+            # id gets this 404; only the first finds it current (the others may even arrive
+            # after a new session opened), so only then is it forgotten.
+            if self.session_id == sent_session:
+                self.session_id = None
+                self._session_expired = True
             raise SessionExpired(f"server '{self.label}' no longer knows the session (HTTP 404)")
         if 200 <= status < 300 and ctype == "text/event-stream":
             await self._consume_stream(response, _Answered(request_id), resumable=not self.modern)
@@ -367,24 +470,7 @@ class StreamableHTTPTransport:
         )
 
     async def _read_body(self, response: httpx.Response) -> bytes:
-        declared = response.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self._max:
-            raise FrameTooLarge(int(declared), self._max)
-        if (
-            declared is not None
-            and declared.isdigit()
-            and response.headers.get("content-encoding", "identity") == "identity"
-        ):
-            # h11 frames the body by its declared length, and nothing inflates it: bounded.
-            body = await response.aread()
-        else:
-            buffer = bytearray()
-            async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
-                async for chunk in pieces:
-                    buffer += chunk
-                    if len(buffer) > self._max:
-                        raise FrameTooLarge(len(buffer), self._max)
-            body = bytes(buffer)
+        body = await read_body(response, self._max)
         self.bytes_received += len(body)
         return body
 
@@ -467,21 +553,30 @@ class StreamableHTTPTransport:
         answered.see(message)
         self._sink.message_received(message)
 
-    async def _get_stream(self) -> None:
-        """Legacy: the standalone GET stream for server-initiated messages, reconnected on drop."""
+    async def _get_stream(self, scope: trio.CancelScope) -> None:
+        """Legacy: the standalone GET stream for server-initiated messages, reconnected on drop;
+        ``scope`` ends it when its session is replaced."""
+        with scope:
+            await self._read_get_stream()
+
+    async def _read_get_stream(self) -> None:
         import httpx
 
         assert self._http is not None
+        ready = self._get_ready
         last_id: str | None = None
         failures = 0
         while not self._closing and failures < GET_STREAM_ATTEMPTS:
+            if self._session_expired:
+                ready.set()
+                return  # the stream belonged to that session; a new session opens a new one
             headers = self._session_headers({"Accept": "text/event-stream"})
             if last_id is not None:
                 headers["Last-Event-ID"] = last_id
             decoder = SSEDecoder(self._max)
             try:
                 async with open_stream(self._http, "GET", self.url, headers) as response:
-                    self._get_ready.set()
+                    ready.set()
                     if response.status_code in (404, 405):
                         log.debug("%s: no GET stream (HTTP %s)", self.label, response.status_code)
                         return
@@ -497,7 +592,7 @@ class StreamableHTTPTransport:
                                 for event in decoder.feed(chunk):
                                     self._event(event.event, event.data, _Answered(None))
             except httpx.TransportError as exc:
-                self._get_ready.set()
+                ready.set()
                 failures += 1
                 log.info("%s: GET stream interrupted: %r", self.label, exc)
             except FrameTooLarge as exc:

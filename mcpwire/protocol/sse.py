@@ -4,10 +4,10 @@ Theory of operation: the WHATWG event-stream format (HT-S01): lines end in CRLF,
 line ``field: value`` adds to the event being built (one leading space of the value is
 stripped); ``data`` lines accumulate joined by ``\\n``; an empty line dispatches the event; lines
 starting with ``:`` are comments (keep-alives); ``id`` sets the last event id (ignored when it
-contains NUL); ``retry`` takes digits only; unknown fields are ignored; a UTF-8 BOM at the start is
-dropped. An event with empty ``data`` still updates the id and retry (the 2025-11-25 *priming*
-event: an id and no data, HT-S02), and is reported so the caller can remember the id, but it is
-not a message.
+contains NUL); ``retry`` takes ASCII digits only (anything else is ignored); unknown fields are
+ignored; a UTF-8 BOM at the start is dropped. An event with empty ``data`` still updates the id
+and retry (the 2025-11-25 *priming* event: an id and no data, HT-S02), and is reported so the
+caller can remember the id, but it is not a message.
 
 Memory is bounded (HT-S03): one event's accumulated size may not exceed ``max_event_bytes``, and a
 line without a terminator may not grow past it either, so a server that streams a gigabyte with
@@ -125,7 +125,9 @@ class SSEDecoder:
             self._event = value
         elif name == "id" and "\x00" not in value:
             self._last_id = value
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isascii() and value.isdigit():
+            # WHATWG: "If the field value consists of only ASCII digits"; str.isdigit() alone
+            # also accepts digits such as "²" that int() refuses.
             self._retry = int(value)
         return None
 

@@ -28,7 +28,10 @@ closed it before the server ended it (2026-07-28 cancellation, HT-M10).
 Behaviour per method is built in (tools, resources, prompts) and can be replaced per test through
 ``handlers[method] = callable(params)``; a handler returns a result object, returns or raises
 :class:`RpcFault` for a JSON-RPC error, or returns :data:`HANG` to leave the request unanswered on
-an open SSE stream. :meth:`FakeMCPServer.inject` queues canned HTTP answers (a 503 once, ...).
+an open SSE stream. :meth:`FakeMCPServer.inject` queues canned HTTP answers (a 503 once, ...),
+:meth:`FakeMCPServer.inject_error` makes the next matching requests raise an ``httpx`` transport
+error (recorded, with no status), and ``rewrite`` replaces any answer after the fake handled the
+request (a huge body on a 202, ...).
 """
 
 from __future__ import annotations
@@ -329,6 +332,7 @@ class _Injection:
     headers: dict[str, str]
     json: Any
     content: bytes
+    error: Callable[[httpx.Request], Exception] | None = None
 
     def matches(self, rec: Recorded) -> bool:
         return rec.method == self.http_method and (self.rpc_method is None or rec.rpc_method == self.rpc_method)
@@ -369,6 +373,9 @@ class FakeMCPServer:
             parameters ignored).
         stray_session_header: modern: every answer carries an ``Mcp-Session-Id`` (a dual-era
             deployment or an intermediary); a 2026-07-28 client must not echo it (HT-M16).
+        capabilities: the server capabilities ``initialize`` and ``server/discover`` announce.
+        rewrite: called with each recorded request and the fake's answer; returns the answer
+            to send instead (the request was handled either way).
     """
 
     mode: str = "legacy"
@@ -392,6 +399,8 @@ class FakeMCPServer:
     session_on_errors: bool = False
     sse_content_type: str = "text/event-stream"
     stray_session_header: bool = False
+    capabilities: Mapping[str, Any] = field(default_factory=lambda: dict(CAPABILITIES))
+    rewrite: Callable[[Recorded, httpx.Response], httpx.Response] | None = None
 
     tools: list[dict[str, Any]] = field(default_factory=lambda: [dict(ECHO_TOOL)])
     handlers: dict[str, Callable[[dict[str, Any]], Any]] = field(default_factory=dict)
@@ -431,6 +440,18 @@ class FakeMCPServer:
     ) -> None:
         """The next ``times`` matching requests get this canned answer instead."""
         self._injections.append(_Injection(status, rpc_method, http_method, times, dict(headers or {}), json, content))
+
+    def inject_error(
+        self,
+        error: Callable[[httpx.Request], Exception],
+        *,
+        rpc_method: str | None = None,
+        http_method: str = "POST",
+        times: int = 1,
+    ) -> None:
+        """The next ``times`` matching requests raise ``error(request)`` (an ``httpx`` transport
+        error) instead of being answered; they are recorded with no status."""
+        self._injections.append(_Injection(0, rpc_method, http_method, times, {}, None, b"", error))
 
     def expire_sessions(self) -> None:
         """Legacy: the server forgets every session (later requests on them get 404)."""
@@ -478,14 +499,20 @@ class FakeMCPServer:
         self.requests.append(rec)
         self._request_added.set()
         self._request_added = trio.Event()
+        for injection in self._injections:
+            if injection.error is not None and injection.times > 0 and injection.matches(rec):
+                injection.times -= 1
+                raise injection.error(request)
         response = self._respond(rec)
+        if self.rewrite is not None:
+            response = self.rewrite(rec, response)
         rec.status = response.status_code
         rec.response_headers = response.headers
         return response
 
     def _respond(self, rec: Recorded) -> httpx.Response:
         for injection in self._injections:
-            if injection.times > 0 and injection.matches(rec):
+            if injection.error is None and injection.times > 0 and injection.matches(rec):
                 injection.times -= 1
                 if injection.json is not None:
                     return httpx.Response(injection.status, headers=injection.headers, json=injection.json)
@@ -566,13 +593,13 @@ class FakeMCPServer:
         if method == "server/discover":
             return {
                 "supportedVersions": list(self.versions or ()),
-                "capabilities": CAPABILITIES,
+                "capabilities": self.capabilities,
                 "_meta": {META_SERVER_INFO: SERVER_INFO},
             }
         if method == "initialize":  # sse mode; legacy mode answers it in _initialize
             return {
                 "protocolVersion": (self.versions or (SSE_VERSION,))[0],
-                "capabilities": CAPABILITIES,
+                "capabilities": self.capabilities,
                 "serverInfo": SERVER_INFO,
             }
         if method == "ping":
@@ -680,7 +707,7 @@ class FakeMCPServer:
         version = asked if asked in versions else versions[0]
         sid = f"session-{next(self._numbers)}"
         self.sessions[sid] = version
-        result = {"protocolVersion": version, "capabilities": CAPABILITIES, "serverInfo": SERVER_INFO}
+        result = {"protocolVersion": version, "capabilities": self.capabilities, "serverInfo": SERVER_INFO}
         return self._reply(msg.get("id"), "initialize", params, result, headers={"Mcp-Session-Id": sid})
 
     def _version_problem(self, rec: Recorded, sid: str) -> str | None:

@@ -128,3 +128,42 @@ async def test_401_on_a_call_after_connecting(autojump_clock: MockClock) -> None
             assert (await client.call_tool("echo", {"text": "y"})).is_error is False
     assert [r.status for r in fake.sent("tools/call")] == [401, 200]
     assert len(fake.sent("initialize")) == 1
+
+
+INSUFFICIENT = 'Bearer error="insufficient_scope", scope="files:write", resource_metadata="http://mcp.test/prm"'
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern", "sse"])
+async def test_403_is_an_auth_error_with_the_challenge(autojump_clock: MockClock, mode: str) -> None:
+    """HT-M15, AU-28 (``insufficient_scope``): a 403 on a call, over every HTTP transport, fails
+    that call with :class:`AuthError` carrying status 403 and the ``WWW-Authenticate`` challenge
+    (in the message too); it is not retried, not taken for a lost session, and later calls work."""
+    fake = FakeMCPServer(mode=mode, require_token=SECRET)
+    transport: Literal["sse", "auto"] = "sse" if mode == "sse" else "auto"
+    spec = HttpServer(url=fake.url, transport=transport, bearer_token=SECRET)
+    how = "" if mode == "sse" else r" \(the configured credentials were refused\)"
+    with trio.fail_after(BOUND):
+        async with connect(fake, spec) as client:
+            fake.inject(403, rpc_method="tools/call", headers={"WWW-Authenticate": INSUFFICIENT})
+            with pytest.raises(
+                AuthError,
+                match=rf"^server 'mcp\.test' answered HTTP 403{how}; challenge: Bearer "
+                r'error="insufficient_scope", scope="files:write", resource_metadata="http://mcp\.test/prm"$',
+            ) as info:
+                await client.call_tool("echo", {"text": "x"})
+            assert (await client.call_tool("echo", {"text": "y"})).is_error is False
+    assert (info.value.status, info.value.challenge, info.value.server) == (403, INSUFFICIENT, "mcp.test")
+    assert [r.status for r in fake.sent("tools/call")] == [403, 200 if mode != "sse" else 202]
+    assert len(fake.sent("initialize")) == (0 if mode == "modern" else 1)
+
+
+async def test_403_while_connecting_is_an_auth_error(autojump_clock: MockClock) -> None:
+    """LC-46: a 403 to the first request is an auth answer, not an era signal: connecting fails
+    with :class:`AuthError` carrying the challenge, and no other step of the ladder is tried."""
+    fake = FakeMCPServer()
+    fake.inject(403, rpc_method="server/discover", headers={"WWW-Authenticate": INSUFFICIENT})
+    with trio.fail_after(BOUND), pytest.raises(AuthError) as info:
+        async with connect(fake):
+            pass
+    assert (info.value.status, info.value.challenge) == (403, INSUFFICIENT)
+    assert fake.trace() == [("POST", "/mcp", "server/discover", 403)]

@@ -556,3 +556,81 @@ async def test_cancelling_a_call_closes_its_stream_and_posts_nothing(autojump_cl
     assert stats.pending == 0
     assert [r.rpc_method for r in fake.requests] == ["server/discover", "tools/call", "tools/call"]
     assert fake.sent("notifications/cancelled") == []
+
+
+# -- version negotiation after connecting -------------------------------------------------------------
+
+
+def _refuse_version(fake: FakeMCPServer, supported: list[str], *, times: int) -> None:
+    """``tools/call`` answers 400 + ``-32022`` the first ``times`` times (``data.supported`` as given)."""
+    refused: list[dict[str, Any]] = []
+
+    def call(params: dict[str, Any]) -> Any:
+        if len(refused) < times:
+            refused.append(params)
+            raise RpcFault(
+                -32022,
+                "Unsupported protocol version",
+                {"supported": supported, "requested": params["_meta"][META_VERSION]},
+                status=400,
+            )
+        return fake.builtin("tools/call", params)
+
+    fake.handlers["tools/call"] = call
+
+
+async def test_unsupported_version_after_connecting_is_retried_once(autojump_clock: MockClock) -> None:
+    """LC-24, HT-M15, DS-02: a call refused with 400 + ``-32022`` after connecting (a server
+    fleet in the middle of an upgrade) is retried once, as a new request, with the newest version
+    from ``data.supported`` that mcpwire speaks; the caller sees the answer."""
+    fake = FakeMCPServer(mode="modern")
+    _refuse_version(fake, ["2099-01-01", MODERN_VERSION], times=1)
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            result = await client.call_tool("echo", {"text": "x"})
+            assert client.protocol_version == MODERN_VERSION
+    assert result.content == [TextContent(text='echo {"text": "x"}')]
+    first, second = fake.sent("tools/call")
+    assert (first.status, second.status) == (400, 200)
+    assert first.rpc_id != second.rpc_id
+    assert second.params["_meta"][META_VERSION] == second.header("mcp-protocol-version") == MODERN_VERSION
+
+
+async def test_unsupported_version_with_nothing_in_common_after_connecting(autojump_clock: MockClock) -> None:
+    """LC-24: "or surface an error to the user if no compatible version exists": when
+    ``data.supported`` has no 2026-07-28-era revision mcpwire speaks, the call fails at once with
+    :class:`UnsupportedVersion` naming both lists (the server's error is its cause); nothing is
+    retried."""
+    fake = FakeMCPServer(mode="modern")
+    _refuse_version(fake, ["2099-01-01", "2025-11-25"], times=1)
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            with pytest.raises(
+                UnsupportedVersion,
+                match=r"^server 'mcp\.test' refused protocol version 2026-07-28 for 'tools/call' \(id \d+\) with "
+                r"error -32022 \(Unsupported protocol version\); it supports 2099-01-01, 2025-11-25 and mcpwire "
+                r"speaks 2026-07-28 on this connection: no version in common \(a legacy revision needs a new "
+                r"connection\)$",
+            ) as info:
+                await client.call_tool("echo", {"text": "x"})
+    assert info.value.offered == ("2099-01-01", "2025-11-25")
+    assert isinstance(info.value.__cause__, RPCError) and info.value.__cause__.code == -32022
+    assert [r.status for r in fake.sent("tools/call")] == [400]
+
+
+async def test_unsupported_version_twice_is_surfaced_after_one_retry(autojump_clock: MockClock) -> None:
+    """LC-24: the retry happens once; a second ``-32022`` fails the call with
+    :class:`UnsupportedVersion` naming both lists."""
+    fake = FakeMCPServer(mode="modern")
+    _refuse_version(fake, [MODERN_VERSION], times=2)
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            with pytest.raises(
+                UnsupportedVersion,
+                match=r"^server 'mcp\.test' refused protocol version 2026-07-28 for 'tools/call' \(id \d+\) with "
+                r"error -32022 \(Unsupported protocol version\) again after one retry; it supports 2026-07-28 and "
+                r"mcpwire speaks 2026-07-28 on this connection$",
+            ):
+                await client.call_tool("echo", {"text": "x"})
+            assert (await client.call_tool("echo", {"text": "y"})).is_error is False
+    assert [r.status for r in fake.sent("tools/call")] == [400, 400, 200]

@@ -4,8 +4,11 @@ the fake server of ``http_fakes`` in ``sse`` mode.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+import httpx
 import pytest
 import trio
 import trio.testing
@@ -20,6 +23,7 @@ from http_fakes import (  # noqa: F401 (fresh_era_cache is an autouse fixture)
 )
 from trio.testing import MockClock
 
+import mcpwire.client as client_module
 from mcpwire.client import ClientStatistics
 from mcpwire.errors import AuthError, ConnectError, FrameTooLarge, MCPWireError, ServerGone
 from mcpwire.protocol.types import TextContent
@@ -391,3 +395,134 @@ async def test_sse_content_type_is_compared_case_insensitively(autojump_clock: M
         async with connect(fake, _sse_spec(fake)) as client:
             result = await client.call_tool("echo", {"text": "x"})
     assert result.content == [TextContent(text='echo {"text": "x"}')]
+
+
+# -- reconnecting is bounded ----------------------------------------------------------------------------
+
+
+async def test_reconnect_gives_up_after_bounded_attempts(autojump_clock: MockClock) -> None:
+    """HS-04, STYLE ("A failing server is data"): when the stream drops and every new GET fails
+    (503), the client tries three times with backoff, then gives up: the pending call and every
+    later one fail with :class:`ServerGone`, and nothing escapes into the nursery."""
+    fake = FakeMCPServer(mode="sse")
+    fake.handlers["tools/call"] = lambda params: HANG
+    with trio.fail_after(60):
+        async with connect(fake, _sse_spec(fake)) as client:
+            first = await fake.stream_for(None, kind="sse")
+            async with trio.open_nursery() as nursery:
+
+                async def pending() -> None:
+                    with pytest.raises(
+                        ServerGone,
+                        match=r"^server 'mcp\.test' closed the SSE stream while 'tools/call' \(id \d+\) was pending$",
+                    ):
+                        await client.call_tool("echo", {"text": "slow"})
+
+                nursery.start_soon(pending)
+                await fake.wait_for_request(lambda r: r.rpc_method == "tools/call")
+                fake.inject(503, http_method="GET", times=10)
+                first.drop()
+            await client.wait_closed()
+            with pytest.raises(ServerGone, match=r"^server 'mcp\.test' closed the SSE stream$"):
+                await client.call_tool("echo", {"text": "later"})
+    gets = fake.sent(http_method="GET")
+    assert [g.status for g in gets] == [200, 503, 503, 503]
+    assert all(b.time > a.time for a, b in itertools.pairwise(gets[1:]))
+    assert len(fake.sent("tools/call")) == 1
+
+
+# -- POST answers are bounded -----------------------------------------------------------------------------
+
+
+class _LongBody(httpx.AsyncByteStream):
+    """A body of ``chunks`` KiB that counts what was read and whether it was closed."""
+
+    def __init__(self, chunks: int) -> None:
+        self.chunks = chunks
+        self.read = 0
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for _ in range(self.chunks):
+            self.read += 1
+            yield b"x" * 1024
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("framing", ["content-length", "streamed"])
+async def test_post_answer_is_read_bounded(autojump_clock: MockClock, framing: str) -> None:
+    """HT-S03, HS-03: the answer to a POST is not JSON-RPC, but it is read, and never more than
+    ``max_message_bytes`` of it: a 202 with a body past the limit fails that send with
+    :class:`FrameTooLarge` (declared too long: nothing is read; streamed: reading stops at the
+    limit and the body is closed), and the connection stays usable."""
+    fake = FakeMCPServer(mode="sse")
+    body = _LongBody(64)
+
+    def rewrite(rec: Recorded, response: httpx.Response) -> httpx.Response:
+        if rec.rpc_method != "tools/call" or rec.params["arguments"]["text"] != "big":
+            return response
+        if framing == "content-length":
+            return httpx.Response(202, content=b"x" * 65536)
+        return httpx.Response(202, stream=body)
+
+    fake.rewrite = rewrite
+    with trio.fail_after(BOUND):
+        async with connect(fake, _sse_spec(fake), max_message_bytes=4096) as client:
+            with pytest.raises(FrameTooLarge, match=r"^message of at least \d+ bytes exceeds the limit of 4096 bytes"):
+                await client.call_tool("echo", {"text": "big"})
+            result = await client.call_tool("echo", {"text": "small"})
+    assert result.content == [TextContent(text='echo {"text": "small"}')]
+    if framing == "streamed":
+        assert body.read <= 5 and body.closed
+
+
+# -- a cached verdict that no longer holds ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("now", ["legacy", "modern"])
+async def test_stale_sse_verdict_is_dropped_and_detection_runs_again(autojump_clock: MockClock, now: str) -> None:
+    """LC-44 ("re-probing if the cached assumption later fails"), LC-46: the URL was an HTTP+SSE
+    server, and the process remembers that; the server has since moved to Streamable HTTP, so
+    the cached transport's GET answers 400 (405 for a 2026-07-28 server). The client forgets the
+    verdict, runs the detection ladder from the start, connects, and remembers the new verdict."""
+    before = FakeMCPServer(mode="sse")
+    with trio.fail_after(BOUND):
+        async with connect(before):
+            pass
+    assert dict(client_module._HTTP_KIND_CACHE) == {before.url: "sse"}
+    after = FakeMCPServer(mode=now)
+    with trio.fail_after(BOUND):
+        async with connect(after) as client:
+            result = await client.call_tool("echo", {"text": "moved"})
+            assert client.era is (Era.MODERN if now == "modern" else Era.LEGACY)
+    assert result.content == [TextContent(text='echo {"text": "moved"}')]
+    refused = 405 if now == "modern" else 400
+    assert after.trace()[:3] == [
+        ("GET", "/mcp", None, refused),
+        ("POST", "/mcp", "server/discover", 200 if now == "modern" else 400),
+        ("POST", "/mcp", "initialize" if now == "legacy" else "tools/call", 200),
+    ]
+    assert dict(client_module._HTTP_KIND_CACHE) == {after.url: "streamable-http"}
+    assert dict(client_module._ERA_CACHE) == {("http", after.url): Era.MODERN if now == "modern" else Era.LEGACY}
+
+
+async def test_stale_sse_verdict_retries_detection_only_once(autojump_clock: MockClock) -> None:
+    """LC-44: the cached verdict is dropped and detection runs once more; a server that fails
+    that too makes connecting fail with what detection found, not loop."""
+    before = FakeMCPServer(mode="sse")
+    with trio.fail_after(BOUND):
+        async with connect(before):
+            pass
+    broken = FakeMCPServer(mode="sse", ladder={"server/discover": 500, "initialize": 500})
+    broken.inject(500, http_method="GET", times=10)
+    with trio.fail_after(BOUND), pytest.raises(MCPWireError):
+        async with connect(broken):
+            pass
+    assert [(r.method, r.rpc_method) for r in broken.requests] == [
+        ("GET", None),
+        ("POST", "server/discover"),
+        ("POST", "initialize"),
+    ]
+    assert dict(client_module._HTTP_KIND_CACHE) == {}

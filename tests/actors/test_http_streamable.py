@@ -7,16 +7,22 @@ the autojump clock (backoff and ``retry`` waits cost no wall time, and a hang fa
 
 from __future__ import annotations
 
+import json
 import logging
+from typing import Any
 
+import httpx
 import pytest
 import trio
 from http_fakes import HANG, LEGACY_VERSION, FakeMCPServer, connect, fresh_era_cache  # noqa: F401 (fixture)
 from trio.testing import MockClock
 
-from mcpwire.errors import FrameTooLarge, HTTPStatusError, ServerGone, SessionExpired
+from mcpwire.actors.streamable_http import RESUME_ATTEMPTS, StreamableHTTPTransport
+from mcpwire.errors import ConnectError, FrameTooLarge, HTTPStatusError, ServerGone, SessionExpired
+from mcpwire.protocol import jsonrpc
 from mcpwire.protocol.types import TextContent
 from mcpwire.protocol.versions import Era
+from mcpwire.transports import HttpServer
 
 BOUND = 10.0  # virtual seconds: nothing here should take more than a few
 
@@ -489,3 +495,330 @@ async def test_a_batch_answer_is_received(autojump_clock: MockClock, version: st
             stats = client.statistics()
     assert result.text() == "batched"
     assert stats.protocol_violations == violations
+
+
+# -- session expiry with several requests in flight ------------------------------------------------
+
+
+async def test_every_call_in_flight_on_an_expired_session_is_resent_after_one_initialize(
+    autojump_clock: MockClock,
+) -> None:
+    """HT-L12: three calls are sent on a session the server has just forgotten, so all three get
+    404. Each is a request "containing an MCP-Session-Id" that got 404: each is re-sent once, on
+    the one new session (a single ``initialize``), and every caller sees its answer; none gets the
+    server's ``-32001`` body as an error."""
+    fake = FakeMCPServer()
+    results: dict[str, list[TextContent]] = {}
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            await client.call_tool("echo", {"text": "before"})
+            fake.expire_sessions()
+            async with trio.open_nursery() as nursery:
+                for text in ("a", "b", "c"):
+
+                    async def call(text: str = text) -> None:
+                        results[text] = (await client.call_tool("echo", {"text": text})).content  # type: ignore[assignment]
+
+                    nursery.start_soon(call)
+    assert results == {text: _echo(text) for text in "abc"}
+    first, second = fake.sent("initialize")
+    old, new = first.response_headers["mcp-session-id"], second.response_headers["mcp-session-id"]
+    assert second.header("mcp-session-id") is None
+    calls = [(c.params["arguments"]["text"], c.header("mcp-session-id"), c.status) for c in fake.sent("tools/call")]
+    assert calls[0] == ("before", old, 200)
+    assert sorted(calls[1:]) == sorted([(t, old, 404) for t in "abc"] + [(t, new, 200) for t in "abc"])
+    assert fake.requests[-1].method == "DELETE"
+    assert fake.requests[-1].header("mcp-session-id") == new
+
+
+class _Sink:
+    """What a transport reports, for tests that drive one without a client."""
+
+    def __init__(self) -> None:
+        self.received: list[Any] = []
+        self.failed: dict[Any, BaseException] = {}
+        self.changed = trio.Event()
+
+    def classify(self, data: bytes) -> Any:
+        return jsonrpc.classify(data)
+
+    def message_received(self, message: Any) -> None:
+        self.received.append(message)
+        self.changed.set()
+
+    def connection_lost(self, exc: BaseException) -> None:  # pragma: no cover - not expected here
+        raise AssertionError(f"connection lost: {exc!r}")
+
+    def request_failed(self, request_id: Any, exc: BaseException) -> None:
+        self.failed[request_id] = exc
+        self.changed.set()
+
+    def session_lost(self, exc: BaseException) -> None:  # pragma: no cover - HTTP+SSE only
+        raise AssertionError(f"session lost: {exc!r}")
+
+    async def wait_for(self, request_id: Any) -> Any:
+        while True:
+            for message in self.received:
+                if getattr(message, "id", None) == request_id:
+                    return message
+            if request_id in self.failed:
+                return self.failed[request_id]
+            self.changed = trio.Event()
+            await self.changed.wait()
+
+
+def _request(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+
+
+async def test_request_made_while_the_session_is_gone_is_not_sent_without_one(autojump_clock: MockClock) -> None:
+    """HT-L12, HT-L14: after the 404 that ended the session and before a new ``initialize``, a
+    request has no session id to carry; sent without one, a server that requires sessions would
+    answer 400. It fails at once with :class:`SessionExpired` (which the client answers by
+    re-sending it on the new session) and nothing goes on the wire; ``initialize`` itself does."""
+    fake = FakeMCPServer()
+    sink = _Sink()
+    call = {"name": "echo", "arguments": {"text": "x"}}
+    with trio.fail_after(BOUND):
+        async with (
+            httpx.AsyncClient(transport=httpx.MockTransport(fake.handle)) as http,
+            trio.open_nursery() as nursery,
+        ):
+            transport = StreamableHTTPTransport(HttpServer(url=fake.url), sink, http_client=http)
+            await nursery.start(transport.run)
+            init = {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            await transport.send(_request(1, "initialize", init), request_id=1, opens_session=True)
+            assert isinstance(await sink.wait_for(1), jsonrpc.Response)
+            fake.expire_sessions()
+            await transport.send(_request(2, "tools/call", call), request_id=2)
+            assert isinstance(await sink.wait_for(2), SessionExpired)
+            await transport.send(_request(3, "tools/call", call), request_id=3)
+            assert isinstance(await sink.wait_for(3), SessionExpired)
+            assert transport.session_id is None
+            await transport.send(_request(4, "initialize", init), request_id=4, opens_session=True)
+            assert isinstance(await sink.wait_for(4), jsonrpc.Response)
+            await transport.send(_request(5, "tools/call", call), request_id=5)
+            assert isinstance(await sink.wait_for(5), jsonrpc.Response)
+            await transport.aclose()
+    assert [(r.rpc_id, r.status) for r in fake.sent(http_method="POST")] == [(1, 200), (2, 404), (4, 200), (5, 200)]
+    assert str(sink.failed[3]) == "server 'mcp.test' no longer knows the session (HTTP 404 to an earlier request)"
+
+
+async def test_get_stream_is_reopened_on_the_new_session(autojump_clock: MockClock) -> None:
+    """HT-L12, HT-L13, HT-L05: the GET stream belongs to its session; after an expiry the client
+    closes the old one and opens one on the new session, where server messages arrive again."""
+    fake = FakeMCPServer(get_stream="sse")
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            first = await fake.stream_for(None, kind="get")
+            fake.expire_sessions()
+            await client.call_tool("echo", {"text": "x"})
+            second = await fake.stream_for(None, kind="get", index=1)
+            second.message({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            async for note in client.notifications():
+                assert note.method == "notifications/tools/list_changed"
+                break
+            await first.wait_closed()
+    old, new = (r.response_headers["mcp-session-id"] for r in fake.sent("initialize"))
+    gets = fake.sent(http_method="GET")
+    assert [(g.header("mcp-session-id"), g.header("last-event-id"), g.status) for g in gets] == [
+        (old, None, 200),
+        (new, None, 200),
+    ]
+    assert first.closed_early
+
+
+async def test_log_level_and_subscriptions_are_restored_on_the_new_session(autojump_clock: MockClock) -> None:
+    """HT-L13: "after re-initialization, everything session-scoped is lost: re-issue
+    logging/setLevel, resources/subscribe, re-open GET stream". The client sends the level it
+    set and the subscriptions of the open ``subscribe`` block again on the new session, and an
+    update the server sends there reaches the subscription."""
+    fake = FakeMCPServer(get_stream="sse", capabilities={"tools": {}, "resources": {"subscribe": True}, "logging": {}})
+    for method in ("resources/subscribe", "resources/unsubscribe", "logging/setLevel"):
+        fake.handlers[method] = lambda params: {}
+    uri = "file:///readme.txt"
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            await client.set_logging_level("debug")
+            async with client.subscribe([uri]) as sub:
+                fake.expire_sessions()
+                await client.call_tool("echo", {"text": "x"})
+                new = fake.sent("initialize")[1].response_headers["mcp-session-id"]
+                await fake.wait_for_request(
+                    lambda r: r.rpc_method == "resources/subscribe" and r.header("mcp-session-id") == new
+                )
+                stream = await fake.stream_for(None, kind="get", index=1)
+                stream.message({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+                async for note in sub:
+                    assert (note.method, note.params) == ("notifications/resources/updated", {"uri": uri})
+                    break
+    old = fake.sent("initialize")[0].response_headers["mcp-session-id"]
+    scoped = [
+        (r.rpc_method, r.params, "new" if r.header("mcp-session-id") == new else "old", r.status)
+        for r in fake.requests
+        if r.rpc_method in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe")
+    ]
+    assert scoped == [
+        ("logging/setLevel", {"level": "debug"}, "old", 200),
+        ("resources/subscribe", {"uri": uri}, "old", 200),
+        ("logging/setLevel", {"level": "debug"}, "new", 200),
+        ("resources/subscribe", {"uri": uri}, "new", 200),
+        ("resources/unsubscribe", {"uri": uri}, "new", 200),
+    ]
+    assert old != new
+
+
+# -- what is sent again, and what is not ----------------------------------------------------------
+
+
+def _broken(kind: type[httpx.TransportError], message: str) -> Any:
+    return lambda request: kind(message, request=request)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _broken(httpx.ReadError, "connection reset by peer"),
+        _broken(httpx.RemoteProtocolError, "Server disconnected without sending a response."),
+        _broken(httpx.WriteError, "broken pipe"),
+        _broken(httpx.ReadTimeout, "timed out"),
+    ],
+    ids=["read-error", "disconnected", "write-error", "read-timeout"],
+)
+async def test_tool_call_is_not_sent_again_when_the_server_may_have_received_it(
+    autojump_clock: MockClock, error: Any
+) -> None:
+    """A connection that breaks after the request went out (a read error, a server closing a
+    kept-alive connection, a timeout waiting for the answer) may have delivered it: a
+    ``tools/call`` is not idempotent, so it is not sent again (RFC 9112 9.3.1: only idempotent
+    requests are retried automatically); the call fails with :class:`ConnectError` saying why."""
+    fake = FakeMCPServer()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            fake.inject_error(error, rpc_method="tools/call")
+            with pytest.raises(
+                ConnectError,
+                match=r"^the connection to server 'mcp\.test' at http://mcp\.test/mcp broke before it answered "
+                r"request id \d+ \(.+\); it was not sent again, since the server may already have acted on it$",
+            ):
+                await client.call_tool("echo", {"text": "once"})
+            again = await client.call_tool("echo", {"text": "next"})
+    assert again.content == _echo("next")
+    assert [c.params["arguments"]["text"] for c in fake.sent("tools/call")] == ["once", "next"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _broken(httpx.ConnectError, "connection refused"),
+        _broken(httpx.ConnectTimeout, "timed out"),
+        _broken(httpx.PoolTimeout, "no connection free"),
+    ],
+    ids=["connect-error", "connect-timeout", "pool-timeout"],
+)
+async def test_request_that_never_left_is_sent_again(autojump_clock: MockClock, error: Any) -> None:
+    """When no connection carried the request (refused, timed out connecting, none free in the
+    pool) the server never saw it: even a ``tools/call`` is sent again, identical, after a
+    backoff."""
+    fake = FakeMCPServer()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            fake.inject_error(error, rpc_method="tools/call")
+            result = await client.call_tool("echo", {"text": "x"})
+    assert result.content == _echo("x")
+    first, second = fake.sent("tools/call")
+    assert (first.status, second.status) == (None, 200)
+    assert first.raw == second.raw
+    assert second.time > first.time
+
+
+async def test_never_reached_three_times_gives_up(autojump_clock: MockClock) -> None:
+    """Sending again is bounded: three attempts, then :class:`ConnectError` naming the server."""
+    fake = FakeMCPServer()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            fake.inject_error(_broken(httpx.ConnectError, "connection refused"), rpc_method="tools/call", times=5)
+            with pytest.raises(
+                ConnectError, match=r"^cannot reach server 'mcp\.test' at http://mcp\.test/mcp: connection refused$"
+            ):
+                await client.call_tool("echo", {"text": "x"})
+    assert len(fake.sent("tools/call")) == 3
+
+
+@pytest.mark.parametrize("method", ["tools/list", "resources/read"])
+async def test_idempotent_request_is_sent_again_after_a_broken_connection(
+    autojump_clock: MockClock, method: str
+) -> None:
+    """A read or a list may run twice without harm: after a connection broke with the request
+    possibly delivered, it is sent again and the caller sees the answer."""
+    fake = FakeMCPServer()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            fake.inject_error(_broken(httpx.RemoteProtocolError, "Server disconnected"), rpc_method=method)
+            if method == "tools/list":
+                assert [t.name for t in await client.list_tools()] == ["echo"]
+            else:
+                assert (await client.read_resource("file:///readme.txt")).contents[0].uri == "file:///readme.txt"
+    assert [r.status for r in fake.sent(method)] == [None, 200]
+
+
+async def test_gateway_errors_are_retried_only_for_idempotent_requests(autojump_clock: MockClock) -> None:
+    """HT-09: a 502 or 504 comes from a gateway that may have passed the request on: a
+    ``tools/call`` fails with the status, a ``tools/list`` is sent again."""
+    fake = FakeMCPServer()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            fake.inject(504, rpc_method="tools/call", content=b"upstream timed out")
+            with pytest.raises(HTTPStatusError, match=r"^server 'mcp\.test' answered HTTP 504: upstream timed out$"):
+                await client.call_tool("echo", {"text": "x"})
+            fake.inject(502, rpc_method="tools/list")
+            assert [t.name for t in await client.list_tools()] == ["echo"]
+    assert [r.status for r in fake.sent("tools/call")] == [504]
+    assert [r.status for r in fake.sent("tools/list")] == [502, 200]
+
+
+# -- resumption gives up ----------------------------------------------------------------------------
+
+
+async def test_resumption_gives_up_after_five_attempts_with_backoff(autojump_clock: MockClock) -> None:
+    """HT-L16, HT-L18, HT-L19 ("Cap reconnect attempts"): when every resuming GET fails (503),
+    the client tries ``RESUME_ATTEMPTS`` (5) times, each with the stream's ``Last-Event-ID``,
+    waiting the ``retry`` delay first and then a growing backoff, and then fails the call with
+    :class:`ServerGone`. Times are the autojump clock's."""
+    fake = FakeMCPServer(answer_as="sse", drop_after_priming={"tools/call"}, retry_ms=10)
+    with trio.fail_after(60):
+        async with connect(fake) as client:
+            fake.inject(503, http_method="GET", times=10)
+            with pytest.raises(
+                ServerGone,
+                match=r"^server 'mcp\.test': the response stream could not be resumed after 5 attempts$",
+            ):
+                await client.call_tool("echo", {"text": "x"})
+    assert RESUME_ATTEMPTS == 5
+    (post,) = fake.sent("tools/call")
+    cut = next(s for s in fake.streams if s.rpc_method == "tools/call")
+    resumes = [r for r in fake.requests if r.header("last-event-id") is not None]
+    assert [(r.method, r.header("last-event-id"), r.status) for r in resumes] == [("GET", cut.last_id, 503)] * 5
+    gaps = [b.time - a.time for a, b in zip([post, *resumes], resumes, strict=False)]
+    assert gaps[0] >= 0.01  # the retry field first
+    for attempt, gap in enumerate(gaps[1:], start=1):
+        # backoff: 0.25 s * 2**attempt, jittered down to half of it, capped at 5 s
+        assert 0.125 * 2**attempt <= gap <= min(5.0, 0.25 * 2**attempt) + 0.01, (attempt, gaps)
+
+
+# -- large events -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern", "sse"])
+async def test_a_3_mib_event_is_received_with_default_limits(autojump_clock: MockClock, mode: str) -> None:
+    """HT-S03 and the issue's "do not copy the official SDK's 1 MiB event cap": a 3 MiB
+    ``message`` event - on a Streamable HTTP SSE answer of either era, or on the 2024-11-05
+    stream - arriving in 64 KiB pieces is received whole with the default limits."""
+    big = "x" * (3 * 1024 * 1024)
+    fake = FakeMCPServer(mode=mode, answer_as="sse", chunk_size=64 * 1024)
+    fake.handlers["tools/call"] = lambda params: {"content": [{"type": "text", "text": big}]}
+    spec = HttpServer(url=fake.url, transport="sse") if mode == "sse" else None
+    with trio.fail_after(BOUND):
+        async with connect(fake, spec) as client:
+            result = await client.call_tool("echo", {"text": "big"})
+    assert result.text() == big

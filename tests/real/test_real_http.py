@@ -1,16 +1,22 @@
 """Integration tests over HTTP against real servers: server-everything in ``streamableHttp``
-and ``sse`` modes (npm), and a server built on the official Python SDK 2.x, which speaks both
-eras over Streamable HTTP. Every server listens on 127.0.0.1 on a free port; every process is
-stopped at the end of its fixture.
+and ``sse`` modes (npm), a server built on the official Python SDK 2.x, which speaks both eras
+over Streamable HTTP, and mcpwire's own reference server (``python -m mcpwire.testing.everything
+--http``), for subscriptions in both eras. Every server listens on 127.0.0.1 on a free port;
+every process is stopped at the end of its fixture. Each connection is checked to leave no task
+and no socket behind.
 """
 
 from __future__ import annotations
 
+import gc
+import logging
 import os
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -78,6 +84,76 @@ def sdk_http(request: pytest.FixtureRequest) -> Iterator[int]:
     yield from _serve([_require(PY_BIN / "python"), str(FIXTURES / "sdk_http_server.py"), str(port), *flags], port)
 
 
+@pytest.fixture(scope="module")
+def reference_http() -> Iterator[str]:
+    """mcpwire's reference server over HTTP; yields its base URL (``http://127.0.0.1:PORT``)."""
+    argv = [sys.executable, "-u", "-m", "mcpwire.testing.everything", "--http", "127.0.0.1:0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode().strip()
+        assert line.startswith("listening on "), line
+        url = line.removeprefix("listening on ")
+        assert url.endswith("/mcp"), url
+        yield url.removesuffix("/mcp")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _task_names() -> list[str]:
+    """Every task of this run, by name (the tree under trio's root task)."""
+    names: list[str] = []
+
+    def walk(task: trio.lowlevel.Task) -> None:
+        names.append(task.name)
+        for nursery in task.child_nurseries:
+            for child in nursery.child_tasks:
+                walk(child)
+
+    walk(trio.lowlevel.current_root_task())
+    return sorted(names)
+
+
+def _open_sockets() -> set[str] | None:
+    """The sockets this process holds open (Linux: ``/proc/self/fd``; elsewhere ``None``)."""
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    found: set[str] = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            found.add(target)
+    return found
+
+
+@asynccontextmanager
+async def _no_leftovers() -> AsyncIterator[None]:
+    """Asserts that what runs inside leaves no task and no open socket behind (nor one for the
+    garbage collector to find: it would say so with a ResourceWarning)."""
+    import warnings
+
+    tasks = _task_names()
+    sockets = _open_sockets()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        yield
+        gc.collect()
+    assert _task_names() == tasks
+    if sockets is not None:
+        assert (_open_sockets() or set()) - sockets == set()
+    assert [str(w.message) for w in caught if "unclosed" in str(w.message)] == []
+
+
 async def _exercise_everything(client: mcpwire.Client) -> None:
     tools = await client.list_tools()
     assert "echo" in {t.name for t in tools}
@@ -95,7 +171,7 @@ async def _exercise_everything(client: mcpwire.Client) -> None:
 async def test_everything_streamable_http(everything_http: int) -> None:
     url = f"http://127.0.0.1:{everything_http}/mcp"
     with trio.fail_after(30):
-        async with mcpwire.open_client(url, era_cache=False) as client:
+        async with _no_leftovers(), mcpwire.open_client(url, era_cache=False) as client:
             assert client.era is Era.LEGACY
             assert client.protocol_version == "2025-11-25"
             await _exercise_everything(client)
@@ -105,7 +181,7 @@ async def test_everything_legacy_sse_is_detected(everything_sse: int) -> None:
     """LC-46: POST fails (404), so the client falls back to GET + the endpoint event."""
     url = f"http://127.0.0.1:{everything_sse}/sse"
     with trio.fail_after(30):
-        async with mcpwire.open_client(url, era_cache=False) as client:
+        async with _no_leftovers(), mcpwire.open_client(url, era_cache=False) as client:
             assert client.era is Era.LEGACY
             await _exercise_everything(client)
 
@@ -113,7 +189,7 @@ async def test_everything_legacy_sse_is_detected(everything_sse: int) -> None:
 async def test_everything_forced_sse_transport(everything_sse: int) -> None:
     spec = HttpServer(url=f"http://127.0.0.1:{everything_sse}/sse", transport="sse")
     with trio.fail_after(30):
-        async with mcpwire.open_client(spec, era_cache=False) as client:
+        async with _no_leftovers(), mcpwire.open_client(spec, era_cache=False) as client:
             assert (await client.call_tool("echo", {"message": "x"})).text() == "Echo: x"
 
 
@@ -121,7 +197,7 @@ async def test_everything_forced_sse_transport(everything_sse: int) -> None:
 async def test_sdk_server_both_eras(sdk_http: int, era: Era) -> None:
     url = f"http://127.0.0.1:{sdk_http}/mcp"
     with trio.fail_after(30):
-        async with mcpwire.open_client(url, era=era.value, era_cache=False) as client:
+        async with _no_leftovers(), mcpwire.open_client(url, era=era.value, era_cache=False) as client:
             assert client.era is era
             assert client.server_info is not None and client.server_info.name == "sdk-http-fixture"
             assert {t.name for t in await client.list_tools()} == {"echo", "add"}
@@ -135,27 +211,27 @@ async def test_sdk_server_both_eras(sdk_http: int, era: Era) -> None:
 async def test_sdk_server_auto_detects_modern(sdk_http: int) -> None:
     url = f"http://127.0.0.1:{sdk_http}/mcp"
     with trio.fail_after(30):
-        async with mcpwire.open_client(url, era_cache=False) as client:
+        async with _no_leftovers(), mcpwire.open_client(url, era_cache=False) as client:
             assert client.era is Era.MODERN
             assert client.protocol_version == "2026-07-28"
 
 
-async def test_cancelling_the_whole_block_leaves_no_socket(everything_http: int) -> None:
-    """Structured concurrency over HTTP: the block is cancelled from outside while the legacy
-    GET stream is open and a call has just finished. The session is still DELETEd, and no
-    socket is left for the garbage collector (it would say so with a ResourceWarning)."""
-    import gc
-    import warnings
-
+async def test_cancelling_the_whole_block_leaves_no_socket(
+    everything_http: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """HT-L15, structured concurrency over HTTP: the block is cancelled from outside while the
+    legacy GET stream is open and a call has just finished. The session is still DELETEd (httpx
+    logs every request it completes at INFO, with its status), and no task or socket is left, not
+    even one for the garbage collector (it would say so with a ResourceWarning)."""
     url = f"http://127.0.0.1:{everything_http}/mcp"
+    caplog.set_level(logging.INFO, logger="httpx")
 
     async def consume(client: mcpwire.Client) -> None:
         async for _ in client.notifications():
             pass
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
-        with trio.fail_after(30):
+    with trio.fail_after(30):
+        async with _no_leftovers():
             with trio.CancelScope() as scope:
                 async with mcpwire.open_client(url, era="legacy", era_cache=False) as client:
                     assert (await client.call_tool("echo", {"message": "x"})).text().endswith("x")
@@ -164,6 +240,45 @@ async def test_cancelling_the_whole_block_leaves_no_socket(everything_http: int)
                         await trio.sleep(0.2)
                         scope.cancel()
             assert scope.cancelled_caught
-        gc.collect()
-    leaks = [str(w.message) for w in caught if "unclosed" in str(w.message) and "socket" in str(w.message)]
-    assert leaks == []
+    requests = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    deletes = [m for m in requests if m.startswith(f"HTTP Request: DELETE {url} ")]
+    assert len(deletes) == 1, requests
+    assert any(f" {status} " in deletes[0] for status in (200, 202, 204)), deletes
+
+
+@pytest.mark.parametrize(
+    ("era", "path"),
+    [(Era.LEGACY, "/mcp"), (Era.MODERN, "/mcp"), (Era.LEGACY, "/sse")],
+    ids=["streamable-http-legacy", "streamable-http-2026", "http-sse-2024"],
+)
+async def test_subscriptions_end_to_end(reference_http: str, era: Era, path: str) -> None:
+    """UT-S01..UT-S06 (2026-07-28: one ``subscriptions/listen`` stream, acknowledged, its
+    notifications tagged with its id), legacy ``resources/subscribe`` over Streamable HTTP and
+    over HTTP+SSE: against the reference server, a ``subscribe`` block receives the
+    ``notifications/resources/updated`` the ``touch`` tool causes and the
+    ``notifications/tools/list_changed`` the ``notify`` tool causes; leaving the block ends the
+    subscription, and nothing is left behind."""
+    uri = "demo://static/hello"
+    with trio.fail_after(30):
+        async with (
+            _no_leftovers(),
+            mcpwire.open_client(f"{reference_http}{path}", era=era.value, era_cache=False) as client,
+        ):
+            assert client.era is era
+            async with client.subscribe([uri], tools_list_changed=True) as sub:
+                assert sub.acknowledged is not None
+                assert sub.acknowledged.get("toolsListChanged") is True
+                if era is Era.MODERN:
+                    assert sub.id is not None
+                    assert sub.acknowledged.get("resourceSubscriptions") == [uri]
+                await client.call_tool("touch", {"uri": uri})
+                await client.call_tool("notify", {})
+                seen: list[tuple[str, object]] = []
+                async for note in sub:
+                    seen.append((note.method, note.params.get("uri")))
+                    if era is Era.MODERN:
+                        assert note.subscription_id == sub.id
+                    if len(seen) == 2:
+                        break
+            assert seen == [("notifications/resources/updated", uri), ("notifications/tools/list_changed", None)]
+            assert client.statistics().pending == 0

@@ -18,23 +18,26 @@ from _faulty import open_faulty
 
 import mcpwire.client
 from mcpwire import RPCError
-from mcpwire.protocol.session import ToolCallResponse, decode_tool_answer
+from mcpwire.protocol.jsonrpc import Message
+from mcpwire.protocol.session import ToolCallResponse
 
 KIB = 1024
 
 
 @pytest.fixture
 def one_pass_answers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """The sizes of the messages the client read in one pass."""
+    """The sizes of the messages the client took in one pass (decoded typed and accepted as the
+    answer of a ``call_tool``; a typed decode that is then refused is not counted)."""
     seen: list[int] = []
+    classify = mcpwire.client.Client.classify
 
-    def spy(data: bytes) -> ToolCallResponse | None:
-        answer = decode_tool_answer(data)
-        if answer is not None:
+    def spy(self: mcpwire.client.Client, data: bytes) -> Message:
+        message = classify(self, data)
+        if isinstance(message, ToolCallResponse):
             seen.append(len(data))
-        return answer
+        return message
 
-    monkeypatch.setattr(mcpwire.client, "decode_tool_answer", spy)
+    monkeypatch.setattr(mcpwire.client.Client, "classify", spy)
     yield seen
 
 
