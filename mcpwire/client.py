@@ -135,6 +135,8 @@ COMPACT_DEADLINES_AT: Final = 1024
 ONE_PASS_MIN_BYTES: Final = 16 * 1024
 MAX_PAGES: Final = 10_000
 NOISE_WARNINGS_PER_MINUTE: Final = 5
+#: Answers with an id no request has that are logged, per client; the rest are only counted.
+STRAY_WARNINGS: Final = 5
 #: methods that may run twice without harm (reads, lists, setting the same log level), so an HTTP
 #: transport may send them again when a connection broke after sending; never ``initialize`` (a
 #: second session) or ``tools/call``
@@ -490,6 +492,7 @@ class Client:
         self._requests_sent = 0
         self._notifications = 0
         self._dropped = 0
+        self._unknown_logged = 0  # the table's unknown-answer count when last logged
         self._server_requests = 0
         self._noise = 0
         self._violations = 0
@@ -897,8 +900,18 @@ class Client:
                 waiter.set()
                 if waiter.channel is not None:
                     waiter.channel.send_nowait(waiter)
+            else:
+                self._stray_answer(message.id)
             return
-        for event in self._session.receive(message):
+        if type(message) is ErrorResponse:
+            table = self._session.table
+            strays = table.late + table.unknown
+            events = self._session.receive(message)
+            if table.late + table.unknown != strays:
+                self._stray_answer(message.id)
+        else:
+            events = self._session.receive(message)
+        for event in events:
             if isinstance(event, AnswerReceived):
                 self._resolve(event.entry.waiter, event.message)
             elif isinstance(event, ProgressReceived):
@@ -913,6 +926,22 @@ class Client:
                 self._nursery.start_soon(self._answer_server_request, event.request, event.params)  # type: ignore[arg-type]
             else:
                 self._on_violation(event)
+
+    def _stray_answer(self, request_id: RequestId | None) -> None:
+        """An answer no caller waits for: dropped, counted by the table, and logged (JR-06)."""
+        unknown = self._session.table.unknown
+        if unknown == self._unknown_logged:
+            # an id this client gave up on (timeout or cancellation): expected, not the server's fault
+            log.debug("%s: dropped a late answer to id %r (its caller had given up)", self.label, request_id)
+            return
+        self._unknown_logged = unknown
+        if unknown <= STRAY_WARNINGS:
+            log.warning(
+                "%s: dropped an answer to id %s, which no request of this client has%s",
+                self.label,
+                _printable(repr(request_id), 80),
+                "; further ones are counted in statistics(), not logged" if unknown == STRAY_WARNINGS else "",
+            )
 
     def request_failed(self, request_id: RequestId, exc: BaseException) -> None:
         entry = self._session.table.resolve(request_id)
@@ -1758,7 +1787,17 @@ class Client:
         validator = self._validators[name]
         if validator is None:
             return
-        error = next(iter(validator.iter_errors(structured)), None)
+        try:
+            error = next(iter(validator.iter_errors(structured)), None)
+        except Exception as exc:  # e.g. a "pattern" that is no regular expression: the schema's fault
+            log.warning(
+                "%s: the outputSchema of tool %r cannot be applied (%s); not validated",
+                self.label,
+                name,
+                _printable(str(exc), 200),
+            )
+            self._validators[name] = None
+            return
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(root)"
             raise OutputSchemaError(
@@ -2142,21 +2181,46 @@ def _fill_elicitation_defaults(params: JSONObject, answer: JSONObject) -> JSONOb
 
 
 def _compile_schema(schema: JSONObject, tool: str, server: str) -> Validator | None:
-    """A jsonschema validator for an outputSchema; never fetches a network ``$ref`` (JR-44)."""
-    import jsonschema
-    from jsonschema import validators
-    from referencing import Registry
+    """A jsonschema validator for an outputSchema; never fetches a network ``$ref`` (JR-44).
+
+    ``None`` when the schema cannot be used (logged; the structural checks of the caller still
+    apply) or when jsonschema is not installed (logged once: it is the ``schema`` extra).
+    """
+    global _JSONSCHEMA_MISSING_LOGGED
+    try:
+        import jsonschema
+        from jsonschema import validators
+        from referencing import Registry
+    except ImportError:
+        if not _JSONSCHEMA_MISSING_LOGGED:
+            _JSONSCHEMA_MISSING_LOGGED = True
+            log.warning(
+                "%s: tool %r declares an outputSchema, but jsonschema is not installed: structuredContent is "
+                "checked for presence and shape only (pip install 'mcpwire[schema]' to validate it)",
+                server,
+                tool,
+            )
+        return None
 
     def no_retrieve(uri: str) -> Any:
         raise LookupError(f"refusing to fetch external $ref {uri!r} (JR-44)")
 
+    declared = schema.get("$schema")
+    if declared is not None and not isinstance(declared, str):
+        log.warning("%s: tool %r has an outputSchema whose $schema is not a string; not validated", server, tool)
+        return None
     try:
         cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
         return cls(schema, registry=Registry(retrieve=no_retrieve))  # type: ignore[call-arg]
     except jsonschema.SchemaError as exc:
         log.warning("%s: tool %r has an outputSchema that is not a valid JSON Schema: %s", server, tool, exc.message)
-        return None
+    except Exception as exc:  # a schema jsonschema cannot even inspect: the server's fault, not a crash
+        log.warning("%s: tool %r has an outputSchema that cannot be used: %s", server, tool, _printable(str(exc), 200))
+    return None
+
+
+_JSONSCHEMA_MISSING_LOGGED = False
 
 
 def _unwrap(exc: BaseExceptionGroup[BaseException]) -> BaseException:
