@@ -37,7 +37,8 @@ async def test_unknown_ids_are_logged_up_to_a_bound(caplog: pytest.LogCaptureFix
             stats = client.statistics()
     assert stats.unknown_responses == 7
     logged = [m for m in warnings_of(caplog) if "which no request of this client has" in m]
-    assert logged[:4] == [f"faulty: dropped an answer to id {900 + n}, which no request of this client has" for n in range(4)]
+    expected = [f"faulty: dropped an answer to id {900 + n}, which no request of this client has" for n in range(4)]
+    assert logged[:4] == expected
     assert logged[4] == (
         "faulty: dropped an answer to id 904, which no request of this client has; "
         "further ones are counted in statistics(), not logged"
@@ -59,9 +60,8 @@ async def test_a_late_answer_is_logged_at_debug_not_warned(caplog: pytest.LogCap
         async with open_faulty() as client:
             with pytest.raises(RequestTimeout):
                 await client.call_tool("slow", {"late": True}, timeout=0.3)
-            with trio.fail_after(5):
-                while client.statistics().late_responses < 1:
-                    await trio.sleep(0.02)
+            await client.ping()  # answered after the late answer: the server handles one message at a time
+            assert client.statistics().late_responses == 1
     late = [r for r in caplog.records if "dropped a late answer" in r.getMessage()]
     assert [r.levelno for r in late] == [logging.DEBUG]
     assert not [m for m in warnings_of(caplog) if "dropped an answer" in m]
