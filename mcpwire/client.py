@@ -919,6 +919,8 @@ class Client:
                 if waiter.progress is not None:
                     waiter.progress.append(event.params)  # type: ignore[arg-type]
                     waiter.set()
+                self._notifications += 1
+                self._enqueue(ServerNotification("notifications/progress", event.params))  # type: ignore[arg-type]
             elif isinstance(event, NotificationReceived):
                 self._on_notification(event)
             elif isinstance(event, ServerRequestReceived):
@@ -1021,6 +1023,10 @@ class Client:
                 sub._deliver(note)
         for sub in self._legacy_subscriptions:
             sub._deliver(note)
+        self._enqueue(note)
+
+    def _enqueue(self, note: ServerNotification) -> None:
+        """Into the bounded buffer of :meth:`notifications`; counted when it is full."""
         try:
             self._notify_send.send_nowait(note)
         except trio.WouldBlock:
@@ -1988,7 +1994,9 @@ class Client:
             await open_get()
 
     async def notifications(self) -> AsyncIterator[ServerNotification]:
-        """Every notification from the server, in order, until the connection ends.
+        """Every notification from the server, in order, until the connection ends: progress
+        (also given to the call's ``on_progress``), log messages, list changes, resource updates,
+        cancellations.
 
         The buffer is bounded (``notification_buffer``); when nobody reads, the newest are
         dropped and counted in :meth:`statistics`. Over legacy Streamable HTTP, iterating opens

@@ -177,3 +177,96 @@ def test_a_malformed_header_is_refused_without_echoing_it(command: str) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "--header: expected NAME: VALUE or NAME=VALUE" in proc.stderr
     assert secret not in proc.stderr + proc.stdout
+
+
+# -- info and call against a server command ----------------------------------------------------------
+
+DEMO_COMMAND = (sys.executable, "-m", "mcpwire.testing.demo_server")
+DEMO_CAPABILITIES = {
+    "tools": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+    "prompts": {"listChanged": True},
+    "logging": {},
+    "completions": {},
+}
+
+
+def test_info_prints_the_era_revision_and_capabilities(tmp_path: Path) -> None:
+    """``mcpwire info`` with no command: the bundled demo server, detected as 2026-07-28."""
+    proc = mcpwire("info", cwd=tmp_path, home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "server:       mcpwire-demo 1.0.0",
+        "era:          modern",
+        "revision:     2026-07-28",
+        "capabilities: completions, logging, prompts, resources, tools",
+        "instructions: Demo server bundled with mcpwire. Tools: echo, add, fail, slow, big, ask, sample, roots, "
+        "notify, tou",
+    ]
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("flags", "era", "revision"),
+    [
+        pytest.param((), "modern", "2026-07-28", id="detected"),
+        pytest.param(("--era", "legacy"), "legacy", "2025-11-25", id="legacy"),
+        pytest.param(("--protocol-version", "2025-03-26"), "legacy", "2025-03-26", id="revision"),
+    ],
+)
+def test_info_json_with_a_server_command(tmp_path: Path, flags: tuple[str, ...], era: str, revision: str) -> None:
+    proc = mcpwire("info", "--json", *flags, "--", *DEMO_COMMAND, cwd=tmp_path, home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info == {
+        "server": "mcpwire.testing.demo_server",
+        "era": era,
+        "protocolVersion": revision,
+        "serverInfo": {"name": "mcpwire-demo", "version": "1.0.0"},
+        "capabilities": DEMO_CAPABILITIES,
+        "instructions": info["instructions"],
+    }
+    assert info["instructions"].startswith("Demo server bundled with mcpwire.")
+
+
+def test_call_with_a_server_command_takes_the_last_two_words(tmp_path: Path) -> None:
+    """``mcpwire call -- CMD ARGS... TOOL '{json}'``: the server command keeps its own arguments."""
+    proc = mcpwire(
+        "call", "--", *DEMO_COMMAND, "--name", "other-demo", "add", '{"a": 2, "b": 3}', cwd=tmp_path, home=tmp_path
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "5\n", "")
+    proc = mcpwire("info", "--json", "--", *DEMO_COMMAND, "--name", "other-demo", cwd=tmp_path, home=tmp_path)
+    assert json.loads(proc.stdout)["serverInfo"] == {"name": "other-demo", "version": "1.0.0"}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_call_json_prints_the_whole_result(tmp_path: Path, era: str) -> None:
+    """``call --json``: content, isError and (when present) structuredContent, in both eras."""
+    proc = mcpwire(
+        "call", "--json", "--era", era, "--", *DEMO_COMMAND, "add", '{"a": 2, "b": 3}', cwd=tmp_path, home=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "content": [{"type": "text", "text": "5"}],
+        "isError": False,
+        "structuredContent": {"sum": 5},
+    }
+    proc = mcpwire(
+        "call", "--json", "--era", era, "--", *DEMO_COMMAND, "echo", '{"text": "hi"}', cwd=tmp_path, home=tmp_path
+    )
+    assert (proc.returncode, json.loads(proc.stdout)) == (
+        0,
+        {"content": [{"type": "text", "text": "hi"}], "isError": False},
+    )
+
+
+def test_call_json_of_a_tool_error_exits_1(tmp_path: Path) -> None:
+    proc = mcpwire("call", "--json", "--", *DEMO_COMMAND, "fail", '{"message": "nope"}', cwd=tmp_path, home=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout) == {"content": [{"type": "text", "text": "nope"}], "isError": True}
+
+
+def test_call_with_a_server_command_but_no_tool_is_a_usage_error(tmp_path: Path) -> None:
+    proc = mcpwire("call", "--", *DEMO_COMMAND[:1], "echo", cwd=tmp_path, home=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "mcpwire: usage: mcpwire call -- CMD [ARGS...] TOOL '{json arguments}'\n"

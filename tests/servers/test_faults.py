@@ -8,6 +8,7 @@ outcome through the public client (results, errors, ``statistics()``), bounded b
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from typing import Any
@@ -90,6 +91,48 @@ async def test_death_mid_call_fails_the_call_at_once() -> None:
     )
     assert (error.returncode, error.stderr_tail, error.server) == (3, tuple(lines), "faulty")
     assert (later.value.returncode, later.value.stderr_tail) == (3, tuple(lines))
+
+
+async def test_death_with_several_calls_pending_fails_them_all_at_once(
+    record: Record, caplog: pytest.LogCaptureFixture
+) -> None:
+    """LC-51, LC-54, ST-06: five calls that the server never answers are pending (30 s timeouts)
+    when a sixth makes it exit with status 5: all six fail together with ServerGone, each naming
+    its own method and id, with the exit status and the last stderr lines. The server's stderr
+    lines went to the logger ``mcpwire.server.faulty`` as they came."""
+    caplog.set_level(logging.INFO, logger="mcpwire.server.faulty")
+    lines = ["worker: out of memory", "fatal: giving up"]
+    errors: dict[int, ServerGone] = {}
+    pending_at_failure: list[int] = []
+
+    async def call(client: Client, tool: str, arguments: dict[str, Any]) -> None:
+        with pytest.raises(ServerGone) as info:
+            await client.call_tool(tool, arguments, timeout=30)
+        pending_at_failure.append(client.statistics().pending)
+        errors[int(re.findall(r"\(id (\d+)\)", str(info.value))[0])] = info.value
+
+    with trio.fail_after(10):
+        async with open_faulty(*record.flags) as client:
+            start = trio.current_time()
+            async with trio.open_nursery() as nursery:
+                for _ in range(5):
+                    nursery.start_soon(call, client, "slow", {})
+                await record.wait_for(lambda r: r.methods().count("tools/call") == 5)
+                assert client.statistics().pending == 5
+                nursery.start_soon(call, client, "die", {"code": 5, "stderr": lines})
+            elapsed = trio.current_time() - start
+            assert client.state is SessionState.CLOSED
+    assert elapsed < 5.0, f"the calls failed after {elapsed:.2f}s"
+    assert pending_at_failure == [0] * 6  # every waiter was failed before any caller resumed
+    assert sorted(errors) == list(range(FIRST_CALL_ID, FIRST_CALL_ID + 6))
+    for request_id, error in errors.items():
+        assert str(error) == (
+            f"server 'faulty' exited with status 5: it closed its output while 'tools/call' (id {request_id}) "
+            "was pending\nlast stderr lines:\n  worker: out of memory\n  fatal: giving up"
+        )
+        assert (error.returncode, error.stderr_tail, error.server) == (5, tuple(lines), "faulty")
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "mcpwire.server.faulty"]
+    assert logged == [(logging.INFO, line) for line in lines]
 
 
 async def test_calls_after_death_report_the_stderr_lines_once() -> None:

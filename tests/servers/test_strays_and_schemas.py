@@ -124,3 +124,20 @@ async def test_with_jsonschema_the_same_answer_is_refused() -> None:
             await client.list_tools()
             with pytest.raises(OutputSchemaError, match=r"outputSchema at a: 'x' is not of type 'integer'"):
                 await client.call_tool("t", {})
+
+
+async def test_progress_reaches_the_notification_iterator_too() -> None:
+    """Progress goes to the call's ``on_progress`` and, like every notification, to
+    ``notifications()``, in order."""
+    seen: list[float] = []
+    with trio.fail_after(10):
+        async with open_faulty() as client:
+            notes = client.notifications()
+            result = await client.call_tool("burst", {"count": 3}, on_progress=lambda p: seen.append(p.progress))
+            received = [await anext(notes) for _ in range(3)]
+            await notes.aclose()
+            stats = client.statistics()
+    assert result.text() == "burst of 3"
+    assert [n.method for n in received] == ["notifications/progress"] * 3
+    assert [n.params["progress"] for n in received] == seen == [1, 2, 3]
+    assert stats.notifications_dropped == 0
