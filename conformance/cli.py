@@ -9,7 +9,14 @@ Tool calls: checks that need to call tools (structured output, progress, cancell
 logging levels) are skipped unless ``--call-tools read-only`` (tools annotated ``readOnlyHint``
 and not ``destructiveHint``), ``--call-tools all`` or ``--call-tool NAME`` allows them: calling
 the tools of a real server can have real effects. The reference server is checked with
-``read-only`` by default (all its tools are harmless except ``crash``, which is not read-only).
+``read-only`` by default (all its tools are harmless except ``crash``, which is not read-only), and
+its read-only tools are also allowed by name: 2024-11-05 has no tool annotations, so ``read-only``
+alone would refuse every tool there.
+
+``--strict``: a SHOULD-level violation fails the run (a MUST-level one always does). A warning that
+proves no violation stays a warning: heuristics (SV-40's guess that a form field asks for a
+secret) and cases the spec leaves open (SV-09b: an error instead of a counter-offer; SV-24c: a
+DELETE answered neither 2xx nor 405). MAY-level rules never fail the run.
 
 Exit status: 0 when every MUST passes (and no baseline entry is stale), 1 otherwise, 2 on usage
 or connection errors.
@@ -37,7 +44,7 @@ from conformance.report import progress_line, to_html, to_json, to_junit, to_ter
 from conformance.runner import ALL_REVISIONS, Result, run
 from mcpwire.transports import split_header
 
-__all__ = ["main", "reference_target"]
+__all__ = ["main", "reference_target", "reference_tool_policy"]
 
 _log = logging.getLogger("mcpwire.check.cli")
 
@@ -49,6 +56,31 @@ class UsageError(Exception):
 def reference_target() -> Target:
     """The bundled reference server (the default target)."""
     return Target((sys.executable, "-u", "-m", "mcpwire.testing.everything"), name="mcpwire reference server")
+
+
+def reference_tool_policy() -> ToolPolicy:
+    """``read-only`` plus, by name, every tool the reference server annotates read-only (its own
+    word, read in-process from a 2025-11-25 ``tools/list``): 2024-11-05 lists the same tools without
+    annotations."""
+    from mcpwire.testing.everything import EverythingServer
+
+    answers: list[Any] = []
+    server = EverythingServer(answers.append, name="mcpwire reference server")
+    try:
+        params: Any = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "mcpwire", "version": "0"},
+        }
+        server.handle_message({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        server.handle_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        server.handle_message({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+    finally:
+        server.close()
+    listed = next((a["result"].get("tools") for a in answers if isinstance(a, dict) and a.get("id") == 2), None)
+    policy = ToolPolicy("read-only")
+    safe = tuple(str(t.get("name")) for t in listed or () if isinstance(t, dict) and policy.refuses(t) is None)
+    return ToolPolicy("read-only", safe)
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
@@ -70,7 +102,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--only", action="append", help="check ids or tags to run (comma separated)")
     p.add_argument("--skip", action="append", help="check ids or tags to skip (comma separated)")
-    p.add_argument("--strict", action="store_true", help="SHOULD violations fail the run")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="SHOULD-level violations fail the run too; warnings that prove no violation (heuristics such as "
+        "SV-40's secret-name guess, cases the spec leaves open such as SV-09b and SV-24c) stay warnings",
+    )
     p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON report to FILE (or stdout)")
     p.add_argument("--junit", metavar="FILE", help="JUnit XML report")
     p.add_argument("--html", metavar="FILE", help="self-contained HTML report")
@@ -213,8 +250,12 @@ def main(argv: list[str]) -> int:
         print(f"mcpwire check: cannot read the baseline: {exc}", file=sys.stderr)
         return 2
 
-    mode = options.call_tools or ("read-only" if options.target is None and not command else "none")
-    tools = ToolPolicy(mode, tuple(_split(options.call_tool)))
+    extra = tuple(_split(options.call_tool))
+    if options.call_tools is None and options.target is None and not command:
+        reference = reference_tool_policy()
+        tools = ToolPolicy(reference.mode, reference.allow + extra)
+    else:
+        tools = ToolPolicy(options.call_tools or "none", extra)
 
     def progress(result: Result) -> None:
         if not options.quiet:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 from conformance.harness import NoAnswer, WireBase, open_wire
+from conformance.registry import Level
 
 __all__ = [
     "CLIENT_INFO",
@@ -46,12 +47,17 @@ FULL_CAPS: Final[dict[str, Any]] = {"sampling": {}, "elicitation": {}, "roots": 
 
 
 class CheckEnded(Exception):
-    """Ends a check with an outcome other than pass."""
+    """Ends a check with an outcome other than pass.
 
-    def __init__(self, status: str, message: str) -> None:
+    ``level`` (for ``fail``) is the level of the rule broken when it is not the check's own (see
+    :meth:`Context.violation`).
+    """
+
+    def __init__(self, status: str, message: str, *, level: Level | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.level = level
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +130,18 @@ class Context:
     # -- outcomes ---------------------------------------------------------------------------
 
     def fail(self, message: str) -> NoReturn:
+        """The rule is broken: a failure of a MUST rule, a warning of a SHOULD rule (a failure with
+        ``--strict``), at the level the rule has in the revision under test."""
         raise CheckEnded("fail", message)
 
+    def violation(self, message: str, level: Level | str) -> NoReturn:
+        """A part of the rule with a level of its own is broken (SV-36b: below the requested log
+        level is a SHOULD inside a MUST check); judged like :meth:`fail` at ``level``."""
+        raise CheckEnded("fail", message, level=Level(level))
+
     def warn(self, message: str) -> NoReturn:
-        """A deviation reported as a warning whatever the check's level."""
+        """A deviation that proves no violation (a heuristic, or a case the spec leaves open): a
+        warning whatever the check's level, and still a warning with ``--strict``."""
         raise CheckEnded("warning", message)
 
     def skip(self, why: str) -> NoReturn:

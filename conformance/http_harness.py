@@ -13,6 +13,14 @@ headers of the revision under test by itself, unless a check overrides them: the
 learnt from ``tools/list`` answers). With ``transport="sse"`` it opens the GET stream, waits for the
 ``endpoint`` event, POSTs every message there and reads every answer from the stream.
 
+A legacy Streamable HTTP POST whose SSE stream the server closes before the response (2025-11-25
+basic/transports: "the server MAY close the connection ... at any time"; the client "SHOULD then
+'poll' the SSE stream by attempting to reconnect") is resumed the way a client must: after the
+stream's ``retry`` delay ("The client MUST respect the retry field"), GET with ``Last-Event-ID`` set
+to the last event id seen; the resumed stream's messages become frames, so a check waiting for the
+response gets it. The POST's :class:`HttpReply` keeps what came on it, so the checks can still see
+that the stream was closed early.
+
 Leaving the block cancels open streams and closes the client; with ``delete_session`` it first
 DELETEs a legacy session (2025-11-25 transports: "Clients that no longer need a particular session
 ... SHOULD send an HTTP DELETE"; the checks leave that to SV-24c: a DELETE per check doubles the
@@ -50,9 +58,17 @@ _log = logging.getLogger("mcpwire.check.http")
 MODERN: Final = "2026-07-28"
 META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 #: Header names whose values are never shown (case-insensitive).
-SECRET_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+SECRET_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token"}
+)
+#: other header names taken for credentials (their values are masked too)
+_SECRET_NAME = re.compile(r"token|secret|passw|api[-_]?key|credential", re.I)
 MAX_BODY_SHOWN: Final = 2000
 MAX_READ_BYTES: Final = 16 * 1024 * 1024
+#: GETs with Last-Event-ID tried for one request whose stream closed before its response
+MAX_RESUMES: Final = 3
+#: the longest ``retry`` delay honoured before resuming (seconds); a longer one is cut to this
+MAX_RETRY_WAIT_S: Final = 5.0
 _SAFE_VALUE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.S)
 
@@ -132,7 +148,7 @@ class HttpReply:
 
 
 def _masked(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+    return {k: ("***" if k.lower() in SECRET_HEADERS or _SECRET_NAME.search(k) else v) for k, v in headers.items()}
 
 
 def _shown(data: bytes) -> str:
@@ -341,7 +357,7 @@ class HttpWire(WireBase):
         return reply
 
     async def _exchange_task(self, reply: HttpReply, rid: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        await self._exchange(reply, stream_to_frames=True, rid=rid, task_status=task_status)
+        await self._exchange(reply, stream_to_frames=True, rid=rid, task_status=task_status, resume=True)
 
     async def _exchange(
         self,
@@ -351,9 +367,11 @@ class HttpWire(WireBase):
         rid: Any,
         stop: Callable[[HttpReply], bool] | None = None,
         foreground: bool = False,
+        resume: bool = False,
         task_status: Any = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Perform ``reply``'s request and read its answer (until ``stop`` says enough).
+        """Perform ``reply``'s request and read its answer (until ``stop`` says enough); with
+        ``resume``, a stream closed before the answer to ``rid`` is resumed (:meth:`_resume`).
 
         Raises:
             TargetUnreachable: (``foreground`` only) the connection cannot be made at all.
@@ -417,8 +435,44 @@ class HttpWire(WireBase):
                 task_status.started()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await response.aclose()
-            if rid is not None and not any(_answers(m, rid) for m in reply.messages):
-                self._ended(rid, reply)
+        answered = rid is None or any(_answers(m, rid) for m in reply.messages)
+        if not answered and not (resume and await self._resume(reply, rid)):
+            self._ended(rid, reply)
+
+    async def _resume(self, post: HttpReply, rid: Any) -> bool:
+        """Resume the legacy SSE stream of ``post`` until the answer to ``rid`` comes; True if it did.
+
+        2025-11-25 basic/transports §Resumability and Redelivery: "the client SHOULD issue an HTTP
+        GET to the MCP endpoint, and include the Last-Event-ID header". Only a stream that gave an
+        event id can be resumed; a refused GET (4xx) ends the attempt, a GET that got no HTTP answer
+        at all (the server closed the kept-alive connection it came on) is tried again.
+        """
+        if self.transport != "http" or self.era != "legacy" or post.status != 200 or not post.is_sse:
+            return False
+        source, last_id, retry = post, None, None
+        for _ in range(MAX_RESUMES):
+            for event in source.events:
+                last_id = event.id if event.id is not None else last_id
+                retry = event.retry if event.retry is not None else retry
+            if not last_id:
+                return False
+            if retry is not None:
+                await trio.sleep(min(retry / 1000, MAX_RETRY_WAIT_S))
+            headers = self._get_headers()
+            headers["Last-Event-ID"] = last_id
+            reply = self._new_reply("GET", self.url, headers, b"")
+            await self._exchange(
+                reply, stream_to_frames=True, rid=None, stop=lambda r: any(_answers(m, rid) for m in r.messages)
+            )
+            if any(_answers(m, rid) for m in reply.messages):
+                return True
+            if reply.status is None:
+                # the pooled connection was the one the server closed: try again on a new one
+                continue
+            if reply.status != 200 or not reply.is_sse:
+                return False
+            source = reply
+        return False
 
     async def _on_event(self, reply: HttpReply, event: SseEvent, to_frames: bool) -> None:
         reply.events.append(event)
@@ -488,14 +542,18 @@ class HttpWire(WireBase):
         url: str | None = None,
     ) -> HttpReply:
         """GET (the standalone or a resumed SSE stream) and read for at most ``timeout`` s."""
+        reply = self._new_reply("GET", url or self.url, self._merged(self._get_headers(), headers), b"")
+        await self._bounded(reply, timeout, stop, to_frames=False)
+        return reply
+
+    def _get_headers(self) -> dict[str, str]:
+        """A GET's default headers: SSE, the session and the negotiated version."""
         base = {"Accept": "text/event-stream", **self.extra_headers}
         if self.session_id is not None:
             base["Mcp-Session-Id"] = self.session_id
         if self.negotiated is not None and self.negotiated >= "2025-06-18":
             base["MCP-Protocol-Version"] = self.negotiated
-        reply = self._new_reply("GET", url or self.url, self._merged(base, headers), b"")
-        await self._bounded(reply, timeout, stop, to_frames=False)
-        return reply
+        return base
 
     async def delete(self, *, headers: Mapping[str, str | None] | None = None, timeout: float = 5.0) -> HttpReply:
         base = dict(self.extra_headers)

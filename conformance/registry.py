@@ -8,7 +8,9 @@ reported as a warning unless ``--strict``. The runner decides applicability from
 capabilities that must be advertised). Transports are ``stdio``, ``http`` (Streamable HTTP) and
 ``sse`` (the 2024-11-05 HTTP+SSE transport). A rule whose text changed between revisions carries
 ``quotes``: ``(first revision, spec reference, quote)`` entries; a result shows the one in force
-for its revision.
+for its revision. A rule whose BCP 14 level changed carries ``levels`` the same way (SV-11: SHOULD
+before 2025-06-18, MUST from it). A check with ``on_counter_offer`` also runs in a legacy revision
+the server answered with another version (the version negotiation checks judge that answer).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class Level(enum.Enum):
     MUST = "MUST"
     #: A violation is a warning (a failure with ``--strict``).
     SHOULD = "SHOULD"
-    #: Informative; a violation is a warning.
+    #: Informative; a violation is a warning, also with ``--strict``.
     MAY = "MAY"
 
 
@@ -55,6 +57,18 @@ class Check:
     tags: frozenset[str]
     #: (first revision, spec reference, quote), oldest first; empty = ``spec``/``quote`` everywhere
     quotes: tuple[tuple[str, str, str], ...] = ()
+    #: (first revision, level), oldest first; empty = ``level`` everywhere
+    levels: tuple[tuple[str, Level], ...] = ()
+    #: also run in a legacy revision the server refused by counter-offering another version
+    on_counter_offer: bool = False
+
+    def level_at(self, revision: str) -> Level:
+        """The level of the rule in ``revision`` (``level`` is the one in the newest revision)."""
+        level = self.level
+        for first, entry in self.levels:
+            if revision >= first:
+                level = entry
+        return level
 
     def reference(self, revision: str) -> tuple[str, str]:
         """The spec reference and quote in force in ``revision``."""
@@ -91,12 +105,17 @@ def check(
     needs: tuple[str, ...] = (),
     tags: tuple[str, ...] = (),
     quotes: tuple[tuple[str, str, str], ...] = (),
+    levels: tuple[tuple[str, Level | str], ...] = (),
+    on_counter_offer: bool = False,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register ``fn`` as the check ``id``; ids are unique."""
 
     def register(fn: CheckFn) -> CheckFn:
         if id in CATALOGUE:
             raise ValueError(f"duplicate check id {id!r}")
+        table = tuple(sorted(((first, Level(entry)) for first, entry in levels), key=lambda e: e[0]))
+        if table and table[-1][1] is not Level(level):
+            raise ValueError(f"{id}: the newest entry of levels must be its level {Level(level).value}")
         CATALOGUE[id] = Check(
             id=id,
             title=title,
@@ -110,6 +129,8 @@ def check(
             needs=needs,
             tags=frozenset(tags) | {id.split("-")[0].lower()},
             quotes=tuple(sorted(quotes)),
+            levels=table,
+            on_counter_offer=on_counter_offer,
         )
         return fn
 

@@ -13,6 +13,12 @@ of a check found in :data:`AREA_PRIORITY`. The evidence a result carries (``Resu
 runner's text lines ``"  0.095 > {json}"``, ``"--- process 2"``, ``"stderr (tail): ..."``) is
 parsed once by :func:`exchange_entries` for the JSON and the HTML reports.
 
+HTTP targets also carry the structured exchanges (``Result.http_exchanges``: method, URL, status,
+headers, bodies, SSE events): the JSON report keeps them whole, the HTML page shows each one's
+request line, status and the headers that matter. Both redact again what could be a credential,
+whatever the runner already masked: the values of ``Authorization``, cookies and any header named
+like a token, key or secret, and URL query parameters named like them.
+
 The JSON document (``--json``) is described by :data:`JSON_SCHEMA` (JSON Schema 2020-12); its
 ``schema_version`` changes only when a field is removed or changes meaning, never when one is
 added.
@@ -296,7 +302,12 @@ def to_terminal(run: Run, *, color: bool = False) -> str:
     width = max((len(r.id) for r in run.results), default=5)
     sections = (
         ("failures", ("fail", "error"), "these fail the run (error: the check itself could not run)"),
-        ("warnings", ("warning",), "SHOULD/MAY rules broken; they fail the run only with --strict"),
+        (
+            "warnings",
+            ("warning",),
+            "SHOULD/MAY rules broken (with --strict the SHOULD ones are failures), or deviations that prove no "
+            "violation",
+        ),
         ("not observed", ("not_observed",), "the server never exercised these rules; not counted as passes"),
         ("expected failures", ("expected_fail",), "listed in the baseline"),
     )
@@ -348,6 +359,57 @@ def _counts(results: Iterable[Result]) -> dict[str, int]:
     return counts
 
 
+#: header names whose values are never shown (lower case); see also :data:`_SECRET_NAME`
+SECRET_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token"}
+)
+_SECRET_NAME = re.compile(r"token|secret|passw|api[-_]?key|credential|signature|^key$|^sig$|^code$", re.I)
+REDACTED: Final = "***"
+#: response headers the HTML page shows (any ``mcp-*`` header too)
+_RESPONSE_HEADERS_SHOWN: Final = frozenset(
+    {"content-type", "www-authenticate", "x-accel-buffering", "allow", "location", "cache-control", "retry-after"}
+)
+
+
+def _redact_url(url: str) -> str:
+    """``url`` with the values of query parameters named like credentials replaced."""
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:  # user:password@host
+        netloc = REDACTED + "@" + netloc.rsplit("@", 1)[1]
+    if not parts.query and netloc == parts.netloc:
+        return url
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    query = "&".join(
+        f"{urllib.parse.quote(k, safe='')}={REDACTED if _SECRET_NAME.search(k) else urllib.parse.quote(v, safe='')}"
+        for k, v in pairs
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _redact_headers(headers: Any) -> dict[str, str]:
+    if not isinstance(headers, Mapping):
+        return {}
+    return {
+        str(k): REDACTED if str(k).lower() in SECRET_HEADERS or _SECRET_NAME.search(str(k)) else str(v)
+        for k, v in headers.items()
+    }
+
+
+def http_exchange_view(exchange: Mapping[str, Any]) -> dict[str, Any]:
+    """One recorded HTTP exchange for a report: every field kept, credentials redacted."""
+    view = dict(exchange)
+    view["url"] = _redact_url(str(exchange.get("url", "")))
+    view["request_headers"] = _redact_headers(exchange.get("request_headers"))
+    view["response_headers"] = _redact_headers(exchange.get("response_headers"))
+    return view
+
+
 def _result_dict(r: Result) -> dict[str, Any]:
     return {
         "id": r.id,
@@ -364,6 +426,7 @@ def _result_dict(r: Result) -> dict[str, Any]:
             {"process": e.process, "at_s": e.at_s, "direction": e.direction, "text": e.text}
             for e in exchange_entries(r.exchanges)
         ],
+        "http": [http_exchange_view(e) for e in r.http_exchanges],
     }
 
 
@@ -519,7 +582,8 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
                     "tags": {"type": "array", "items": {"type": "string"}},
                     "outcome": {
                         "enum": _OUTCOME_ENUM,
-                        "description": "warning: a SHOULD/MAY rule broken; not_observed: the server never "
+                        "description": "warning: a SHOULD/MAY rule broken, or a deviation that proves no violation "
+                        "(a heuristic, a case the spec leaves open); not_observed: the server never "
                         "exercised the rule (never a pass); expected_fail: broken but listed in the baseline; "
                         "error: the check could not run.",
                     },
@@ -549,6 +613,43 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
                                 "at_s": {"type": ["number", "null"], "description": "Seconds since it started."},
                                 "direction": {"enum": ["sent", "received", "event", "stderr", "omitted", "note"]},
                                 "text": {"type": "string", "description": "The line as recorded."},
+                            },
+                        },
+                    },
+                    "http": {
+                        "type": "array",
+                        "description": "HTTP targets: every HTTP exchange of the check, in order (recorded like "
+                        "'exchange'); credentials are redacted as '***'.",
+                        "items": {
+                            "type": "object",
+                            "required": ["method", "url", "status", "request_headers", "response_headers"],
+                            "properties": {
+                                "method": {"type": "string"},
+                                "url": {"type": "string"},
+                                "status": {"type": ["integer", "null"], "description": "null: no HTTP answer."},
+                                "request_headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                                "request_body": {"type": "string"},
+                                "response_headers": {
+                                    "type": "object",
+                                    "description": "Lower-case names; repeated headers joined with ', '.",
+                                    "additionalProperties": {"type": "string"},
+                                },
+                                "content_type": {"type": "string"},
+                                "body": {"type": "string", "description": "Empty for an SSE stream (see events)."},
+                                "events": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "properties": {
+                                            "event": {"type": "string"},
+                                            "id": {"type": ["string", "null"]},
+                                            "retry": {"type": ["integer", "null"]},
+                                            "data": {"type": "string"},
+                                        },
+                                    },
+                                },
+                                "complete": {"type": "boolean", "description": "The body was read to its end."},
+                                "error": {"type": ["string", "null"]},
                             },
                         },
                     },
@@ -630,7 +731,8 @@ def to_junit(run: Run) -> str:
                 if r.status != "skipped":
                     ET.SubElement(case, "system-out").text = _x(_evidence_text(r))
             elif r.status == "warning":
-                ET.SubElement(case, "system-out").text = _x(f"warning ({r.level} rule broken): {_evidence_text(r)}")
+                what = f"{r.level} rule broken" if r.level != "MUST" else "a deviation that proves no violation"
+                ET.SubElement(case, "system-out").text = _x(f"warning ({what}): {_evidence_text(r)}")
     if run.stale_baseline:
         suite = ET.SubElement(
             root,
@@ -765,6 +867,50 @@ def _exchange_html(r: Result) -> str:
     return '<div class="ex">' + "".join(parts) + "</ol></div>"
 
 
+def _http_html(r: Result) -> str:
+    """The HTTP exchanges of ``r``: request line, status, the headers that matter, bodies cut."""
+    if not r.http_exchanges:
+        return ""
+    items = []
+    for raw in r.http_exchanges:
+        e = http_exchange_view(raw)
+        status = e.get("status")
+        bad = status is None or (isinstance(status, int) and status >= 400)
+        shown = str(status) if status is not None else f"no answer ({e.get('error') or 'none'})"
+        line = (
+            f'<div class="line">{_h(e.get("method", "?"))} {_h(e.get("url", ""))} → '
+            f'<span class="st{" bad" if bad else ""}">{_h(shown)}</span>'
+            + (f" {_h(e.get('content_type'))}" if e.get("content_type") else "")
+            + "</div>"
+        )
+        request = e["request_headers"]
+        response = {
+            k: v for k, v in e["response_headers"].items() if k in _RESPONSE_HEADERS_SHOWN or k.startswith("mcp-")
+        }
+        parts = [line]
+        if request:
+            rows = "".join(f"<dt>{_h(k)}</dt><dd>{_h(v)}</dd>" for k, v in request.items())
+            parts.append(f'<dl class="req" aria-label="request headers">{rows}</dl>')
+        if e.get("request_body"):
+            parts.append(f'<pre class="req-body">{_h(str(e["request_body"])[:MAX_PAYLOAD_CHARS])}</pre>')
+        if response:
+            rows = "".join(f"<dt>{_h(k)}</dt><dd>{_h(v)}</dd>" for k, v in response.items())
+            parts.append(f'<dl class="resp" aria-label="response headers">{rows}</dl>')
+        events = e.get("events") or []
+        if events:
+            text = "\n".join(
+                " ".join(f"{key}: {event.get(key)}" for key in ("event", "id", "retry") if event.get(key) is not None)
+                + f" data: {str(event.get('data', ''))[:MAX_STRING_CHARS]}"
+                for event in events[:MAX_PAYLOAD_LINES]
+                if isinstance(event, Mapping)
+            )
+            parts.append(f'<pre class="resp-events">{_h(text)}</pre>')
+        elif e.get("body"):
+            parts.append(f'<pre class="resp-body">{_h(str(e["body"])[:MAX_PAYLOAD_CHARS])}</pre>')
+        items.append(f"<li>{''.join(parts)}</li>")
+    return f'<div class="http"><h4>HTTP exchanges</h4><ol>{"".join(items)}</ol></div>'
+
+
 def _attrs(r: Result) -> str:
     return (
         f'data-id="{_h(r.id)}" data-outcome="{_h(r.status)}" '
@@ -800,7 +946,7 @@ def _problem_html(r: Result, *, open_: bool) -> str:
         f'<span class="title">{_h(r.title)}</span><span class="tag">{_h(area_of(r))}</span></summary>'
         f'<div class="body"><p class="reason">{_h(r.message)}</p>'
         f"<blockquote>{quote}<footer>{cite}</footer></blockquote>"
-        f"{_exchange_html(r)}</div></details>"
+        f"{_exchange_html(r)}{_http_html(r)}</div></details>"
     )
 
 
@@ -982,6 +1128,7 @@ def to_html(run: Run) -> str:
         f'<section id="all"><h2>Every result ({len(run.results)})</h2>{_results_html(run)}</section>'
         "</main><footer>Generated by mcpwire check "
         f"{_h(_version())}. <b>not observed</b>: the server never exercised the rule, so it is not counted "
-        "as a pass. <b>warning</b>: a SHOULD or MAY rule is broken (a failure with --strict). "
+        "as a pass. <b>warning</b>: a SHOULD or MAY rule is broken (a SHOULD is a failure with --strict), or a "
+        "deviation that proves no violation (a heuristic, a case the specification leaves open). "
         "This page is self-contained: it loads nothing from the network.</footer></body></html>\n"
     )

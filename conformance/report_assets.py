@@ -118,6 +118,14 @@ blockquote footer{margin-top:4px;font-size:13px;color:var(--muted)}
 .d-sent .dir{color:var(--not_observed)}.d-received .dir{color:var(--pass)}.d-stderr .dir{color:var(--warning)}
 .d-event .dir,.d-note .dir,.d-omitted .dir{color:var(--muted)}
 .ex pre{margin:0;white-space:pre-wrap;word-break:break-word;max-height:28em;overflow:auto}
+.http h4{margin:12px 0 4px;font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}
+.http ol{list-style:none;margin:0;padding:0;border:1px solid var(--line);border-radius:6px;overflow:hidden}
+.http li{padding:6px 8px;border-top:1px solid var(--line)}.http li:first-child{border-top:0}
+.http .line{font-family:var(--mono);font-size:13px;word-break:break-all}
+.http .st{font-weight:700}.http .st.bad{color:var(--fail)}
+.http dl{display:grid;grid-template-columns:max-content 1fr;gap:0 12px;margin:4px 0 0 16px;font-family:var(--mono);
+font-size:12px}.http dt{color:var(--muted)}.http dd{margin:0;word-break:break-all}
+.http pre{margin:4px 0 0 16px;white-space:pre-wrap;word-break:break-word;max-height:14em;overflow:auto}
 .j-k{color:#953800}.j-s{color:#0a3069}.j-n{color:#0550ae}.j-l{color:#8250df}.j-p{color:var(--muted)}
 @media (prefers-color-scheme:dark){.j-k{color:#ffa657}.j-s{color:#a5d6ff}.j-n{color:#79c0ff}.j-l{color:#d2a8ff}}
 .cut{display:block;margin-top:4px;font-family:system-ui,sans-serif;font-size:12px;color:var(--warning)}

@@ -5,9 +5,14 @@ Theory of operation: for a URL whose transport is not given, :func:`detect_trans
 HTTP; otherwise a GET whose first event is ``endpoint`` means the 2024-11-05 HTTP+SSE transport).
 :func:`probe` asks the server, on a fresh process (stdio) or a fresh HTTP client per revision,
 whether it accepts that revision (legacy: ``initialize`` answered with the same version; modern:
-``server/discover`` listing it) and what it advertises. :func:`run` then runs every selected check
-for each revision under test, at most ``jobs`` at a time, each in its own :class:`Context` and
-under a hard deadline. A check's ``fail`` on a SHOULD/MAY rule becomes a warning unless strict.
+``server/discover`` listing it) and what it advertises; a legacy ``initialize`` answered with another
+version records that counter-offer. :func:`run` then runs every selected check for each revision
+under test, at most ``jobs`` at a time, each in its own :class:`Context` and under a hard deadline.
+The revisions under test are the accepted ones plus every legacy revision the server counter-offered
+another version for: there only the version negotiation checks run (``on_counter_offer``), the
+others are skipped. A check's ``fail`` is judged at the level the rule has in the revision:
+MUST fails the run, SHOULD is a warning (a failure with ``strict``), MAY a warning; ``warn`` (a
+heuristic or a deviation the spec leaves open) is a warning even with ``strict``.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ class Probe:
     detail: str = ""
     #: ``serverInfo`` from ``initialize`` (legacy) or the discover result's ``_meta`` (2026-07-28)
     server_info: dict[str, Any] = field(default_factory=dict)
+    #: legacy: the ``protocolVersion`` the server answered instead of this revision (a JSON value)
+    counter_offer: Any = None
 
 
 @dataclass(slots=True)
@@ -176,7 +183,11 @@ async def _probe_one(target: Target, revision: str, timeout: float) -> Probe:
                         dict(result.get("capabilities") or {}),
                         server_info=dict(info) if isinstance(info, dict) else {},
                     )
-                return Probe(revision, False, detail=f"initialize answered {answer!r:.160}")
+                offer = result.get("protocolVersion") if isinstance(result, dict) else None
+                detail = f"initialize answered {answer!r:.160}"
+                if offer is not None:
+                    detail = f"initialize {revision} was answered with protocolVersion {offer!r:.60}"
+                return Probe(revision, False, detail=detail, counter_offer=offer)
             meta = {META_VERSION: revision, META_CAPS: {}, META_INFO: CLIENT_INFO}
             answer = await wire.request("server/discover", {"_meta": meta}, timeout=timeout)
             result = answer.get("result")
@@ -300,10 +311,11 @@ async def _run_one(
     tools: ToolPolicy,
 ) -> Result:
     spec, quote = check.reference(probe_.revision)
+    level = check.level_at(probe_.revision)
     result = Result(
         check.id,
         check.title,
-        check.level.value,
+        level.value,
         spec,
         quote,
         probe_.revision,
@@ -332,6 +344,9 @@ async def _run_one(
             await check.fn(ctx)
     except CheckEnded as ended:
         result.status, result.message = ended.status, ended.message
+        if ended.level is not None:
+            level = ended.level
+            result.level = level.value
     except NoAnswer as exc:
         result.status, result.message = "fail", str(exc)
     except trio.TooSlowError:
@@ -342,14 +357,19 @@ async def _run_one(
         _log.warning("check %s raised %r", check.id, exc, exc_info=_log.isEnabledFor(logging.DEBUG))
         result.status, result.message = "error", f"the check raised {exc!r}"
     result.duration_s = time.monotonic() - began
-    if result.status == "fail" and check.level is not Level.MUST and not strict:
+    if result.status == "fail" and level is not Level.MUST and not (strict and level is Level.SHOULD):
         result.status = "warning"
-    if result.status == "warning" and strict:
-        result.status = "fail"
     if result.status in ("fail", "warning", "error", "not_observed"):
         result.exchanges = _evidence(ctx)
         result.http_exchanges = _http_evidence(ctx)
     return result
+
+
+def _policy_label(tools: ToolPolicy) -> str:
+    if not tools.allow:
+        return tools.mode
+    named = ", ".join(tools.allow) if len(tools.allow) <= 3 else f"{len(tools.allow)} tools by name"
+    return f"{tools.mode} + {named}"
 
 
 async def run(
@@ -368,8 +388,9 @@ async def run(
     """Probe the server, then run every selected check in every revision under test.
 
     ``revisions`` empty means every revision the server accepts (of the target's pinned era, if
-    any); an explicitly requested revision the server refuses is still reported (its checks are
-    skipped with the probe's answer).
+    any), and every legacy revision it answered with a counter-offer (where only the checks marked
+    ``on_counter_offer`` run); an explicitly requested revision the server refuses is still
+    reported (its checks are skipped with the probe's answer, but for those).
 
     Raises:
         OSError: the command cannot be started or the URL cannot be reached.
@@ -383,20 +404,24 @@ async def run(
     if revisions:
         tested = [p for p in probes if p.revision in revisions]
     else:
-        tested = [p for p in probes if p.accepted and target.era in (None, era_of(p.revision))]
+        tested = [
+            p
+            for p in probes
+            if (p.accepted or p.counter_offer is not None) and target.era in (None, era_of(p.revision))
+        ]
     slots: list[list[Result | None]] = [[None] * len(checks) for _ in tested]
     limiter = trio.CapacityLimiter(max(1, jobs))
 
     async def one(i: int, j: int) -> None:
         probe_ = tested[i]
         async with limiter:
-            if not probe_.accepted:
+            if not probe_.accepted and not (checks[j].on_counter_offer and probe_.counter_offer is not None):
                 c = checks[j]
                 spec, quote = c.reference(probe_.revision)
                 r = Result(
                     c.id,
                     c.title,
-                    c.level.value,
+                    c.level_at(probe_.revision).value,
                     spec,
                     quote,
                     probe_.revision,
@@ -432,5 +457,5 @@ async def run(
         [p.revision for p in tested],
         results,
         transport=target.transport,
-        tool_calls=tools.mode if not tools.allow else f"{tools.mode} + {', '.join(tools.allow)}",
+        tool_calls=_policy_label(tools),
     )

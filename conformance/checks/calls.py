@@ -13,12 +13,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import trio
+
 from conformance.context import FULL_CAPS, META_LOG_LEVEL, Context, example_arguments
 from conformance.harness import NoAnswer, WireBase
 from conformance.registry import check
 from conformance.schema import SchemaProblem, compile_schema
 
 TOOLS = "server/tools.mdx"
+MODERN = "2026-07-28"
 MAX_CALLS = 25
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _DURATION_NAMES = ("seconds", "duration", "delay", "durationseconds", "sleep", "wait")
@@ -79,8 +82,15 @@ async def _call_each(
     id="SV-29c",
     title="tool inputSchema and outputSchema are valid JSON Schema of their dialect (2020-12 by default)",
     level="MUST",
-    spec="basic/index.mdx §JSON Schema Usage",
+    spec="2025-11-25/basic/index.mdx §JSON Schema Usage",
     quote="Clients and servers MUST support JSON Schema 2020-12 for schemas without an explicit $schema field.",
+    quotes=(
+        (
+            "2025-11-25",
+            "basic/index.mdx §JSON Schema Usage",
+            "Clients and servers MUST support JSON Schema 2020-12 for schemas without an explicit $schema field.",
+        ),
+    ),
     revisions=("2025-11-25", "9999-12-31"),
     needs=("tools",),
     tags=("tools", "schema"),
@@ -102,7 +112,15 @@ async def tool_schemas_compile(ctx: Context) -> None:
     title="2025-06-18/2025-11-25: an outputSchema is an object schema (type: object)",
     level="MUST",
     spec="schema.ts Tool.outputSchema",
-    quote='outputSchema?: { $schema?: string; type: "object"; properties?: ...; required?: string[] }',
+    quote='outputSchema?: { type: "object"; properties?: { [key: string]: object }; required?: string[]; };',
+    quotes=(
+        (
+            "2025-11-25",
+            "schema.ts Tool.outputSchema",
+            'outputSchema?: { $schema?: string; type: "object"; properties?: { [key: string]: object }; '
+            "required?: string[]; };",
+        ),
+    ),
     revisions=("2025-06-18", "2025-11-25"),
     needs=("tools",),
     tags=("tools", "schema"),
@@ -119,8 +137,15 @@ async def output_schema_object(ctx: Context) -> None:
     id="SV-30",
     title="structuredContent validates against the tool's outputSchema",
     level="MUST",
-    spec=TOOLS + " §Output Schema",
+    spec="2025-06-18/" + TOOLS + " §Output Schema",
     quote="If an output schema is provided: Servers MUST provide structured results that conform to this schema.",
+    quotes=(
+        (
+            "2025-06-18",
+            TOOLS + " §Output Schema",
+            "If an output schema is provided: Servers MUST provide structured results that conform to this schema.",
+        ),
+    ),
     revisions=("2025-06-18", "9999-12-31"),
     needs=("tools",),
     tags=("tools", "schema", "tool-calls"),
@@ -158,9 +183,24 @@ async def structured_output(ctx: Context) -> None:
     id="SV-31b",
     title="arguments that break the inputSchema are a tool error (isError), not a protocol error",
     level="SHOULD",
-    spec=TOOLS + " §Error Handling",
+    spec="2025-11-25/" + TOOLS + " §Error Handling",
     quote="Tool Execution Errors: Reported in tool results with isError: true ... Input validation errors (e.g., "
     "date in wrong format, value out of range)",
+    quotes=(
+        (
+            "2025-11-25",
+            TOOLS + " §Error Handling",
+            "Tool Execution Errors: Reported in tool results with isError: true ... Input validation errors (e.g., "
+            "date in wrong format, value out of range)",
+        ),
+        (
+            MODERN,
+            TOOLS + " §Error Handling",
+            "Tool Execution Errors contain actionable feedback that language models can use to self-correct and "
+            "retry with adjusted parameters: ... Input validation errors (e.g., date in wrong format, value out of "
+            "range) ... They are reported in tool results with isError: true",
+        ),
+    ),
     revisions=("2025-11-25", "9999-12-31"),
     needs=("tools",),
     tags=("tools", "errors", "tool-calls"),
@@ -189,22 +229,20 @@ async def argument_errors(ctx: Context) -> None:
             ctx.fail(f"tool {tool['name']!r} accepted a non-string {prop!r} without isError: {result!r:.200}")
 
 
+_PROGRESS = (
+    "The progress value MUST increase with each notification, even if the total is unknown. ... Progress "
+    "notifications MUST only reference tokens that: Were provided in an active request Are associated with an "
+    "in-progress operation"
+)
+
+
 @check(
     id="SV-35",
     title="progress only for tokens of active requests, strictly increasing, none after the response",
     level="MUST",
-    spec="basic/utilities/progress.mdx",
-    quote="The progress value MUST increase with each notification, even if the total is unknown. ... Progress "
-    "notifications MUST only reference tokens that: Were provided in an active request; Are associated with an "
-    "in-progress operation",
-    quotes=(
-        (
-            "2026-07-28",
-            "basic/patterns/progress.mdx",
-            "The progress value MUST increase with each notification, even if the total is unknown. ... Progress "
-            "notifications MUST stop after completion",
-        ),
-    ),
+    spec="basic/utilities/progress.mdx §Behavior Requirements",
+    quote=_PROGRESS,
+    quotes=((MODERN, "basic/patterns/progress.mdx §Behavior Requirements", _PROGRESS),),
     needs=("tools",),
     tags=("progress", "tool-calls"),
 )
@@ -264,14 +302,14 @@ def _duration_argument(tool: dict[str, Any]) -> str | None:
     title="a cancelled in-flight request is not answered, and the server keeps serving",
     level="SHOULD",
     spec="basic/utilities/cancellation.mdx §Behavior Requirements",
-    quote="Receivers of cancellation notifications SHOULD: Stop processing the cancelled request; Free associated "
-    "resources; Not send a response for the cancelled request",
+    quote="Receivers of cancellation notifications SHOULD: Stop processing the cancelled request Free associated "
+    "resources Not send a response for the cancelled request",
     quotes=(
         (
-            "2026-07-28",
+            MODERN,
             "basic/patterns/cancellation.mdx §Behavior Requirements",
-            "Receivers of cancellation notifications SHOULD: Stop processing the cancelled request; Free associated "
-            "resources; Not send a response for the cancelled request",
+            "Servers receiving cancellation notifications SHOULD: Stop processing the cancelled request Free "
+            "associated resources Not send a response for the cancelled request",
         ),
     ),
     transports=("stdio", "http", "sse"),
@@ -292,17 +330,29 @@ async def cancellation(ctx: Context) -> None:
         arguments[arg] = 1.5 if (tool["inputSchema"]["properties"][arg].get("type") == "number") else 2
         rid = "mcpwire-check-cancel"
         params = ctx.params({"name": tool["name"], "arguments": arguments})
-        await wire.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
-        early = await wire.drain(0.3)
+        message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+        early: list[Any] = []
+        late: list[Any] = []
+        stalled = False
+        async with trio.open_nursery() as nursery:
+            # over HTTP a JSON answer only comes when the call ends, and a POST returns with its
+            # answer's headers: the call waits in the background while the cancellation goes out
+            nursery.start_soon(wire.send, message)
+            early = await wire.drain(0.3)
+            if not any(f.is_response and f.value.get("id") == rid for f in early):
+                cancel = ctx.params({"requestId": rid, "reason": "mcpwire check"})
+                await wire.notify("notifications/cancelled", cancel)
+                try:
+                    await ctx.call(wire, "ping" if ctx.era == "legacy" else "server/discover")
+                except NoAnswer:
+                    stalled = True
+                late = await wire.drain(2.2)
+            nursery.cancel_scope.cancel()
         if any(f.is_response and f.value.get("id") == rid for f in early):
             ctx.not_observed(f"tool {tool['name']!r} answered before the cancellation could be sent")
-        await wire.notify("notifications/cancelled", ctx.params({"requestId": rid, "reason": "mcpwire check"}))
-        try:
-            await ctx.call(wire, "ping" if ctx.era == "legacy" else "server/discover")
-        except NoAnswer:
+        if stalled:
             ctx.fail("the server stopped answering after a cancellation")
-        late = await wire.drain(2.2)
-        if any(f.is_response and f.value.get("id") == rid for f in early + late):
+        if any(f.is_response and f.value.get("id") == rid for f in late):
             ctx.fail(f"the cancelled tools/call {tool['name']!r} was answered anyway")
 
 
@@ -350,8 +400,10 @@ def _log_level(frame: Any) -> str | None:
     id="SV-36b",
     title="2026-07-28: log messages only for requests with a logLevel, and only at or above it",
     level="MUST",
-    spec="server/utilities/logging.mdx §Per-request log level",
-    quote="If absent, the server MUST NOT send any notifications/message notifications for this request.",
+    spec=MODERN + "/server/utilities/logging.mdx §Per-request log level",
+    quote="The server MUST NOT emit notifications/message for a request that does not include this field. When the "
+    "field is present, the server MAY send notifications/message notifications at or above the requested level on "
+    "the response stream of that request",
     eras=("modern",),
     needs=("tools",),
     tags=("logging", "modern", "tool-calls"),
@@ -376,7 +428,8 @@ async def modern_log_filter(ctx: Context) -> None:
         await wire.drain(0.2)
         low = [f for f in wire.frames[start:] if _log_level(f) in LEVELS[:4]]
         if low:
-            ctx.warn(f"a message below logLevel error (a SHOULD: only messages at or above it): {low[0].text[:200]}")
+            # "at or above the requested level": a SHOULD-level part of this MUST check
+            ctx.violation(f"a message below the requested logLevel error: {low[0].text[:200]}", "SHOULD")
 
 
 _INPUT_METHODS = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
@@ -395,7 +448,7 @@ def _input_answer(request: Any) -> Any:
     id="SV-38",
     title="2026-07-28 MRTR: input_required results are well formed and a retry with the answers completes",
     level="MUST",
-    spec="basic/patterns/mrtr.mdx §Server Requirements",
+    spec=MODERN + "/basic/patterns/mrtr.mdx §Server Requirements (Basic Workflow)",
     quote="Servers MUST include at least one of inputRequests or requestState ... Servers MUST NOT send "
     "InputRequiredResult responses on any other client requests.",
     eras=("modern",),
@@ -444,7 +497,7 @@ async def mrtr(ctx: Context) -> None:
     id="SV-18",
     title="2026-07-28: input needing an undeclared capability is -32021 (HTTP 400), never an inputRequest",
     level="MUST",
-    spec="basic/index.mdx §_meta",
+    spec=MODERN + "/basic/index.mdx §_meta",
     quote="If processing a request requires a capability the client did not include in "
     "io.modelcontextprotocol/clientCapabilities, the server MUST return a MissingRequiredClientCapabilityError "
     "(-32021) whose data.requiredCapabilities lists the missing capabilities.",
@@ -485,10 +538,21 @@ _SECRET_NAMES = re.compile(r"pass(word|phrase)?|secret|api[_-]?key|token|credent
     id="SV-40",
     title="no tool-enabled sampling unless sampling.tools is declared; no secrets asked for in form elicitation",
     level="MUST",
-    spec="client/sampling.mdx §Tools in Sampling",
-    quote="Servers MUST NOT send tool-enabled sampling requests to Clients that have not declared support for "
-    "tool use via the sampling.tools capability. ... Servers MUST NOT use form mode elicitation to request "
-    "sensitive information",
+    spec="2025-06-18/client/elicitation.mdx §User Interaction Model",
+    quote="Servers MUST NOT use elicitation to request sensitive information.",
+    quotes=(
+        (
+            "2025-06-18",
+            "client/elicitation.mdx §User Interaction Model",
+            "Servers MUST NOT use elicitation to request sensitive information.",
+        ),
+        (
+            "2025-11-25",
+            "client/sampling.mdx §Tools in Sampling",
+            "Servers MUST NOT send tool-enabled sampling requests to Clients that have not declared support for tool "
+            "use via the sampling.tools capability.",
+        ),
+    ),
     revisions=("2025-06-18", "9999-12-31"),
     needs=("tools",),
     tags=("sampling", "elicitation", "tool-calls"),

@@ -12,6 +12,7 @@ from conformance.registry import check
 
 TOOLS = "server/tools.mdx"
 RESOURCES = "server/resources.mdx"
+MODERN = "2026-07-28"
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
@@ -20,7 +21,14 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
     title="every tool has a name and an object inputSchema",
     level="MUST",
     spec=TOOLS + " §Tool",
-    quote="inputSchema: JSON Schema defining expected parameters ... MUST be a valid JSON Schema object (not null).",
+    quote="inputSchema: JSON Schema defining expected parameters",
+    quotes=(
+        (
+            "2025-11-25",
+            TOOLS + " §Tool",
+            "inputSchema: JSON Schema defining expected parameters ... MUST be a valid JSON Schema object (not null)",
+        ),
+    ),
     needs=("tools",),
     tags=("tools",),
 )
@@ -40,9 +48,17 @@ async def tools_shape(ctx: Context) -> None:
     id="SV-29b",
     title="tool names are unique and use only A-Z a-z 0-9 _ - . (1..128 chars)",
     level="SHOULD",
-    spec=TOOLS + " §Tool Names",
+    spec="2025-11-25/" + TOOLS + " §Tool Names",
     quote="Tool names SHOULD be between 1 and 128 characters in length (inclusive). ... Tool names SHOULD be "
     "unique within a server.",
+    quotes=(
+        (
+            "2025-11-25",
+            TOOLS + " §Tool Names",
+            "Tool names SHOULD be between 1 and 128 characters in length (inclusive). ... Tool names SHOULD be "
+            "unique within a server.",
+        ),
+    ),
     revisions=("2025-11-25", "9999-12-31"),
     needs=("tools",),
     tags=("tools",),
@@ -64,6 +80,14 @@ async def tool_names(ctx: Context) -> None:
     level="SHOULD",
     spec=TOOLS + " §Error Handling",
     quote="Protocol Errors: Standard JSON-RPC errors for issues like: Unknown tools",
+    quotes=(
+        (
+            MODERN,
+            TOOLS + " §Error Handling",
+            "Protocol Errors indicate issues with the request structure itself that models are less likely to be "
+            "able to fix: Unknown tool ... They are returned as standard JSON-RPC errors",
+        ),
+    ),
     needs=("tools",),
     tags=("tools", "errors"),
 )
@@ -82,7 +106,17 @@ async def unknown_tool(ctx: Context) -> None:
     title="reading a non-existent resource is an error (-32602 in 2026-07-28), never empty contents",
     level="MUST",
     spec=RESOURCES + " §Error Handling",
-    quote="Servers MUST NOT return an empty contents array for a non-existent resource.",
+    quote="Servers SHOULD return standard JSON-RPC errors for common failure cases: Resource not found: -32002",
+    quotes=(
+        (
+            MODERN,
+            RESOURCES + " §Error Handling",
+            "If the requested resource does not exist, servers MUST return a JSON-RPC error with code -32602 "
+            "(Invalid Params). ... Servers MUST NOT return an empty contents array for a non-existent resource.",
+        ),
+    ),
+    # spec-checklist SV-32: the MUST is 2026-07-28 text; before, an error for a missing resource is a SHOULD
+    levels=(("2024-11-05", "SHOULD"), (MODERN, "MUST")),
     needs=("resources",),
     tags=("resources", "errors"),
 )
@@ -104,7 +138,14 @@ async def resource_not_found(ctx: Context) -> None:
     title="legacy: reading a non-existent resource is answered with -32002",
     level="SHOULD",
     spec=RESOURCES + " §Error Handling",
-    quote="Resource not found: -32002",
+    quote="Servers SHOULD return standard JSON-RPC errors for common failure cases: Resource not found: -32002",
+    quotes=(
+        (
+            MODERN,
+            "2025-11-25/" + RESOURCES + " §Error Handling",
+            "Servers SHOULD return standard JSON-RPC errors for common failure cases: Resource not found: -32002",
+        ),
+    ),
     eras=("legacy",),
     needs=("resources",),
     tags=("resources", "errors"),
@@ -176,8 +217,9 @@ async def invalid_cursor(ctx: Context) -> None:
     id="SV-33b",
     title="pagination terminates without repeating a cursor",
     level="MUST",
-    spec="server/utilities/pagination.mdx",
-    quote="Clients MUST treat cursors as opaque tokens ... a missing nextCursor marks the end of results.",
+    spec="server/utilities/pagination.mdx §Response Format",
+    quote="Pagination starts when the server sends a response that includes: The current page of results An "
+    "optional nextCursor field if more results exist",
     tags=("pagination",),
 )
 async def pagination_terminates(ctx: Context) -> None:
@@ -201,8 +243,8 @@ async def pagination_terminates(ctx: Context) -> None:
     id="PR-01",
     title="every prompt has a name; arguments have names",
     level="MUST",
-    spec="server/prompts.mdx §Data Types",
-    quote="name: The unique identifier for the prompt",
+    spec="server/prompts.mdx §Prompt",
+    quote="A prompt definition includes: name: Unique identifier for the prompt",
     needs=("prompts",),
     tags=("prompts",),
 )
@@ -220,8 +262,15 @@ async def prompts_shape(ctx: Context) -> None:
     id="LG-01",
     title="logging/setLevel is answered with an empty result",
     level="MUST",
-    spec="server/utilities/logging.mdx",
+    spec="server/utilities/logging.mdx §Setting Log Level",
     quote="To configure the minimum log level, clients MAY send a logging/setLevel request",
+    quotes=(
+        (
+            MODERN,
+            "2025-11-25/server/utilities/logging.mdx §Setting Log Level",
+            "To configure the minimum log level, clients MAY send a logging/setLevel request",
+        ),
+    ),
     eras=("legacy",),
     needs=("logging",),
     tags=("logging",),
@@ -237,8 +286,10 @@ async def set_level(ctx: Context) -> None:
     id="SV-34",
     title="tools/list is the same set on two independent processes",
     level="MUST",
-    spec=TOOLS + " §Capabilities",
-    quote="The list of tools MUST NOT vary per-connection or as a side effect of other requests on the connection.",
+    spec=MODERN + "/" + TOOLS + " §Capabilities",
+    quote="Servers that declare the tools capability MUST respond to tools/list requests with the set of tools "
+    "currently available to the requesting client. ... but MUST NOT vary per-connection or as a side effect of "
+    "other requests on the connection.",
     eras=("modern",),
     needs=("tools",),
     tags=("tools",),
@@ -256,8 +307,9 @@ async def tools_stable(ctx: Context) -> None:
     id="PR-02",
     title="prompts/get of an argument-less prompt returns messages with role and content",
     level="MUST",
-    spec="server/prompts.mdx §Getting a Prompt",
-    quote="messages: Array of PromptMessage (role: user|assistant, content: a content block)",
+    spec="server/prompts.mdx §PromptMessage",
+    quote='Messages in a prompt can contain: role: Either "user" or "assistant" to indicate the speaker content: '
+    "One of the following content types:",
     needs=("prompts",),
     tags=("prompts",),
 )
@@ -309,8 +361,8 @@ async def templates_shape(ctx: Context) -> None:
     id="CP-01",
     title="completion/complete for a prompt argument returns at most 100 string values",
     level="MUST",
-    spec="server/utilities/completion.mdx",
-    quote="values: An array of completion values. Must not exceed 100 items.",
+    spec="server/utilities/completion.mdx §Completion Results",
+    quote="Servers return an array of completion values ranked by relevance, with: Maximum 100 items per response",
     revisions=("2025-03-26", "9999-12-31"),
     needs=("completions", "prompts"),
     tags=("completion",),
@@ -357,9 +409,17 @@ async def unknown_prompt(ctx: Context) -> None:
     id="CP-02",
     title="completion/complete for an unknown prompt is a JSON-RPC error (-32602)",
     level="SHOULD",
-    spec="server/utilities/completion.mdx §Error Handling",
+    spec="2025-03-26/server/utilities/completion.mdx §Error Handling",
     quote="Servers SHOULD return standard JSON-RPC errors for common failure cases: ... Invalid prompt name: "
     "-32602 (Invalid params)",
+    quotes=(
+        (
+            "2025-03-26",
+            "server/utilities/completion.mdx §Error Handling",
+            "Servers SHOULD return standard JSON-RPC errors for common failure cases: ... Invalid prompt name: "
+            "-32602 (Invalid params)",
+        ),
+    ),
     revisions=("2025-03-26", "9999-12-31"),
     needs=("completions",),
     tags=("completion", "errors"),
@@ -380,7 +440,7 @@ async def completion_unknown_prompt(ctx: Context) -> None:
     id="SV-34b",
     title="tools/list returns the tools in the same order every time",
     level="SHOULD",
-    spec=TOOLS + " §Capabilities",
+    spec=MODERN + "/" + TOOLS + " §Capabilities",
     quote="Servers SHOULD return tools in a deterministic order",
     eras=("modern",),
     needs=("tools",),
@@ -399,8 +459,8 @@ async def tools_order(ctx: Context) -> None:
     title="list results and server notifications validate against the official schema of the revision",
     level="MUST",
     spec="basic/index.mdx §Schema",
-    quote="All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification. ... The "
-    "TypeScript schema is the source of truth for all protocol messages and structures.",
+    quote="The full specification of the protocol is defined as a TypeScript schema. This is the source of truth "
+    "for all protocol messages and structures.",
     tags=("framing", "schema"),
 )
 async def schema_valid(ctx: Context) -> None:

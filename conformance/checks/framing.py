@@ -9,7 +9,12 @@ from conformance.harness import Frame, NoAnswer, WireBase, shutdown
 from conformance.registry import check
 
 BASIC = "basic/index.mdx"
+#: 2024-11-05 kept the message rules on a page of their own
+MESSAGES = "basic/messages.mdx"
+#: legacy revisions describe stdio on the transports page; 2026-07-28 gives it a page of its own
+TRANSPORTS = "basic/transports.mdx"
 STDIO = "basic/transports/stdio.mdx"
+MODERN = "2026-07-28"
 
 
 async def _workload(ctx: Context, wire: WireBase) -> None:
@@ -32,8 +37,9 @@ def _ping_method(ctx: Context) -> str:
     id="SV-01",
     title="stdout carries only JSON-RPC messages",
     level="MUST",
-    spec=STDIO,
+    spec=TRANSPORTS + " §stdio",
     quote="The server MUST NOT write anything to its stdout that is not a valid MCP message.",
+    quotes=((MODERN, STDIO, "The server MUST NOT write anything to its stdout that is not a valid MCP message."),),
     transports=("stdio",),
     tags=("framing",),
 )
@@ -60,8 +66,18 @@ _IDS: tuple[Any, ...] = (0, -7, 9007199254740991, "abc", "ünï-☃-🙂", "42",
     id="SV-02",
     title="responses echo the request id with the same JSON type",
     level="MUST",
-    spec=BASIC + " §Responses",
+    spec=MESSAGES + " §Responses",
     quote="Responses MUST include the same ID as the request they correspond to.",
+    quotes=(
+        ("2025-03-26", BASIC + " §Responses", "Responses MUST include the same ID as the request they correspond to."),
+        (
+            "2025-11-25",
+            BASIC + " §Responses",
+            "Result responses MUST include the same ID as the request they correspond to. ... Error responses MUST "
+            "include the same ID as the request they correspond to (except in error cases where the ID could not be "
+            "read due a malformed request).",
+        ),
+    ),
     tags=("framing", "jsonrpc"),
 )
 async def ids_echoed(ctx: Context) -> None:
@@ -87,8 +103,21 @@ async def _next_response(wire: WireBase, timeout: float) -> Frame | None:
     id="SV-03",
     title="each response has exactly one of result/error; error codes are integers",
     level="MUST",
-    spec=BASIC + " §Responses",
+    spec=MESSAGES + " §Responses",
     quote="Either a result or an error MUST be set. A response MUST NOT set both. Error codes MUST be integers.",
+    quotes=(
+        (
+            "2025-03-26",
+            BASIC + " §Responses",
+            "Either a result or an error MUST be set. A response MUST NOT set both. ... Error codes MUST be integers.",
+        ),
+        (
+            "2025-11-25",
+            BASIC + " §Responses",
+            "Result responses MUST include a result field. ... Error responses MUST include an error field with a "
+            "code and message. Error codes MUST be integers.",
+        ),
+    ),
     tags=("framing", "jsonrpc"),
 )
 async def response_shape(ctx: Context) -> None:
@@ -114,8 +143,16 @@ async def response_shape(ctx: Context) -> None:
     id="SV-04",
     title="notifications are never answered",
     level="MUST",
-    spec=BASIC + " §Notifications",
-    quote="Notifications MUST NOT include an ID. The receiver MUST NOT send a response.",
+    spec=MESSAGES + " §Notifications",
+    quote="Notifications are sent from the client to the server or vice versa. They do not expect a response. ... "
+    "Notifications MUST NOT include an ID.",
+    quotes=(
+        (
+            "2025-03-26",
+            BASIC + " §Notifications",
+            "The receiver MUST NOT send a response. ... Notifications MUST NOT include an ID.",
+        ),
+    ),
     tags=("framing", "jsonrpc"),
 )
 async def notifications_unanswered(ctx: Context) -> None:
@@ -145,8 +182,8 @@ def _sent_request_ids(wire: WireBase) -> set[tuple[Any, type]]:
     id="SV-05",
     title="unknown method is answered with -32601",
     level="MUST",
-    spec="schema.ts MethodNotFoundError",
-    quote="The method does not exist / is not available. (code -32601)",
+    spec="JSON-RPC 2.0 §5.1",
+    quote="-32601 Method not found: The method does not exist / is not available.",
     tags=("framing", "jsonrpc"),
 )
 async def unknown_method(ctx: Context) -> None:
@@ -162,7 +199,23 @@ async def unknown_method(ctx: Context) -> None:
     title="a method of an unadvertised capability is answered with -32601",
     level="SHOULD",
     spec="basic/lifecycle.mdx §Operation",
-    quote="Both parties MUST only use capabilities that were successfully negotiated.",
+    quote="Both parties SHOULD: Respect the negotiated protocol version Only use capabilities that were "
+    "successfully negotiated",
+    quotes=(
+        (
+            "2025-06-18",
+            "basic/lifecycle.mdx §Operation",
+            "Both parties MUST: Respect the negotiated protocol version Only use capabilities that were "
+            "successfully negotiated",
+        ),
+        (
+            MODERN,
+            "schema.ts MethodNotFoundError",
+            "In MCP, a server returns this error when a client invokes a method the server does not implement — "
+            "either a genuinely unknown method, or one gated behind a server capability the server did not "
+            "advertise (e.g., calling prompts/list when the prompts capability was not advertised).",
+        ),
+    ),
     tags=("capabilities",),
 )
 async def unadvertised_method(ctx: Context) -> None:
@@ -208,7 +261,7 @@ async def no_batches(ctx: Context) -> None:
     title="2025-03-26 batches are answered with one array of responses",
     level="MUST",
     spec="2025-03-26/basic/index.mdx §Batching",
-    quote="MCP implementations MUST support receiving JSON-RPC batches.",
+    quote="MCP implementations MAY support sending JSON-RPC batches, but MUST support receiving JSON-RPC batches.",
     eras=("legacy",),
     revisions=("2025-03-26", "2025-03-26"),
     tags=("framing", "jsonrpc"),
@@ -235,8 +288,17 @@ async def batch_2025_03_26(ctx: Context) -> None:
     id="SV-08",
     title="server exits promptly after stdin EOF",
     level="SHOULD",
-    spec=STDIO + " §Shutdown",
-    quote="Servers SHOULD exit promptly when their standard input is closed or reads return end-of-file.",
+    spec="basic/lifecycle.mdx §Shutdown",
+    quote="For the stdio transport, the client SHOULD initiate shutdown by: 1. First, closing the input stream to "
+    "the child process (the server) 2. Waiting for the server to exit, or sending SIGTERM if the server does not "
+    "exit within a reasonable time",
+    quotes=(
+        (
+            MODERN,
+            STDIO + " §Shutdown",
+            "Servers SHOULD exit promptly when their standard input is closed or reads return end-of-file.",
+        ),
+    ),
     transports=("stdio",),
     tags=("lifecycle", "stdio"),
 )

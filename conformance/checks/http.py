@@ -18,7 +18,22 @@ HTTP = ("http",)
 LEGACY = ("legacy",)
 MODERN = ("modern",)
 T25 = "basic/transports.mdx"
-T26 = "basic/transports/streamable-http.mdx"
+#: the 2026-07-28 transport page, pinned: the modern-only rules cite it in every revision's result
+T26 = "2026-07-28/basic/transports/streamable-http.mdx"
+T26_HERE = "basic/transports/streamable-http.mdx"
+
+
+def _legacy_http(first: str, section: str, quote: str) -> dict[str, Any]:
+    """``spec``, ``quote`` and ``quotes`` of a rule of the legacy Streamable HTTP transport (``first``
+    .. 2025-11-25): the revisions before ``first`` cite its page in ``first``, 2026-07-28 (which has no
+    such page) the 2025-11-25 one."""
+    return {
+        "spec": f"{first}/{T25} §{section}",
+        "quote": quote,
+        "quotes": ((first, f"{T25} §{section}", quote), ("2026-07-28", f"2025-11-25/{T25} §{section}", quote)),
+    }
+
+
 _VISIBLE_ASCII = re.compile(r"^[\x21-\x7e]+$")
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
@@ -66,18 +81,35 @@ def _origin(ctx: Context) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+_NOTIFICATION_2025_03_26 = (
+    "If the input consists solely of (any number of) JSON-RPC responses or notifications: If the server accepts the "
+    "input, the server MUST return HTTP status code 202 Accepted with no body. If the server cannot accept the "
+    "input, it MUST return an HTTP error status code (e.g., 400 Bad Request)."
+)
+_REQUEST_2025_03_26 = (
+    "If the input contains any number of JSON-RPC requests, the server MUST either return Content-Type: "
+    "text/event-stream, to initiate an SSE stream, or Content-Type: application/json, to return one JSON object."
+)
+
+
 @check(
     id="SV-20",
     title="a POSTed notification is answered 202 Accepted with no body (or rejected with an error status)",
     level="MUST",
-    spec=T25 + " §Sending Messages to the Server",
-    quote="If the input is a JSON-RPC response or notification: If the server accepts the input, the server MUST "
-    "return HTTP status code 202 Accepted with no body. If the server cannot accept the input, it MUST return an "
-    "HTTP error status code (e.g., 400 Bad Request).",
+    spec="2025-03-26/" + T25 + " §Sending Messages to the Server",
+    quote=_NOTIFICATION_2025_03_26,
     quotes=(
+        ("2025-03-26", T25 + " §Sending Messages to the Server", _NOTIFICATION_2025_03_26),
+        (
+            "2025-06-18",
+            T25 + " §Sending Messages to the Server",
+            "If the input is a JSON-RPC response or notification: If the server accepts the input, the server MUST "
+            "return HTTP status code 202 Accepted with no body. If the server cannot accept the input, it MUST "
+            "return an HTTP error status code (e.g., 400 Bad Request).",
+        ),
         (
             "2026-07-28",
-            T26 + " §Sending Messages",
+            T26_HERE + " §Sending Messages",
             "If the body is a JSON-RPC notification: If the server accepts it, the server MUST return HTTP status "
             "code 202 Accepted with no body. If the server cannot accept it, it MUST return an HTTP error status code.",
         ),
@@ -112,13 +144,19 @@ async def notification_202(ctx: Context) -> None:
     id="SV-21",
     title="a POSTed request is answered with application/json or text/event-stream carrying its response",
     level="MUST",
-    spec=T25 + " §Sending Messages to the Server",
-    quote="If the input is a JSON-RPC request, the server MUST either return Content-Type: text/event-stream, to "
-    "initiate an SSE stream, or Content-Type: application/json, to return one JSON object.",
+    spec="2025-03-26/" + T25 + " §Sending Messages to the Server",
+    quote=_REQUEST_2025_03_26,
     quotes=(
+        ("2025-03-26", T25 + " §Sending Messages to the Server", _REQUEST_2025_03_26),
+        (
+            "2025-06-18",
+            T25 + " §Sending Messages to the Server",
+            "If the input is a JSON-RPC request, the server MUST either return Content-Type: text/event-stream, to "
+            "initiate an SSE stream, or Content-Type: application/json, to return one JSON object.",
+        ),
         (
             "2026-07-28",
-            T26 + " §Sending Messages",
+            T26_HERE + " §Sending Messages",
             "If the body is a JSON-RPC request, the server MUST return either Content-Type: application/json (a "
             "single JSON object) or Content-Type: text/event-stream (an SSE response stream).",
         ),
@@ -223,6 +261,25 @@ async def _listen_briefly(ctx: Context, wire: HttpWire) -> HttpReply | None:
     return await wire.post(message, timeout=min(ctx.timeout, 1.0), stop=lambda r: bool(r.messages))
 
 
+def _identifies(resource: str, url: str) -> bool:
+    """Whether ``resource`` is ``url`` or a URL it lives under (same origin, a prefix of its path)."""
+
+    def parts(text: str) -> tuple[str, str, int | None, list[str]]:
+        split = urllib.parse.urlsplit(text.strip())
+        scheme = split.scheme.lower()
+        try:
+            port = split.port or {"http": 80, "https": 443}.get(scheme)
+        except ValueError:
+            port = None
+        return scheme, (split.hostname or "").lower(), port, [p for p in split.path.split("/") if p]
+
+    scheme, host, port, path = parts(resource)
+    url_scheme, url_host, url_port, url_path = parts(url)
+    if not host or (scheme, host, port) != (url_scheme, url_host, url_port):
+        return False
+    return url_path[: len(path)] == path
+
+
 def _json(data: bytes) -> Any:
     import json
 
@@ -236,14 +293,20 @@ def _json(data: bytes) -> Any:
     id="SV-22",
     title="a request with a foreign Origin is refused (403 from 2025-11-25); the server's own origin is accepted",
     level="MUST",
-    spec="2025-03-26/basic/transports.mdx §Security Warning",
+    spec=T25 + " §Security Warning",
     quote="Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding attacks",
     quotes=(
         (
             "2025-11-25",
             T25 + " §Security Warning",
+            "Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding attacks "
+            "... If the Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden.",
+        ),
+        (
+            "2026-07-28",
+            T26_HERE + " §Security & Endpoint",
             "Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding attacks. "
-            "If the Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden.",
+            "... If the Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden.",
         ),
     ),
     transports=("http", "sse"),
@@ -271,13 +334,61 @@ async def origin_validation(ctx: Context) -> None:
                 ctx.fail(f"the server's own Origin {_origin(ctx)} was refused: {_summary(good)}")
 
 
+_SECURITY_2024 = (
+    "Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding attacks ... "
+    "Without these protections, attackers could use DNS rebinding to interact with local MCP servers from remote "
+    "websites."
+)
+
+
+@check(
+    id="SV-22b",
+    title="a loopback server refuses a request whose Host header names another host (DNS rebinding)",
+    # No revision's text names the Host header: the MUST is Origin validation "to prevent DNS
+    # rebinding attacks". A rebound page's requests carry the attacker's host name in Host and, when
+    # same-origin (a GET), no Origin at all, so checking Host is how a local server keeps that
+    # promise (the official runner's dns-rebinding-protection scenario requires it); a server that
+    # validates only Origin follows the letter of the text, hence a SHOULD.
+    level="SHOULD",
+    spec=T25 + " §Security Warning",
+    quote=_SECURITY_2024,
+    quotes=(
+        (
+            "2026-07-28",
+            T26_HERE + " §Security & Endpoint",
+            "Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding attacks. "
+            "... Without these protections, attackers could use DNS rebinding to interact with local MCP servers "
+            "from remote websites.",
+        ),
+    ),
+    transports=("http", "sse"),
+    tags=("http", "security"),
+)
+async def host_validation(ctx: Context) -> None:
+    if not _loopback(ctx):
+        ctx.skip("a remote server is reached by its own name; the Host check is for loopback servers")
+    async with ctx.raw() as wire:
+        assert isinstance(wire, HttpWire)
+        foreign = {"Host": "evil.example.com"}
+        if wire.transport == "sse":
+            bad = await wire.get(headers=foreign, url=ctx.target.url, timeout=1.0, stop=lambda r: bool(r.events))
+        else:
+            message = _probe_message(ctx) if ctx.era == "modern" else _init_message(ctx)
+            bad = await wire.post(message, headers=foreign, timeout=ctx.timeout)
+        if bad.status is None or not 400 <= bad.status < 500:
+            ctx.fail(f"a request to this loopback server with Host: evil.example.com was served: {_summary(bad)}")
+
+
 @check(
     id="SV-23",
     title="after initialization an unsupported MCP-Protocol-Version header gets 400 Bad Request",
     level="MUST",
-    spec=T25 + " §Protocol Version Header",
-    quote="If the server receives a request with an invalid or unsupported MCP-Protocol-Version, it MUST respond "
-    "with 400 Bad Request.",
+    **_legacy_http(
+        "2025-06-18",
+        "Protocol Version Header",
+        "If the server receives a request with an invalid or unsupported MCP-Protocol-Version, it MUST respond with "
+        "400 Bad Request.",
+    ),
     eras=LEGACY,
     revisions=("2025-06-18", "2025-11-25"),
     transports=HTTP,
@@ -296,8 +407,11 @@ async def protocol_version_header(ctx: Context) -> None:
     id="SV-24",
     title="a session id uses only visible ASCII (0x21..0x7E)",
     level="MUST",
-    spec=T25 + " §Session Management",
-    quote="The session ID MUST only contain visible ASCII characters (ranging from 0x21 to 0x7E).",
+    **_legacy_http(
+        "2025-03-26",
+        "Session Management",
+        "The session ID MUST only contain visible ASCII characters (ranging from 0x21 to 0x7E).",
+    ),
     eras=LEGACY,
     revisions=("2025-03-26", "2025-11-25"),
     transports=HTTP,
@@ -316,9 +430,12 @@ async def session_id_ascii(ctx: Context) -> None:
     id="SV-24b",
     title="a request without the session header is answered 400 Bad Request",
     level="SHOULD",
-    spec=T25 + " §Session Management",
-    quote="Servers that require a session ID SHOULD respond to requests without an MCP-Session-Id header (other "
-    "than initialization) with HTTP 400 Bad Request.",
+    **_legacy_http(
+        "2025-03-26",
+        "Session Management",
+        "Servers that require a session ID SHOULD respond to requests without an MCP-Session-Id header (other than "
+        "initialization) with HTTP 400 Bad Request.",
+    ),
     eras=LEGACY,
     revisions=("2025-03-26", "2025-11-25"),
     transports=HTTP,
@@ -338,10 +455,13 @@ async def session_required(ctx: Context) -> None:
     id="SV-24c",
     title="DELETE ends the session (2xx, or 405 if not supported); its id then gets 404 Not Found",
     level="MUST",
-    spec=T25 + " §Session Management",
-    quote="The server MAY terminate the session at any time, after which it MUST respond to requests containing "
-    "that session ID with HTTP 404 Not Found. ... The server MAY respond to this request with HTTP 405 Method Not "
-    "Allowed, indicating that the server does not allow clients to terminate sessions.",
+    **_legacy_http(
+        "2025-03-26",
+        "Session Management",
+        "The server MAY terminate the session at any time, after which it MUST respond to requests containing that "
+        "session ID with HTTP 404 Not Found. ... The server MAY respond to this request with HTTP 405 Method Not "
+        "Allowed, indicating that the server does not allow clients to terminate sessions.",
+    ),
     eras=LEGACY,
     revisions=("2025-03-26", "2025-11-25"),
     transports=HTTP,
@@ -370,10 +490,13 @@ async def session_delete(ctx: Context) -> None:
     id="SV-25",
     title="GET with Accept: text/event-stream opens an SSE stream or gets 405; it carries no responses",
     level="MUST",
-    spec=T25 + " §Listening for Messages from the Server",
-    quote="The server MUST either return Content-Type: text/event-stream in response to this HTTP GET, or else "
-    "return HTTP 405 Method Not Allowed ... The server MUST NOT send a JSON-RPC response on the stream unless "
-    "resuming a stream associated with a previous client request.",
+    **_legacy_http(
+        "2025-03-26",
+        "Listening for Messages from the Server",
+        "The server MUST either return Content-Type: text/event-stream in response to this HTTP GET, or else "
+        "return HTTP 405 Method Not Allowed ... The server MUST NOT send a JSON-RPC response on the stream unless "
+        "resuming a stream associated with a previous client request.",
+    ),
     eras=LEGACY,
     revisions=("2025-03-26", "2025-11-25"),
     transports=HTTP,
@@ -405,9 +528,12 @@ async def _sse_workload(ctx: Context, wire: HttpWire) -> None:
     id="SV-26",
     title="SSE event ids are unique across a session's streams; Last-Event-ID replays only that stream",
     level="MUST",
-    spec=T25 + " §Resumability and Redelivery",
-    quote="If present, the ID MUST be globally unique across all streams within that session ... The server MUST "
-    "NOT replay messages that would have been delivered on a different stream.",
+    **_legacy_http(
+        "2025-03-26",
+        "Resumability and Redelivery",
+        "If present, the ID MUST be globally unique across all streams within that session ... The server MUST NOT "
+        "replay messages that would have been delivered on a different stream.",
+    ),
     eras=LEGACY,
     revisions=("2025-03-26", "2025-11-25"),
     transports=HTTP,
@@ -444,13 +570,40 @@ async def sse_resumption(ctx: Context) -> None:
                 )
 
 
+def _closed_early(reply: HttpReply) -> bool:
+    """A POST's SSE stream that ended (the server closed it) before the response to its request."""
+    if reply.method != "POST" or reply.status != 200 or not reply.is_sse or not (reply.complete or reply.error):
+        return False
+    sent = _json(reply.request_body)
+    if not isinstance(sent, dict) or "id" not in sent:
+        return False
+    rid = sent["id"]
+    return not any(
+        isinstance(m, dict) and "method" not in m and m.get("id") == rid and type(m.get("id")) is type(rid)
+        for m in reply.messages
+    )
+
+
 @check(
     id="SV-26b",
-    title="2025-11-25 SSE streams with event ids start with a priming event (id, empty data) and a retry field",
+    title="2025-11-25 SSE streams with event ids start with a priming event (id, empty data); a stream closed "
+    "before its response sent a retry field first",
     level="SHOULD",
-    spec=T25 + " §Sending Messages to the Server",
+    spec="2025-11-25/" + T25 + " §Sending Messages to the Server",
     quote="The server SHOULD immediately send an SSE event consisting of an event ID and an empty data field in "
-    "order to prime the client to reconnect (using that event ID as Last-Event-ID).",
+    "order to prime the client to reconnect (using that event ID as Last-Event-ID). ... If the server does close "
+    "the connection prior to terminating the SSE stream, it SHOULD send an SSE event with a standard retry field "
+    "before closing the connection.",
+    quotes=(
+        (
+            "2026-07-28",
+            "2025-11-25/" + T25 + " §Sending Messages to the Server",
+            "The server SHOULD immediately send an SSE event consisting of an event ID and an empty data field in "
+            "order to prime the client to reconnect (using that event ID as Last-Event-ID). ... If the server does "
+            "close the connection prior to terminating the SSE stream, it SHOULD send an SSE event with a standard "
+            "retry field before closing the connection.",
+        ),
+    ),
     eras=LEGACY,
     revisions=("2025-11-25", "2025-11-25"),
     transports=HTTP,
@@ -460,6 +613,13 @@ async def sse_priming(ctx: Context) -> None:
     async with ctx.session() as wire:
         assert isinstance(wire, HttpWire)
         await _sse_workload(ctx, wire)
+        if ctx.has("tools") and (ctx.tools.mode != "none" or ctx.tools.allow):
+            # a tool that takes a while is where a server closes the connection before the response
+            # ("the server MAY close the connection ... at any time"); the wire then resumes it
+            from conformance.checks.calls import _call_each
+
+            tools = [t for t in await ctx.list_all(wire, "tools/list", "tools") if ctx.tools.refuses(t) is None]
+            await _call_each(ctx, wire, tools)
         streams = [r for r in _sse_posts(wire) if any(e.id for e in r.events)]
         if not streams:
             ctx.not_observed("no POST answer was an SSE stream with event ids")
@@ -467,6 +627,12 @@ async def sse_priming(ctx: Context) -> None:
             first = reply.events[0]
             if first.id is None or first.data.strip():
                 ctx.fail(f"{reply.label}: the first event is not a priming event (id + empty data): {first!r:.200}")
+        for reply in _sse_posts(wire):
+            if _closed_early(reply) and not any(e.retry is not None for e in reply.events):
+                ctx.fail(
+                    f"{reply.label}: the server closed the stream before the response without sending a retry field "
+                    "(the client resumed it without knowing how long to wait)"
+                )
 
 
 @check(
@@ -475,8 +641,9 @@ async def sse_priming(ctx: Context) -> None:
     level="MUST",
     spec=T26 + " §Server Validation",
     quote="Servers that process the request body MUST reject requests where the values specified in the headers "
-    "do not match the corresponding values in the request body. ... servers MUST return HTTP status 400 Bad "
-    "Request and MUST include a JSON-RPC error response using the following error code: -32020",
+    "do not match the corresponding values in the request body. ... When rejecting a request due to header "
+    "validation failure, servers MUST return HTTP status 400 Bad Request and MUST include a JSON-RPC error response "
+    "using the following error code: ... -32020",
     eras=MODERN,
     transports=HTTP,
     tags=("http", "modern", "headers"),
@@ -497,11 +664,16 @@ async def header_validation(ctx: Context) -> None:
             ("no Mcp-Method", discover, {"Mcp-Method": None}),
             ("Mcp-Method naming another method", discover, {"Mcp-Method": "tools/list"}),
             ("Mcp-Method in other letter case", discover, {"Mcp-Method": "SERVER/DISCOVER"}),
-            ("no MCP-Protocol-Version", discover, {"MCP-Protocol-Version": None}),
             ("MCP-Protocol-Version not matching _meta", discover, {"MCP-Protocol-Version": "2099-01-01"}),
             ("tools/call without Mcp-Name", call, {"Mcp-Name": None}),
             ("tools/call with another Mcp-Name", call, {"Mcp-Name": "another_tool"}),
         ]
+        if not any(r < "2025-06-18" for r in ctx.supported):
+            # streamable-http §Protocol Version Header: "A server that supports clients implementing
+            # protocol versions earlier than 2025-06-18 ... MAY treat a request that omits the header
+            # as protocol version 2025-03-26. A server that does not support such clients MUST
+            # reject a request without the header per Server Validation."
+            cases.append(("no MCP-Protocol-Version", discover, {"MCP-Protocol-Version": None}))
         for what, message, headers in cases:
             reply = await wire.post(message, headers=headers, timeout=ctx.timeout)
             if reply.status != 400 or _error_code(reply) != -32020:
@@ -544,9 +716,9 @@ async def header_encoding(ctx: Context) -> None:
     title="Mcp-Param-* headers of x-mcp-header arguments are required and must match the body",
     level="MUST",
     spec=T26 + " §Server Behavior for Custom Headers",
-    quote="Client omits header but value is in body: Server MUST reject the request. ... Servers MUST reject "
-    "requests with a 400 Bad Request HTTP status and JSON-RPC error code -32020 (HeaderMismatch) if any validation "
-    "fails.",
+    quote="Any server that processes the message body MUST validate that encoded header values, after decoding if "
+    "Base64-encoded, match the corresponding values in the request body. Servers MUST reject requests with a 400 "
+    "Bad Request HTTP status and JSON-RPC error code -32020 (HeaderMismatch) if any validation fails.",
     eras=MODERN,
     transports=HTTP,
     needs=("tools",),
@@ -615,10 +787,9 @@ async def accel_buffering(ctx: Context) -> None:
     id="SV-19",
     title="a 2026-07-28-only server answers GET/DELETE with 405 and names its versions when refusing initialize",
     level="SHOULD",
-    spec="2026-07-28/basic/versioning.mdx §Backward Compatibility",
-    quote="A server that supports only modern versions SHOULD name the protocol versions it supports in any error "
-    "it returns to an initialize request ... HTTP GET or DELETE to the MCP endpoint: respond with 405 Method Not "
-    "Allowed.",
+    spec=T26 + " §Earlier Streamable HTTP Revisions",
+    quote="A server that supports only this revision and receives such traffic from an older client SHOULD respond "
+    "as follows: HTTP GET or DELETE to the MCP endpoint: respond with 405 Method Not Allowed.",
     eras=MODERN,
     transports=HTTP,
     tags=("http", "modern", "versions"),
@@ -641,14 +812,30 @@ async def modern_only(ctx: Context) -> None:
             ctx.fail(f"initialize was refused without naming the supported versions: {_summary(init)}")
 
 
+_PRM = (
+    "MCP servers MUST implement the OAuth 2.0 Protected Resource Metadata (RFC9728) specification to indicate the "
+    "locations of authorization servers. The Protected Resource Metadata document returned by the MCP server MUST "
+    "include the authorization_servers field containing at least one authorization server."
+)
+
+
 @check(
     id="SV-39",
-    title="without credentials a protected server answers 401 with a Bearer challenge and valid resource metadata",
+    title="without credentials a protected server answers 401 with a Bearer challenge and resource metadata that "
+    "names an authorization server and this server",
     level="MUST",
-    spec="basic/authorization.mdx §Authorization Server Location",
-    quote="MCP servers MUST use the HTTP header WWW-Authenticate when returning a 401 Unauthorized to indicate the "
-    "location of the resource server metadata URL ... The Protected Resource Metadata document returned by the MCP "
-    "server MUST include the authorization_servers field containing at least one authorization server.",
+    spec="2025-06-18/basic/authorization.mdx §Authorization Server Location",
+    quote=_PRM,
+    quotes=(
+        (
+            "2025-06-18",
+            "basic/authorization.mdx §Authorization Server Location",
+            _PRM + " ... MCP servers MUST use the HTTP header WWW-Authenticate when returning a 401 Unauthorized "
+            "to indicate the location of the resource server metadata URL",
+        ),
+        ("2025-11-25", "basic/authorization.mdx §Authorization Server Location", _PRM),
+        ("2026-07-28", "basic/authorization/authorization-server-discovery.mdx §Authorization Server Location", _PRM),
+    ),
     revisions=("2025-06-18", "9999-12-31"),
     transports=HTTP,
     tags=("http", "auth"),
@@ -682,6 +869,12 @@ async def auth_challenge(ctx: Context) -> None:
         servers = document.get("authorization_servers")
         if not isinstance(servers, list) or not servers:
             ctx.fail(f"the protected resource metadata has no authorization_servers: {document!r:.200}")
+        # RFC 9728 §3.3 (the MCP server "MUST implement" it): "The resource value returned MUST be
+        # identical to the protected resource's resource identifier"; accepted: this server's URL or
+        # a URL it lives under (metadata served at the root names the origin)
+        resource = document.get("resource")
+        if not isinstance(resource, str) or not _identifies(resource, ctx.target.url or ""):
+            ctx.fail(f"the protected resource metadata names resource {resource!r:.200}, not {ctx.target.url}")
         bogus = await wire.post(
             message, headers={"Authorization": "Bearer mcpwire-check-not-a-token"}, timeout=ctx.timeout
         )

@@ -8,6 +8,9 @@ from conformance.context import CLIENT_INFO, Context
 from conformance.registry import check
 
 LIFECYCLE = "basic/lifecycle.mdx"
+MODERN = "2026-07-28"
+#: 2026-07-28 has no initialize and no lifecycle page: its results (skipped) cite the last legacy one
+LAST_LEGACY = "2025-11-25/"
 LISTS = (("tools", "tools/list"), ("resources", "resources/list"), ("prompts", "prompts/list"))
 KNOWN = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
@@ -16,23 +19,52 @@ def _init_params(version: str, capabilities: dict[str, Any] | None = None) -> di
     return {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": CLIENT_INFO}
 
 
+def _after_legacy(spec: str, quote: str) -> tuple[tuple[str, str, str], ...]:
+    """A ``quotes`` entry citing the last legacy page for 2026-07-28, where the check never runs."""
+    return ((MODERN, LAST_LEGACY + spec, quote),)
+
+
+def _legacy(supported: tuple[str, ...]) -> list[str]:
+    """The revisions an ``initialize`` can negotiate: the legacy ones the server accepts."""
+    return [r for r in supported if r < MODERN]
+
+
 @check(
     id="SV-09",
-    title="initialize answers the requested supported version, capabilities and serverInfo",
+    title="initialize answers the requested version if supported, else another version it supports; with "
+    "capabilities and serverInfo",
     level="MUST",
     spec=LIFECYCLE + " §Version Negotiation",
-    quote="If the server supports the requested protocol version, it MUST respond with the same version.",
+    quote="If the server supports the requested protocol version, it MUST respond with the same version. "
+    "Otherwise, the server MUST respond with another protocol version it supports.",
+    quotes=_after_legacy(
+        LIFECYCLE + " §Version Negotiation",
+        "If the server supports the requested protocol version, it MUST respond with the same version. "
+        "Otherwise, the server MUST respond with another protocol version it supports.",
+    ),
     eras=("legacy",),
-    tags=("lifecycle",),
+    tags=("lifecycle", "versions"),
+    on_counter_offer=True,
 )
 async def initialize_result(ctx: Context) -> None:
+    # Run in every accepted legacy revision, and in every one the server answered with another
+    # version (the runner's probe): there the answer must be a version the server accepts when it
+    # is asked for that version directly.
+    legacy = _legacy(ctx.supported)
     async with ctx.raw() as wire:
         answer = await wire.request("initialize", _init_params(ctx.revision), timeout=ctx.timeout * 2)
         result = answer.get("result")
         if not isinstance(result, dict):
             ctx.fail(f"initialize {ctx.revision} was not answered with a result: {answer!r:.300}")
-        if result.get("protocolVersion") != ctx.revision:
-            ctx.fail(f"requested {ctx.revision} (supported), answered {result.get('protocolVersion')!r}")
+        version = result.get("protocolVersion")
+        if ctx.revision in legacy and version != ctx.revision:
+            ctx.fail(f"requested {ctx.revision} (supported), answered {version!r}")
+        if version != ctx.revision and version not in legacy:
+            accepted = ", ".join(legacy) or "none"
+            ctx.fail(
+                f"requested {ctx.revision}, which it does not accept, and was offered {version!r:.60}, which it "
+                f"does not accept either (initialize is accepted for: {accepted})"
+            )
         if not isinstance(result.get("capabilities"), dict):
             ctx.fail("initialize result has no 'capabilities' object")
         info = result.get("serverInfo")
@@ -50,6 +82,10 @@ async def initialize_result(ctx: Context) -> None:
     level="MUST",
     spec=LIFECYCLE + " §Version Negotiation",
     quote="Otherwise, the server MUST respond with another protocol version it supports.",
+    quotes=_after_legacy(
+        LIFECYCLE + " §Version Negotiation",
+        "Otherwise, the server MUST respond with another protocol version it supports.",
+    ),
     eras=("legacy",),
     tags=("lifecycle", "versions"),
 )
@@ -61,8 +97,9 @@ async def bogus_version(ctx: Context) -> None:
             ctx.warn(f"answered an unknown version with an error, not a counter-offer: {answer['error']!r:.200}")
         result = answer.get("result")
         version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if version not in ctx.supported:
-            ctx.fail(f"counter-offered {version!r}, which is not a version it accepts ({', '.join(ctx.supported)})")
+        legacy = _legacy(ctx.supported)
+        if version not in legacy:
+            ctx.fail(f"counter-offered {version!r}, which is not a version it accepts ({', '.join(legacy)})")
 
 
 @check(
@@ -72,6 +109,11 @@ async def bogus_version(ctx: Context) -> None:
     spec=LIFECYCLE + " §Initialization",
     quote="The server SHOULD NOT send requests other than pings and logging before receiving the "
     "initialized notification.",
+    quotes=_after_legacy(
+        LIFECYCLE + " §Initialization",
+        "The server SHOULD NOT send requests other than pings and logging before receiving the initialized "
+        "notification.",
+    ),
     eras=("legacy",),
     tags=("lifecycle",),
 )
@@ -86,10 +128,27 @@ async def quiet_before_initialized(ctx: Context) -> None:
 
 @check(
     id="SV-11",
-    title="no server requests or list_changed notifications that were not negotiated",
+    title="no server requests, list_changed or log notifications that were not negotiated",
     level="MUST",
     spec=LIFECYCLE + " §Operation",
-    quote="Both parties MUST only use capabilities that were successfully negotiated.",
+    quote="Both parties SHOULD: Respect the negotiated protocol version Only use capabilities that were "
+    "successfully negotiated",
+    quotes=(
+        (
+            "2025-06-18",
+            LIFECYCLE + " §Operation",
+            "Both parties MUST: Respect the negotiated protocol version Only use capabilities that were "
+            "successfully negotiated",
+        ),
+        (
+            MODERN,
+            LAST_LEGACY + LIFECYCLE + " §Operation",
+            "Both parties MUST: Respect the negotiated protocol version Only use capabilities that were "
+            "successfully negotiated",
+        ),
+    ),
+    # spec-checklist SV-11 (LC-14): a SHOULD until 2025-06-18 made it a MUST
+    levels=(("2024-11-05", "SHOULD"), ("2025-06-18", "MUST")),
     eras=("legacy",),
     tags=("lifecycle", "capabilities"),
 )
@@ -100,29 +159,30 @@ async def capability_honesty(ctx: Context) -> None:
             if ctx.has(capability):
                 await ctx.call(wire, method)
         await wire.drain(0.2)
-        # spec-checklist SV-11: a MUST from 2025-06-18, a SHOULD before
-        violation = ctx.fail if ctx.revision >= "2025-06-18" else ctx.warn
         for frame in wire.frames:
             v = frame.value
             if frame.is_request and v.get("method") in ("sampling/createMessage", "elicitation/create", "roots/list"):
-                violation(f"sent {v['method']} to a client that declared no capabilities")
+                ctx.fail(f"sent {v['method']} to a client that declared no capabilities")
             if frame.is_notification and str(v.get("method")).endswith("/list_changed"):
                 kind = str(v["method"]).split("/")[1]
                 if not (ctx.capabilities.get(kind) or {}).get("listChanged"):
-                    violation(f"sent {v['method']} without advertising {kind}.listChanged")
+                    ctx.fail(f"sent {v['method']} without advertising {kind}.listChanged")
             if frame.is_notification and v.get("method") == "notifications/message" and not ctx.has("logging"):
-                violation("sent notifications/message without advertising the logging capability")
+                ctx.fail("sent notifications/message without advertising the logging capability")
             subscribe = (ctx.capabilities.get("resources") or {}).get("subscribe")
             if frame.is_notification and v.get("method") == "notifications/resources/updated" and not subscribe:
-                violation("sent notifications/resources/updated without advertising resources.subscribe")
+                ctx.fail("sent notifications/resources/updated without advertising resources.subscribe")
 
 
 @check(
     id="SV-12",
     title="ping is answered promptly with an empty result",
     level="MUST",
-    spec="basic/utilities/ping.mdx",
-    quote="The receiver MUST respond promptly with an empty response.",
+    spec="basic/utilities/ping.mdx §Behavior Requirements",
+    quote="The receiver MUST respond promptly with an empty response",
+    quotes=_after_legacy(
+        "basic/utilities/ping.mdx §Behavior Requirements", "The receiver MUST respond promptly with an empty response"
+    ),
     eras=("legacy",),
     tags=("lifecycle", "ping"),
 )

@@ -43,9 +43,10 @@ def test_must_failure_exits_1_with_a_line_per_failed_check(capsys: pytest.Captur
     out = capsys.readouterr().out
     fail_lines = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert fail_lines == [
-        "FAIL  SV-12  MUST   2025-06-18  ping is answered promptly with an empty result  [basic/utilities/ping.mdx]"
+        "FAIL  SV-12  MUST   2025-06-18  ping is answered promptly with an empty result  "
+        "[basic/utilities/ping.mdx §Behavior Requirements]"
     ]
-    assert '      spec: "The receiver MUST respond promptly with an empty response."' in out
+    assert '      spec: "The receiver MUST respond promptly with an empty response"' in out
     assert out.splitlines()[-1] == "result: FAIL (1 failure)"
 
 
@@ -111,6 +112,58 @@ def test_baseline_turns_known_failures_green_and_fails_on_stale_entries(
     assert out.splitlines()[-1] == "result: FAIL (1 stale baseline entry)"
 
 
+def test_skip_leaves_out_checks_by_id_and_by_tag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "r.json"
+    argv = ["-q", "--json", str(report), "--only", "lifecycle", "--revision", "2025-06-18"]
+    fixture = ["--", *fixture_argv("ping_result")]  # breaks SV-12 only
+
+    def checked() -> set[str]:
+        return {r["id"] for r in json.loads(report.read_text())["results"]}
+
+    assert main([*argv, *fixture]) == 1
+    everything = checked()
+    assert "SV-12" in everything
+    assert main([*argv, "--skip", "SV-12", *fixture]) == 0
+    assert checked() == everything - {"SV-12"}
+    assert main([*argv, "--skip", "ping", *fixture]) == 0  # SV-12's tag
+    assert checked() == everything - {"SV-12"}
+    assert main([*argv, "--skip", "sv-12,SV-11", "--skip", "SV-10", *fixture]) == 0  # case-insensitive, repeatable
+    assert checked() == everything - {"SV-10", "SV-11", "SV-12"}
+    assert main([*argv, "--skip", "lifecycle", *fixture]) == 0  # nothing left to run
+    assert checked() == set()
+    capsys.readouterr()
+
+
+def test_strict_fails_the_run_on_should_violations_only(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["-q", "--only", "PR-03", "--revision", "2025-11-25", "--", *fixture_argv("unknown_prompt_ok")]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "result: PASS (1 warning)"
+    assert main(["--strict", *argv]) == 1
+    out = capsys.readouterr().out
+    assert [line.split()[:4] for line in out.splitlines() if line.startswith("FAIL")] == [
+        ["FAIL", "PR-03", "SHOULD", "2025-11-25"]
+    ]
+    assert out.splitlines()[-1] == "result: FAIL (1 failure)"
+
+
+def test_strict_keeps_a_heuristic_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    # SV-40 (a MUST) guesses from field names that a form asks for a secret: never a failure
+    argv = ["-q", "--strict", "--call-tools", "read-only", "--only", "SV-40", "--revision", "2025-11-25"]
+    assert main([*argv, "--", *fixture_argv("asks_password")]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[:4] for line in out.splitlines() if line.startswith("warn ")] == [
+        ["warn", "SV-40", "MUST", "2025-11-25"]
+    ]
+    assert out.splitlines()[-1] == "result: PASS (1 warning)"
+
+
+def test_help_states_what_strict_fails_on(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--strict SHOULD-level violations fail the run too; warnings that prove no violation" in text
+    assert "stay warnings" in text
+
+
 def test_json_report_from_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         [
@@ -139,9 +192,9 @@ def test_json_report_from_a_real_run(capsys: pytest.CaptureFixture[str]) -> None
     failure = by_key[("SV-12", "2025-11-25")]
     assert (failure["level"], failure["area"]) == ("MUST", "lifecycle")
     assert failure["spec"] == {
-        "ref": "basic/utilities/ping.mdx",
-        "quote": "The receiver MUST respond promptly with an empty response.",
-        "url": "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/ping",
+        "ref": "basic/utilities/ping.mdx §Behavior Requirements",
+        "quote": "The receiver MUST respond promptly with an empty response",
+        "url": "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/ping#behavior-requirements",
     }
     sent = [json.loads(e["text"]) for e in failure["exchange"] if e["direction"] == "sent"]
     received = [e["text"] for e in failure["exchange"] if e["direction"] == "received"]
@@ -332,6 +385,60 @@ def test_json_document_follows_its_schema_and_keeps_every_field() -> None:
     hostile = doc["results"][-1]
     assert hostile["reason"] == HOSTILE
     assert hostile["exchange"] == [{"process": None, "at_s": None, "direction": "note", "text": HOSTILE}]
+
+
+HTTP_EXCHANGES: list[dict[str, object]] = [
+    {
+        "method": "POST",
+        "url": "http://127.0.0.1:8000/mcp?access_token=s3cret-query&x=1",
+        "request_headers": {"Authorization": "Bearer s3cret", "Origin": "http://evil.example.com", "X-Api-Token": "t"},
+        "request_body": '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        "status": 200,
+        "response_headers": {"content-type": "application/json", "set-cookie": "sid=s3cret-cookie"},
+        "content_type": "application/json",
+        "body": '{"jsonrpc":"2.0","id":1,"result":{}}',
+        "events": [],
+        "complete": True,
+        "error": None,
+    },
+    {
+        "method": "GET",
+        "url": "http://user:pw@127.0.0.1:8000/mcp",
+        "request_headers": {"Accept": "text/event-stream", "Last-Event-ID": "1.0"},
+        "request_body": "",
+        "status": None,
+        "response_headers": {},
+        "content_type": "",
+        "body": "",
+        "events": [{"event": "message", "id": "1.0", "retry": 500, "data": ""}],
+        "complete": False,
+        "error": "ConnectError: refused",
+    },
+]
+
+
+def test_json_report_carries_the_http_exchanges_with_credentials_redacted() -> None:
+    result = _result("SV-22", "2025-11-25", "fail", tags=["http"], http_exchanges=HTTP_EXCHANGES, transport="http")
+    run = Run("http server", [Probe("2025-11-25", True)], ["2025-11-25"], [result])
+    text = to_json(run)
+    doc = json.loads(text)
+    jsonschema.Draft202012Validator(JSON_SCHEMA).validate(doc)
+    post, get = doc["results"][0]["http"]
+    assert (post["method"], post["status"], get["method"], get["status"]) == ("POST", 200, "GET", None)
+    assert post["url"] == "http://127.0.0.1:8000/mcp?access_token=***&x=1"
+    assert post["request_headers"] == {
+        "Authorization": "***",
+        "Origin": "http://evil.example.com",
+        "X-Api-Token": "***",
+    }
+    assert post["response_headers"] == {"content-type": "application/json", "set-cookie": "***"}
+    assert post["request_body"] == '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    assert get["url"] == "http://***@127.0.0.1:8000/mcp"
+    assert get["events"] == [{"event": "message", "id": "1.0", "retry": 500, "data": ""}]
+    assert get["error"] == "ConnectError: refused"
+    assert "s3cret" not in text and "user:pw" not in text
+    # stdio results carry none
+    assert to_dict(sample_run())["results"][0]["http"] == []
 
 
 def test_junit_is_valid_xml_and_its_counts_match_the_run() -> None:

@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from _targets import http_server, reference_argv
+from _targets import fixture_argv, http_server, reference_argv
 
 from conformance.cli import main
 from conformance.context import Target, ToolPolicy, example_arguments
@@ -100,6 +100,29 @@ def test_http_evidence_masks_secrets() -> None:
     assert "s3cret" not in repr(shown)
 
 
+async def test_a_stream_closed_before_its_response_is_resumed_after_its_retry_delay() -> None:
+    """2025-11-25 basic/transports: the client resumes with GET and Last-Event-ID, waiting the
+    stream's retry delay first; the request then gets its answer as if nothing happened."""
+    from conformance.context import CLIENT_INFO
+
+    async with http_server(reference_argv()) as url, open_http_wire(url, "2025-11-25", headers={}) as wire:
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}
+        await wire.request("initialize", params, timeout=10)
+        await wire.notify("notifications/initialized")
+        # the reference server closes this call's stream after the priming event (retry: 500)
+        answer = await wire.request("tools/call", {"name": "test_reconnection", "arguments": {}}, timeout=10)
+    assert answer["result"]["content"] == [{"type": "text", "text": "reconnection test complete"}]
+    post = wire.reply_for(answer["id"])
+    assert post is not None and post.complete and post.messages == []
+    assert [(e.data, e.retry) for e in post.events] == [("", 500)]
+    (resumed,) = [r for r in wire.replies if r.method == "GET"]
+    assert resumed.request_headers["Last-Event-ID"] == post.events[0].id
+    assert any(m.get("id") == answer["id"] for m in resumed.messages)
+    closed = max(e.at for e in wire.exchanges if e.text.startswith(post.label))
+    asked = min(e.at for e in wire.exchanges if e.text.startswith(resumed.label))
+    assert asked - closed >= 0.45  # retry: 500 (ms)
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -124,6 +147,21 @@ async def test_url_target_from_the_command_line(capsys: pytest.CaptureFixture[st
     assert code == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "result: PASS"
+
+
+async def test_json_report_of_an_http_target_shows_the_http_exchange(tmp_path: Path) -> None:
+    import trio
+
+    out = tmp_path / "r.json"
+    async with http_server(fixture_argv("no_host_check")) as url:
+        argv = ["-q", "--json", str(out), "--only", "SV-22b", "--revision", "2025-11-25", url]
+        assert await trio.to_thread.run_sync(main, argv) == 0  # a SHOULD: a warning
+    (result,) = json.loads(out.read_text())["results"]
+    assert (result["id"], result["outcome"]) == ("SV-22b", "warning")
+    (post,) = result["http"]
+    assert (post["method"], post["url"], post["status"]) == ("POST", url, 200)
+    assert post["request_headers"]["Host"] == "evil.example.com"
+    assert post["response_headers"]["content-type"] == "application/json"
 
 
 @pytest.mark.parametrize(

@@ -303,6 +303,56 @@ def test_failures_show_the_exchange_that_proves_them_and_long_payloads_are_cut()
     assert breakout.text() == PWN_BREAKOUT
 
 
+def test_http_exchanges_show_request_status_and_headers_without_credentials() -> None:
+    exchanges: list[dict[str, Any]] = [
+        {
+            "method": "POST",
+            "url": "http://127.0.0.1:8000/mcp?token=s3cret-query",
+            "request_headers": {"Authorization": "Bearer s3cret", "Origin": "http://evil.example.com"},
+            "request_body": '{"jsonrpc":"2.0","id":1,"method":"initialize"}',
+            "status": 200,
+            "response_headers": {"content-type": "application/json", "set-cookie": "s3cret", "mcp-session-id": "s1"},
+            "content_type": "application/json",
+            "body": '{"jsonrpc":"2.0","id":1,"result":{}}',
+            "events": [],
+        },
+        {
+            "method": "GET",
+            "url": "http://127.0.0.1:8000/mcp",
+            "request_headers": {"Last-Event-ID": "1.0"},
+            "status": 403,
+            "response_headers": {"content-type": "text/event-stream"},
+            "content_type": "text/event-stream",
+            "body": "",
+            "events": [{"event": "message", "id": "1.0", "retry": 500, "data": ""}],
+        },
+    ]
+    r = _result("SV-22", "2025-11-25", "fail", ["http"], message="Origin accepted", http_exchanges=exchanges)
+    markup = to_html(Run("t", [Probe("2025-11-25", True)], ["2025-11-25"], [r]))
+    assert "s3cret" not in markup
+    (card,) = parse(markup).find_all("details")
+    (section,) = [n for n in card.find_all("div") if n.has_class("http")]
+    lines = [n.text() for n in section.find_all("div") if n.has_class("line")]
+    assert lines == [
+        "POST http://127.0.0.1:8000/mcp?token=*** → 200 application/json",
+        "GET http://127.0.0.1:8000/mcp → 403 text/event-stream",
+    ]
+    post, get = section.find_all("li")
+    request, response = post.find_all("dl")
+    assert {dt.text(): dd.text() for dt, dd in zip(request.find_all("dt"), request.find_all("dd"), strict=True)} == {
+        "Authorization": "***",
+        "Origin": "http://evil.example.com",
+    }
+    # the response headers that matter (set-cookie is not one of them)
+    assert [dt.text() for dt in response.find_all("dt")] == ["content-type", "mcp-session-id"]
+    assert [n.text() for n in post.find_all("pre")] == [
+        '{"jsonrpc":"2.0","id":1,"method":"initialize"}',
+        '{"jsonrpc":"2.0","id":1,"result":{}}',
+    ]
+    assert [n.text() for n in get.find_all("pre")] == ["event: message id: 1.0 retry: 500 data: "]
+    assert [n.attrs["class"] for n in section.find_all("span")] == ["st", "st bad"]
+
+
 def test_spec_links_only_for_http_urls() -> None:
     @dataclass(slots=True)
     class LinkedResult(Result):  # the model's planned spec_url field
