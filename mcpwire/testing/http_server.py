@@ -839,14 +839,15 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
     def _retire(self, session: _Session, stream: _Stream, request_id: RequestId) -> None:
         with stream.cond:
             finished = stream.done
-        if finished or not stream.resumable:
-            session.forget(request_id)
         if stream.resumable:
+            # kept before the request is forgotten: a client resuming at once always finds it
             with self.server.lock:
                 kept = self.server.finished_streams
                 kept[(session.id, stream.number)] = stream
                 while len(kept) > MAX_FINISHED_STREAMS:
                     del kept[next(iter(kept))]
+        if finished or not stream.resumable:
+            session.forget(request_id)
 
     def _post_batch(self, session: _Session, items: list[Any]) -> None:
         if session.revision != V2025_03_26:
