@@ -5,8 +5,13 @@
                                                        with a command, the fuzzer starts and restarts it
     mcpwire fuzz --replay TRACE.jsonl [URL] [-- CMD ARGS...]
 
-Exit status: 0 when nothing was found (or a replay did not reproduce), 1 when something was
-found (or reproduced), 2 on usage errors or when the server could not be started.
+Exit status: 0 when nothing was found (or a replay did not reproduce), 1 when anything was found,
+warnings included (or a replay reproduced its finding), 2 on usage errors or when the server could
+not be started. ``--fail-on error`` makes warnings (such as ``answer-slow``) exit 0.
+
+HTTP headers given with ``--header`` (e.g. ``Authorization``) go with every request, the replay's
+too; traces, reports and generated pytest files keep only their names (a generated file reads the
+values from ``MCPWIRE_FUZZ_HEADERS``, a JSON object).
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ from pathlib import Path
 from mcpwire.transports import split_header
 
 from .messages import PROTOCOL_KINDS
-from .runner import PHASES, Config, Report, fuzz
-from .trace import replay, write_finding
+from .runner import PHASES, SEVERITIES, Config, Report, fuzz
+from .trace import load_trace, replay, write_finding
 
 __all__ = ["main"]
 
@@ -82,6 +87,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="server environment")
     p.add_argument("--cwd", help="server working directory")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
+    p.add_argument(
+        "--fail-on",
+        choices=SEVERITIES,
+        default="warning",
+        help="exit 1 when a finding of this severity or a worse one was found (default warning: any finding)",
+    )
     p.add_argument("--replay", type=Path, metavar="TRACE", help="replay a trace instead of fuzzing")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("-v", "--verbose", action="count", default=0)
@@ -161,8 +172,18 @@ def main(argv: Sequence[str]) -> int:
     if args.replay is not None:
         try:
             text = args.replay.read_text(encoding="utf-8")
+            recorded, _ = load_trace(text)
+            wanted = [str(n) for n in recorded["target"].get("headers") or []]
+            given = {n.lower() for n in headers}
+            missing = [n for n in wanted if n.lower() not in given]
+            if missing:
+                print(
+                    f"mcpwire fuzz: the trace was recorded with the HTTP header(s) {', '.join(missing)}; "
+                    "give their values with --header NAME:VALUE",
+                    file=sys.stderr,
+                )
             deadline = args.deadline if "--deadline" in args_list else None
-            result = replay(text, argv=command, url=url, deadline=deadline, env=env)
+            result = replay(text, argv=command, url=url, deadline=deadline, env=env, headers=headers)
         except (OSError, ValueError, KeyError, RuntimeError) as exc:
             print(f"mcpwire fuzz: cannot replay {args.replay}: {exc}", file=sys.stderr)
             return 2
@@ -231,4 +252,4 @@ def main(argv: Sequence[str]) -> int:
         )
     if report.profile is None:
         return 2
-    return 1 if report.failed else 0
+    return 1 if report.failed(args.fail_on) else 0

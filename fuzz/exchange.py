@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ StepKind = Literal["request", "notification", "malformed"]
 AnswerRule = Literal["required", "optional"]
 #: pause between the pieces of a request written in several writes (broken-up framing)
 SPLIT_PAUSE_S = 0.005
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,8 @@ class Deep:
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON, as a server expects one message per line (ST-03: no raw newlines)."""
+    """Compact JSON, as a server expects one message per line (ST-03: no raw newlines), in UTF-8
+    (lone surrogates as ``\\uXXXX`` escapes)."""
     deep: list[Deep] = []
 
     def default(obj: object) -> object:
@@ -81,7 +84,8 @@ def dumps(value: Any) -> bytes:
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=default)
     for d in deep:
         text = text.replace(f'"{d.placeholder}"', "[" * d.depth + "0" + "]" * d.depth, 1)
-    return text.encode("utf-8", "surrogatepass")
+    # a lone surrogate has no UTF-8 form, but a JSON string may hold it as an escape (RFC 8259 §7)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
 def same_id(a: object, b: object) -> bool:

@@ -311,6 +311,8 @@ class HttpTarget:
             "argv": self.argv,
             "env": sorted(self.env or {}),
             "cwd": self.cwd,
+            # header *names* only: values may be secrets (a replay takes them from --header)
+            "headers": sorted(self.headers),
         }
 
     def close(self) -> None:

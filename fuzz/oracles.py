@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -20,7 +22,19 @@ from . import mcp_schema
 from .exchange import Observation, Profile, Step
 from .schemas import is_valid, schema_problem, validator_for
 
-__all__ = ["ORACLES", "Oracle", "OracleFailure", "Violation", "check", "failure_class", "legal_error_code"]
+__all__ = [
+    "LISTS",
+    "ORACLES",
+    "Oracle",
+    "OracleFailure",
+    "Violation",
+    "check",
+    "failure_class",
+    "legal_error_code",
+    "list_stability",
+    "malformed_answer",
+    "slow_answer",
+]
 
 log = logging.getLogger("mcpwire.fuzz.oracles")
 
@@ -64,8 +78,17 @@ ORACLES: dict[str, Oracle] = {
         ),
         Oracle(
             "malformed-input",
-            "a malformed line is answered with -32700/-32600 (or another error) or ignored, never with a result",
+            "a malformed line is answered with an error or ignored, never with a result",
             "JSON-RPC 2.0 §5.1 (Parse error / Invalid Request); ST-08",
+        ),
+        Oracle(
+            "malformed-code",
+            "a malformed line that is answered gets -32700 (not JSON) or -32600 (not a Request object); "
+            "also -32602 for a request whose params are not structured, any error for a request read "
+            "leniently (invalid UTF-8 as U+FFFD)",
+            'JSON-RPC 2.0 §5.1: -32700 "Invalid JSON was received by the server", -32600 "The JSON sent is not a'
+            ' valid Request object"; ST-08',
+            severity="warning",
         ),
         Oracle(
             "answer-shape",
@@ -261,6 +284,114 @@ def _shape(message: Any) -> str | None:
     return None
 
 
+def malformed_answer(step: Step, message: dict[str, Any], revision: str) -> Violation | None:
+    """What an answer to a malformed line breaks, if anything.
+
+    A malformed line may be ignored or answered with an error (ST-08 leaves the reaction to the
+    server; JSON-RPC 2.0 §5 asks for an error response), never with a result (``malformed-input``,
+    an error). JSON-RPC 2.0 §5.1 defines the codes for this: -32700 when the line is not JSON,
+    -32600 when it is JSON but not a valid Request object. The spec says no MUST about which code,
+    so another code is still an answer the client can act on: it is accepted, but reported as the
+    warning ``malformed-code`` naming the code. Two readings are not reported, as a careful server
+    makes them on purpose:
+
+    - a line that is a request (``jsonrpc`` "2.0", a string or integer id, a string method) whose
+      ``params`` is neither an object nor an array may get -32602 (Invalid params), which names
+      the fault more precisely than -32600;
+    - a line that is a request once its invalid UTF-8 is read as U+FFFD (as Node.js and many
+      decoders read it) may get any error a request may get (e.g. -32601 for the mangled method).
+
+    A code the reserved range does not define is ``error-code``, as on any answer.
+    """
+    if "result" in message:
+        return Violation("malformed-input", f"a malformed line got a result: {_short(message)}")
+    error = message.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if code in (-32700, -32600):
+        return None
+    if not legal_error_code(code, revision):
+        return Violation("error-code", f"a malformed line was answered with reserved code {_short(code)}")
+    readable = _readable_request(step.line)
+    if code == -32602 and readable is not None and not isinstance(readable.get("params", {}), dict | list):
+        return None
+    if readable is None and _readable_request(step.line, "replace") is not None:
+        return None
+    return Violation(
+        "malformed-code",
+        f"a malformed line was answered with code {_short(code)}, not -32700 or -32600: {_short(message)}",
+    )
+
+
+def _readable_request(line: bytes, errors: str = "strict") -> dict[str, Any] | None:
+    """The line as a request object with a usable envelope, or ``None``."""
+    try:
+        message = json.loads(line.decode("utf-8", errors))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if (
+        isinstance(message, dict)
+        and message.get("jsonrpc") == "2.0"
+        and type(message.get("id")) in (int, str)
+        and isinstance(message.get("method"), str)
+    ):
+        return message
+    return None
+
+
+def slow_answer(violation: Violation, replayed: Sequence[Violation], deadline: float) -> Violation | None:
+    """``answer-slow``: a missed deadline (``answer-deadline``) whose confirming replay, run with the
+    longer ``deadline``, missed none; ``None`` when the violation stands or is of another oracle."""
+    if violation.oracle != "answer-deadline" or any(v.oracle == "answer-deadline" for v in replayed):
+        return None
+    return Violation(
+        "answer-slow",
+        f"{violation.message}, but answered within {deadline:g}s on a replay: slow, not hung",
+        violation.step,
+    )
+
+
+#: The lists that must not change (SV-34): the method, the result's key, and what names an item.
+LISTS: dict[str, tuple[str, str]] = {
+    "tools/list": ("tools", "name"),
+    "prompts/list": ("prompts", "name"),
+    "resources/list": ("resources", "uri"),
+}
+
+
+def _identities(items: Any, key: str) -> list[str]:
+    return sorted(str(i.get(key)) for i in items if isinstance(i, dict)) if isinstance(items, list) else []
+
+
+def list_stability(obs: Observation, profile: Profile) -> list[Violation]:
+    """``list-stable`` (SV-34): every whole ``tools/list``, ``prompts/list`` and ``resources/list``
+    answer in ``obs`` names the same items (tools and prompts by name, resources by URI) as the
+    list the profile learnt at the start. A page (``nextCursor``) is not judged: the profile holds
+    the whole list."""
+    out: list[Violation] = []
+    learnt = {"tools/list": profile.tools, "prompts/list": profile.prompts, "resources/list": profile.resources}
+    seen: Counter[str] = Counter()
+    for index, answer in sorted(obs.answers.items()):
+        method = obs.steps[index].method
+        message = answer.message
+        result = message.get("result") if isinstance(message, dict) else None
+        if method not in LISTS or not isinstance(result, dict) or "nextCursor" in result:
+            continue
+        seen[method] += 1
+        key, field = LISTS[method]
+        now, first = _identities(result.get(key), field), _identities(learnt[method], field)
+        if now != first:
+            added = sorted((Counter(now) - Counter(first)).elements())
+            removed = sorted((Counter(first) - Counter(now)).elements())
+            out.append(
+                Violation(
+                    "list-stable",
+                    f"{method} answer #{seen[method]} differs from the first list: added {added}, removed {removed}",
+                    index,
+                )
+            )
+    return out
+
+
 def _describe(step: Step) -> str:
     if step.tool is not None:
         return f"tools/call {step.tool!r}"
@@ -321,8 +452,8 @@ def check(obs: Observation, profile: Profile) -> list[Violation]:
                 )
             )
         elif step is not None and step.kind == "malformed":
-            if "result" in msg:
-                out.append(Violation("malformed-input", f"a malformed line got a result: {_short(msg)}", stray.step))
+            if (judged := malformed_answer(step, msg, profile.revision)) is not None:
+                out.append(Violation(judged.oracle, judged.message, stray.step))
         elif msg.get("id") is not None or "result" in msg:
             out.append(Violation("one-answer", f"an answer matched no outstanding request: {_short(msg)}", stray.step))
     for index, answer in sorted(obs.answers.items()):
@@ -379,4 +510,5 @@ def check(obs: Observation, profile: Profile) -> list[Violation]:
             out.append(Violation("answer-shape", f"notification {note.get('method')!r}: {problem}", None))
     if obs.noise:
         out.append(Violation("stdout-clean", f"{len(obs.noise)} non-JSON-RPC stdout line(s): {_short(obs.noise[0])}"))
+    out.sort(key=lambda v: v.info.severity != "error")  # stable: errors first, each kind in its order
     return out

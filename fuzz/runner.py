@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import logging
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,21 +42,35 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, HypothesisWarning
 
 from .exchange import MODERN_REVISION, Observation, Profile, Step, dumps, execute, prologue, request
 from .messages import PROTOCOL_KINDS, protocol_steps
-from .oracles import ORACLES, OracleFailure, Violation, check, failure_class
+from .oracles import LISTS, ORACLES, OracleFailure, Violation, check, failure_class, list_stability, slow_answer
 from .schemas import arguments, schema_problem
 from .wire import Entry, Peer, StdioTarget, Target, decode_line
 
-__all__ = ["Config", "Finding", "Report", "UnitStats", "fuzz", "learn", "make_target", "run_steps"]
+__all__ = [
+    "PHASES",
+    "SEVERITIES",
+    "Config",
+    "Finding",
+    "Report",
+    "UnitStats",
+    "database_key",
+    "fuzz",
+    "learn",
+    "make_target",
+    "run_steps",
+]
 
 log = logging.getLogger("mcpwire.fuzz.runner")
 
 PROBE_ID = "mcpwire-fuzz-probe"
 LEGACY_REVISIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 PHASES = ("tools", "protocol", "stateful", "lists")
+#: finding severities, most severe first
+SEVERITIES = ("error", "warning")
 #: how long the first request of a fresh session may take (the server may still be starting)
 STARTUP_S = 20.0
 #: progress lines while a unit runs: at most one per this many seconds
@@ -128,23 +143,33 @@ class UnitStats:
     """What one unit of work (a tool, a protocol kind, the machine) did."""
 
     unit: str
+    #: examples run (shrinking included); for the stateful machine, rule sequences started
     examples: int = 0
     duration: float = 0.0
     findings: int = 0
+    #: the number of the first example that broke an oracle (1: the very first, e.g. one the
+    #: example database kept from an earlier run), or None
+    first_failure: int | None = None
+    #: the stateful machine: how many times each rule ran (rules that did nothing are not counted)
+    rules: dict[str, int] = field(default_factory=dict)
     #: it ran out of its share of the time budget before its example count
     cut_short: bool = False
     #: what stopped it, when not the server (e.g. a schema no example satisfies)
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "unit": self.unit,
             "examples": self.examples,
             "duration_s": round(self.duration, 3),
             "findings": self.findings,
+            "first_failure": self.first_failure,
             "cut_short": self.cut_short,
             "error": self.error,
         }
+        if self.unit == "stateful":
+            out["rules"] = dict(sorted(self.rules.items()))
+        return out
 
 
 @dataclass(slots=True)
@@ -157,9 +182,15 @@ class Report:
     duration: float = 0.0
     error: str | None = None
 
-    @property
-    def failed(self) -> bool:
-        return any(f.violation.info.severity == "error" for f in self.findings) or self.error is not None
+    def failed(self, fail_on: str = "warning") -> bool:
+        """Whether the run found something at ``fail_on`` severity or above (``"warning"``, the
+        default: any finding; ``"error"``: errors only), or could not go on (``error``)."""
+        if fail_on not in SEVERITIES:
+            raise ValueError(f"fail_on must be one of {', '.join(SEVERITIES)}, not {fail_on!r}")
+        worst = SEVERITIES.index(fail_on)
+        return self.error is not None or any(
+            SEVERITIES.index(f.violation.info.severity) <= worst for f in self.findings
+        )
 
 
 # -- targets and learning the server ----------------------------------------------------------------
@@ -354,6 +385,13 @@ class _Sessions:
             self.peer = None
 
 
+def database_key(target: Target, unit: str) -> bytes:
+    """The key of a unit's examples in the example database: its target (command or URL) and its
+    name, so a database shared by several servers, or by both eras of one, keeps them apart."""
+    described = target.describe()
+    return hashlib.sha256(repr((described.get("argv"), described.get("url"), unit)).encode()).digest()
+
+
 def _database(config: Config) -> ExampleDatabase | None:
     if config.database is None:
         return None
@@ -392,7 +430,11 @@ def _quiet_hypothesis() -> Iterator[None]:
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        yield
+        with warnings.catch_warnings():
+            # the strategy of a large request schema has a large repr, which Hypothesis builds for
+            # its statistics when a filter retries, and warns about: noise on the CLI's stderr
+            warnings.filterwarnings("ignore", "Generating overly large repr", HypothesisWarning)
+            yield
     finally:
         logger.setLevel(level)
 
@@ -434,12 +476,9 @@ def _confirm(run: _Run, finding: Finding) -> None:
     finding.reproduced = any(v.oracle == oracle for v in again)
     if finding.reproduced:
         return
-    if oracle == "answer-deadline":
-        finding.violation = Violation(
-            "answer-slow",
-            f"{finding.violation.message}, but answered within {deadline:g}s on a replay: slow, not hung",
-            finding.violation.step,
-        )
+    slow = slow_answer(finding.violation, again, deadline)
+    if slow is not None:
+        finding.violation = slow
     else:
         finding.flaky = True
 
@@ -488,6 +527,8 @@ def _phase(
                 state["gone"] = (first, obs, entries)
                 raise _OutOfTime
             state["failing"] = True
+            if stats.first_failure is None:
+                stats.first_failure = stats.examples
             size = sum(len(s.line) for s in obs.steps)
             if first.oracle not in smallest or size < smallest[first.oracle][0]:
                 smallest[first.oracle] = (size, first, obs, entries)
@@ -503,9 +544,7 @@ def _phase(
     if config.seed is not None:
         test = seed(config.seed)(test)
     test = _settings(config)(test)
-    target_key = run.target.describe()
-    digest = hashlib.sha256(repr((target_key.get("argv"), target_key.get("url"), tag)).encode()).digest()
-    test._hypothesis_internal_database_key = digest  # type: ignore[attr-defined]
+    test._hypothesis_internal_database_key = database_key(run.target, tag)  # type: ignore[attr-defined]
     run.say(f"{tag}: fuzzing (up to {config.max_examples} examples)")
     try:
         with _quiet_hypothesis():
@@ -581,54 +620,54 @@ def _selected(config: Config, tools: list[dict[str, Any]], report: Report | None
 
 
 def _check_lists(run: _Run) -> None:
-    """list-stable: a fresh session lists the same tools twice, and the same as at the start."""
+    """list-stable: a fresh session lists the tools, prompts and resources (those the server has)
+    twice each, and each list must be the one learnt at the start."""
     config, profile = run.config, run.profile
-    if "tools" not in profile.capabilities:
+    methods = [m for m, (key, _) in LISTS.items() if key in profile.capabilities]
+    if not methods:
         return
     stats = UnitStats("lists")
     run.report.units.append(stats)
     started = time.monotonic()
-    steps = [request(i + 1, "tools/list", profile.params(None)) for i in range(2)]
+    steps = [request(f"{method}-{n}", method, profile.params(None)) for method in methods for n in (1, 2)]
     obs, entries = run_steps(
         run.target, profile, steps, deadline=config.deadline, settle=config.settle, startup=config.connect_timeout
     )
     stats.examples, stats.duration = 1, time.monotonic() - started
     run.report.examples += 1
     seen: set[str] = set()
-    for violation in check(obs, profile):  # tools/list answers: schema shape, tool-schema (SV-29)
+    for violation in check(obs, profile):  # the list answers: schema shape, tool-schema (SV-29)
         if violation.oracle not in seen:
             seen.add(violation.oracle)
             stats.findings += 1
             finding = Finding(violation, "lists", None, obs, entries)
             _confirm(run, finding)
             run.found("lists", finding)
-    lists = []
-    for index in sorted(obs.answers):
-        message = obs.answers[index].message
-        result = message.get("result") if isinstance(message, dict) else None
-        if isinstance(result, dict) and obs.steps[index].method == "tools/list" and "nextCursor" not in result:
-            lists.append(sorted(str(t.get("name")) for t in result.get("tools", []) if isinstance(t, dict)))
-    first = sorted(str(t.get("name")) for t in profile.tools)
-    for index, names in enumerate(lists):
-        if names != first:
-            violation = Violation(
-                "list-stable", f"tools/list #{index + 1} of a new session differs: {names} vs {first}", None
-            )
-            stats.findings += 1
-            run.found("lists", Finding(violation, "lists", None, obs, entries, reproduced=True))
-            return
+    changed = list_stability(obs, profile)
+    if changed:
+        stats.findings += 1
+        stats.first_failure = 1
+        violation = Violation("list-stable", "; ".join(v.message for v in changed) + " (in a new session)", None)
+        run.found("lists", Finding(violation, "lists", None, obs, entries, reproduced=True))
 
 
 def _stateful(run: _Run, stop_at: float | None) -> None:
-    from .stateful import machine_for, run_machine
+    from .stateful import MachineStats, machine_for, run_machine
 
     config, profile = run.config, run.profile
     stats = UnitStats("stateful")
     run.report.units.append(stats)
     started = time.monotonic()
     tools = _selected(config, profile.tools, None)
+    counts = MachineStats()
     machine = machine_for(
-        run.target, profile, deadline=config.deadline, tools=tools, stop_at=stop_at, startup=config.connect_timeout
+        run.target,
+        profile,
+        deadline=config.deadline,
+        tools=tools,
+        stop_at=stop_at,
+        startup=config.connect_timeout,
+        stats=counts,
     )
     run.say(f"stateful: {config.machine_runs} rule sequences of up to {config.machine_steps} rules")
     try:
@@ -639,6 +678,8 @@ def _stateful(run: _Run, stop_at: float | None) -> None:
                 steps=config.machine_steps,
                 seed=config.seed,
                 database=_database(config),
+                # the rule sequences of one server (and era) are kept apart from any other's
+                database_key=database_key(run.target, f"stateful-{profile.era}"),
             )
     except (OracleFailure, BaseExceptionGroup) as exc:
         found = list(_collect(exc))
@@ -653,10 +694,12 @@ def _stateful(run: _Run, stop_at: float | None) -> None:
             stats.findings += 1
             run.found("stateful", finding)
     finally:
-        stats.examples = config.machine_runs
+        stats.examples = counts.runs
+        stats.rules = dict(counts.rules)
+        stats.first_failure = counts.first_failure
         stats.cut_short = stop_at is not None and time.monotonic() > stop_at
         stats.duration = time.monotonic() - started
-        run.report.examples += config.machine_runs
+        run.report.examples += counts.runs
 
 
 def fuzz(config: Config) -> Report:

@@ -17,9 +17,13 @@ disabled and format checking on, so every "valid" example really is valid.
 
 Strategies are ordered so that Hypothesis shrinks toward the simplest input: the plain
 ``integers()``/``text()`` branch comes first (``0``, ``-1``, ``""``), the extremes (huge ids,
-long strings, NUL and other awkward characters) after it. :func:`invalid_arguments` produces
-near-valid inputs: one property of the wrong type, a required property missing, arguments that
-are not an object, deep nesting and huge strings.
+long strings, NUL and other awkward characters) after it. A string is plain text only one time
+in five or six: the other branches are one awkward character (NUL, U+2028, a lone surrogate,
+...) alone or inside plain text, a run of awkward characters, and long runs of one character, so
+a tool's default budget of 100 examples meets each kind whatever the seed.
+:func:`invalid_arguments` produces near-valid inputs: one property of the wrong type, a required
+property missing, arguments that are not an object, deep nesting and huge strings;
+:func:`arguments` mixes one invalid example in three into the valid ones.
 
 ``hypothesis-jsonschema`` would be the natural library here, but its latest release (0.23.1)
 fails on every object schema with current Hypothesis (``AttributeError: 'many' object has no
@@ -59,8 +63,14 @@ log = logging.getLogger("mcpwire.fuzz.schemas")
 MAX_DEPTH = 6
 #: past this depth a (recursive) reference is not followed any more: optional parts are left out
 HARD_DEPTH = 3 * MAX_DEPTH
-#: Characters that break naive servers: NUL, controls, quotes, separators, non-BMP, RTL.
-AWKWARD_CHARS = "\x00\x01\x1f\x7f\n\r\t\"'\\/<>&%{}\u2028\u2029\u200b\u202e\ufeff\uffff\u00e9\U0001f600"
+#: Characters that break naive servers: NUL, controls, quotes, separators, non-BMP, RTL, and lone
+#: surrogates (legal in a JSON string as ``\uXXXX`` escapes, which is how :func:`~fuzz.exchange.dumps`
+#: writes them; a server that decodes them may fail to encode them again).
+AWKWARD_CHARS = "\x00\u2028\ud800\x01\x1f\x7f\n\r\t\"'\\/<>&%{}\u2029\u200b\u202e\ufeff\uffff\udfff\u00e9\U0001f600"
+#: The sharpest of them, drawn on their own or inside plain text (shrinking ends at the first: NUL).
+SHARP_CHARS = '\x00\u2028\ud800\n"\\\u202e\U0001f600'
+#: The characters of the long runs (one character repeated up to :data:`LONG_STRING_MAX` times).
+LONG_CHARS = "a\x00\u2028\u00e9"
 EXTREME_INTS = (2**31 - 1, -(2**31), 2**31, 2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, -(2**63), 2**64)
 LONG_STRING_MAX = 20_000
 JSON_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
@@ -156,16 +166,30 @@ def _strings(schema: dict[str, Any]) -> st.SearchStrategy[str]:
         except Exception:  # an ECMA-only construct Python's re rejects: fall back to filtered text
             log.debug("pattern %r not usable as a Python regex", schema["pattern"])
     plain = st.text(min_size=lo, max_size=hi if hi is not None else max(lo, 40))
-    awkward = st.text(alphabet=AWKWARD_CHARS, min_size=max(lo, 1), max_size=hi if hi is not None else max(lo, 8))
-    top = min(hi if hi is not None else LONG_STRING_MAX, LONG_STRING_MAX)
-    options = [plain, *([st.sampled_from(examples)] if examples else []), awkward]
-    if top > max(lo, 40):
-        # a long run of one character: integer shrinking finds the exact length boundary
+    options: list[st.SearchStrategy[str]] = [plain, *([st.sampled_from(examples)] if examples else [])]
+    if hi is None or hi >= 1:
+
+        def fit(text: str) -> str:
+            text = text + "a" * (lo - len(text))  # padded past minLength with a harmless letter
+            return text if hi is None else text[:hi]
+
+        # The awkward characters are drawn often (most strings that break a server break it on one
+        # character): one sharp character alone, one inside plain text, a run of awkward ones.
+        sharp = st.sampled_from(SHARP_CHARS)
+        options.append(sharp.map(fit))
+        options.append(st.tuples(st.text(max_size=6), sharp, st.text(max_size=6)).map(lambda t: fit("".join(t))))
         options.append(
-            st.tuples(st.sampled_from("a\x00é"), st.integers(min_value=max(lo, 1), max_value=top)).map(
-                lambda cn: cn[0] * cn[1]
-            )
+            st.text(alphabet=AWKWARD_CHARS, min_size=max(lo, 1), max_size=hi if hi is not None else max(lo, 8))
         )
+    top = min(hi if hi is not None else LONG_STRING_MAX, LONG_STRING_MAX)
+    if top > max(lo, 40):
+        # a long run of one character: integer shrinking finds the exact length boundary; a second
+        # branch draws only runs of a few hundred characters and more, so long strings come often
+        def run(lengths: st.SearchStrategy[int]) -> st.SearchStrategy[str]:
+            return st.tuples(st.sampled_from(LONG_CHARS), lengths).map(lambda cn: cn[0] * cn[1])
+
+        options.append(run(st.integers(min_value=max(lo, 1), max_value=top)))
+        options.append(run(st.integers(min_value=max(lo, 1, min(top, 256)), max_value=top)))
     return st.one_of(options)
 
 
@@ -488,10 +512,20 @@ def invalid_arguments(schema: JSON) -> st.SearchStrategy[JSON]:
 
 
 def arguments(schema: JSON) -> st.SearchStrategy[tuple[bool, JSON]]:
-    """``(valid, arguments)``: mostly valid examples (they shrink first), sometimes invalid ones."""
+    """``(valid, arguments)``: mostly valid examples (two in three; they shrink first), sometimes invalid ones."""
     try:
-        valid = valid_arguments(schema).map(lambda v: (True, v))
+        valid = valid_arguments(schema)
     except SchemaError:
         log.info("inputSchema not usable for valid arguments; only non-object arguments are generated")
         return (st.none() | st.integers() | st.text(max_size=5)).map(lambda v: (False, v))
-    return valid | invalid_arguments(schema).map(lambda v: (False, v))
+    invalid = invalid_arguments(schema)
+
+    @st.composite
+    def case(draw: st.DrawFn) -> tuple[bool, JSON]:
+        # a drawn choice, not ``valid | invalid``: one_of weighs its branches after flattening them,
+        # and the invalid side has many (one per kind of breakage), so valid examples would be few
+        if draw(st.integers(min_value=0, max_value=2), label="invalid") < 2:
+            return True, draw(valid)
+        return False, draw(invalid)
+
+    return case()

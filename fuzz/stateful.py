@@ -4,20 +4,24 @@ Theory of operation: each run of the machine opens a fresh session on the target
 process for stdio), opens the era's session (the legacy handshake, or nothing in 2026-07-28
 where every request carries ``_meta``), and lets Hypothesis pick rules in any order. Every rule
 is a few steps run through :func:`~fuzz.exchange.execute` (with the era's barrier) and judged by
-the same oracles as the other phases, plus ``list-stable``: a re-list must give the names the
-first list gave (SV-34). Cancellation is exercised both ways: a request that was already
-answered (UT-C07: ignored) and one still in flight (its answer becomes optional, UT-C04; over
-2026-07-28 HTTP the cancellation is closing its stream, HT-M10). Subscriptions are
-``resources/subscribe`` + ``unsubscribe`` (legacy) or a ``subscriptions/listen`` that must be
-acknowledged first (SV-37) and is then cancelled (2026-07-28). A violation raises its oracle's
-exception carrying *every* step of the session so far, so the finding replays from a fresh
-session; Hypothesis shrinks the rule sequence.
+the same oracles as the other phases, plus ``list-stable``: a re-list of tools, prompts or
+resources must give the items the first lists gave (SV-34). Cancellation is exercised both
+ways: a request that was already answered (UT-C07: ignored) and one still in flight (its answer
+becomes optional, UT-C04; over 2026-07-28 HTTP the cancellation is closing its stream, HT-M10).
+Subscriptions are ``resources/subscribe`` + ``unsubscribe`` (legacy) or a
+``subscriptions/listen`` that must be acknowledged first (SV-37) and is then cancelled
+(2026-07-28). A violation raises its oracle's exception carrying *every* step of the session so
+far, so the finding replays from a fresh session; Hypothesis shrinks the rule sequence. A
+:class:`MachineStats` counts the sequences started and the rules that ran (a rule that had
+nothing to do, or came after the time share was used up, is not counted).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
@@ -25,19 +29,25 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from .exchange import Observation, Profile, Step, execute, notification, prologue, request
-from .oracles import OracleFailure, Violation, check, failure_class
+from .oracles import OracleFailure, Violation, check, failure_class, list_stability
 from .schemas import SchemaError, valid_arguments
 from .wire import Peer, Target
 
-__all__ = ["machine_for", "run_machine"]
+__all__ = ["MachineStats", "machine_for", "run_machine"]
 
 log = logging.getLogger("mcpwire.fuzz.stateful")
 
 LISTEN_ACK = "notifications/subscriptions/acknowledged"
 
 
-def _names(items: list[dict[str, Any]], key: str = "name") -> list[str]:
-    return sorted(str(i.get(key)) for i in items if isinstance(i, dict))
+@dataclass(slots=True)
+class MachineStats:
+    """What the machine did: rule sequences started, rules run (by name), and the number of the
+    sequence that first broke an oracle (1: the very first, e.g. one from the example database)."""
+
+    runs: int = 0
+    rules: Counter[str] = field(default_factory=Counter)
+    first_failure: int | None = None
 
 
 def machine_for(
@@ -48,9 +58,11 @@ def machine_for(
     tools: list[dict[str, Any]] | None = None,
     stop_at: float | None = None,
     startup: float | None = None,
+    stats: MachineStats | None = None,
 ) -> type[RuleBasedStateMachine]:
     """The machine class for one server (``tools``: the ones it may call, after allow/deny;
-    ``stop_at``: once past it, rules do nothing unless a failure is being shrunk)."""
+    ``stop_at``: once past it, rules do nothing unless a failure is being shrunk; ``stats``:
+    counted into as the machine runs)."""
     callable_tools = [t for t in (profile.tools if tools is None else tools) if isinstance(t.get("inputSchema"), dict)]
     strategies: dict[str, st.SearchStrategy[Any]] = {}
     for tool in callable_tools:
@@ -63,10 +75,12 @@ def machine_for(
     legacy = profile.era == "legacy"
     can_subscribe = legacy and bool((profile.capabilities.get("resources") or {}).get("subscribe"))
     failing = [False]
+    counts = stats if stats is not None else MachineStats()
 
     class ServerMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
+            counts.runs += 1
             self.peer: Peer = target.open()
             self.steps: list[Step] = []
             self.next_id = 1
@@ -78,10 +92,17 @@ def machine_for(
         def idle(self) -> bool:
             return stop_at is not None and time.monotonic() > stop_at and not failing[0]
 
+        def go(self, rule_name: str) -> bool:
+            """Whether the rule should run now (not past the time share); counts it when so."""
+            if self.idle():
+                return False
+            counts.rules[rule_name] += 1
+            return True
+
         def run(self, steps: list[Step]) -> Observation:
             self.steps.extend(steps)
             obs = execute(self.peer, steps, deadline=deadline, barrier=profile.probe)
-            violations = check(obs, profile)
+            violations = check(obs, profile) or list_stability(obs, profile)
             self.answered.extend(s.request_id for i, s in enumerate(steps) if i in obs.answers and s.request_id)
             if violations:
                 self.fail(violations[0], obs)
@@ -89,6 +110,8 @@ def machine_for(
 
         def fail(self, violation: Violation, obs: Observation) -> None:
             failing[0] = True
+            if counts.first_failure is None:
+                counts.first_failure = counts.runs
             whole = Observation(list(self.steps))
             whole.died_after, whole.exit_status = obs.died_after, obs.exit_status
             self.peer.close()
@@ -115,23 +138,15 @@ def machine_for(
 
         @rule()
         def list_tools(self) -> None:
-            if self.idle():
-                return
-            result = self.call("tools/list", None)
-            if result is not None and "nextCursor" not in result:
-                names = _names(result.get("tools") or [])
-                if names != _names(profile.tools):
-                    self.fail(
-                        Violation("list-stable", f"tools/list changed during the session: {names}"),
-                        Observation(list(self.steps)),
-                    )
+            if self.go("list_tools"):
+                self.call("tools/list", None)  # run() compares it with the first list
 
         @precondition(lambda self: bool(strategies))
         @rule(data=st.data())
         def call_tool(self, data: st.DataObject) -> None:
             name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
             args = data.draw(strategies[name], label="arguments")
-            if not self.idle():
+            if self.go("call_tool"):
                 self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True)
 
         @precondition(lambda self: bool(prompts))
@@ -143,35 +158,36 @@ def machine_for(
                 for a in prompt.get("arguments") or []
                 if isinstance(a, dict) and "name" in a
             }
-            if not self.idle():
+            if self.go("get_prompt"):
                 self.call("prompts/get", {"name": prompt["name"], "arguments": args})
 
         @precondition(lambda self: bool(uris))
         @rule(data=st.data())
         def read_resource(self, data: st.DataObject) -> None:
             uri = data.draw(st.sampled_from(uris), label="uri")
-            if not self.idle():
+            if self.go("read_resource"):
                 self.call("resources/read", {"uri": uri})
 
         @precondition(lambda self: "prompts" in profile.capabilities)
         @rule()
         def list_prompts(self) -> None:
-            if not self.idle():
+            if self.go("list_prompts"):
                 self.call("prompts/list", None)
 
         @precondition(lambda self: "resources" in profile.capabilities)
         @rule()
         def list_resources(self) -> None:
-            if not self.idle():
+            if self.go("list_resources"):
                 self.call("resources/list", None)
 
         @rule(data=st.data())
         def cancel_answered(self, data: st.DataObject) -> None:
             """Cancels a request that was already answered (or never sent): never answered back (UT-C07)."""
             target_id = data.draw(st.sampled_from(self.answered) if self.answered else st.just(999_999), label="id")
-            if self.idle() or (profile.era == "modern" and profile.transport != "stdio"):
+            if profile.era == "modern" and profile.transport != "stdio":
                 return  # 2026-07-28 HTTP has no client notifications (HT-M02)
-            self.run([notification("notifications/cancelled", {"requestId": target_id})])
+            if self.go("cancel_answered"):
+                self.run([notification("notifications/cancelled", {"requestId": target_id})])
 
         @rule(data=st.data())
         def cancel_in_flight(self, data: st.DataObject) -> None:
@@ -183,7 +199,7 @@ def machine_for(
                 call = request(rid, "tools/call", profile.params({"name": name, "arguments": args}), tool=name)
             else:
                 call = request(rid, "tools/list", profile.params(None))
-            if self.idle():
+            if not self.go("cancel_in_flight"):
                 return
             call.answer = "optional"
             cancel = notification("notifications/cancelled", {"requestId": rid, "reason": "fuzz"}, cancels=rid)
@@ -193,7 +209,7 @@ def machine_for(
         @rule(data=st.data())
         def subscribe(self, data: st.DataObject) -> None:
             uri = data.draw(st.sampled_from(uris), label="uri")
-            if not self.idle():
+            if self.go("subscribe"):
                 self.call("resources/subscribe", {"uri": uri})
                 self.call("resources/unsubscribe", {"uri": uri})
 
@@ -204,7 +220,7 @@ def machine_for(
             wanted: dict[str, Any] = {"toolsListChanged": data.draw(st.booleans(), label="toolsListChanged")}
             if uris:
                 wanted["resourceSubscriptions"] = [data.draw(st.sampled_from(uris), label="uri")]
-            if self.idle():
+            if not self.go("listen"):
                 return
             rid = self.rid()
             listen = request(rid, "subscriptions/listen", profile.params({"notifications": wanted}))
@@ -216,9 +232,18 @@ def machine_for(
 
 
 def run_machine(
-    machine: type[RuleBasedStateMachine], *, max_examples: int, steps: int, seed: int | None, database: Any = None
+    machine: type[RuleBasedStateMachine],
+    *,
+    max_examples: int,
+    steps: int,
+    seed: int | None,
+    database: Any = None,
+    database_key: bytes | None = None,
 ) -> None:
-    """Runs the machine (raises the shrunk :class:`OracleFailure` when a rule breaks an oracle)."""
+    """Runs the machine (raises the shrunk :class:`OracleFailure` when a rule breaks an oracle).
+
+    ``database_key`` keeps the machine's sequences apart in the example database: Hypothesis keys
+    a machine by its class's source, which is the same for every server."""
     config = settings(
         max_examples=max_examples,
         stateful_step_count=steps,
@@ -232,4 +257,7 @@ def run_machine(
     )
     if seed is not None:
         machine._hypothesis_internal_use_seed = seed
+    if database_key is not None:
+        # Hypothesis adds this to the machine's digest, which names its examples in the database
+        machine._hypothesis_internal_add_digest = database_key
     run_state_machine_as_test(machine, settings=config)

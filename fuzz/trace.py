@@ -1,20 +1,23 @@
 """Findings on disk: a JSONL trace per finding, a pytest file per finding, and their replay.
 
 Theory of operation: a trace is JSON Lines. The first line is a header (``"type": "header"``):
-format, the target (transport, argv, url, the *names* of the extra environment variables, never
-their values), era and revision, the tools' outputSchemas, the request deadline, and the
-violation. Then one line per event of the minimal exchange: ``send`` lines carry the exact bytes
-written (``line``, or ``line_hex`` when not UTF-8) and the step's metadata (kind, id, method,
-tool, valid, framing); lines the exchange added by itself (barrier requests, replies to server
-requests) are marked ``"kind": "auto"``; ``recv``, ``note`` (HTTP statuses) and ``exit`` lines are
-what the server did, for the reader. On 2026-07-28 HTTP a ``notifications/cancelled`` send line
+format, the target (transport, argv, url, the *names* of the extra environment variables and
+HTTP headers, never their values), era and revision, the tools' outputSchemas, the request
+deadline, and the violation (for ``list-stable``, also the lists learnt at the start). Then one
+line per event of the minimal exchange: ``send`` lines carry the exact bytes written (``line``,
+or ``line_hex`` when not UTF-8) and the step's metadata (kind, id, method, tool, valid,
+framing); lines the exchange added by itself (barrier requests, replies to server requests) are
+marked ``"kind": "auto"``; ``recv``, ``note`` (HTTP statuses) and ``exit`` lines are what the
+server did, for the reader. On 2026-07-28 HTTP a ``notifications/cancelled`` send line
 stands for closing the cancelled request's stream (HT-M10; a note says so).
 
 :func:`replay` rebuilds the steps from the ``send`` lines, runs them on a fresh session with the
 same :func:`~fuzz.exchange.execute` and judges them with the same oracles. The generated pytest
 file embeds the trace and replays it; ``MCPWIRE_FUZZ_ARGV`` (a JSON list) and
 ``MCPWIRE_FUZZ_URL`` point it at the server where it runs, if the recorded command or URL does
-not fit there.
+not fit there, and ``MCPWIRE_FUZZ_HEADERS`` (a JSON object) gives the HTTP headers a server
+behind authentication needs: their values are secrets, so neither the trace nor the file holds
+them.
 """
 
 from __future__ import annotations
@@ -27,10 +30,22 @@ from pathlib import Path
 from typing import Any
 
 from .exchange import Profile, Step
-from .oracles import Violation, check
+from .oracles import LISTS, Violation, check, list_stability
 from .runner import Config, Finding, make_target, run_steps
 
-__all__ = ["TRACE_FORMAT", "Replay", "load_trace", "pytest_source", "replay", "trace_lines", "write_finding"]
+__all__ = [
+    "HEADERS_ENV",
+    "TRACE_FORMAT",
+    "Replay",
+    "load_trace",
+    "pytest_source",
+    "replay",
+    "trace_lines",
+    "write_finding",
+]
+
+#: the environment variable a generated pytest file reads HTTP headers from (a JSON object)
+HEADERS_ENV = "MCPWIRE_FUZZ_HEADERS"
 
 TRACE_FORMAT = "mcpwire-fuzz-trace/2"
 _READABLE = (TRACE_FORMAT, "mcpwire-fuzz-trace/1")
@@ -50,6 +65,13 @@ def trace_lines(finding: Finding, profile: Profile, deadline: float | None = Non
         },
         "finding": finding.to_json(),
     }
+    if finding.violation.oracle == "list-stable":  # what the lists were, to judge a replay by
+        learnt = {"tools/list": profile.tools, "prompts/list": profile.prompts, "resources/list": profile.resources}
+        header["lists"] = {
+            method: [str(i.get(field)) for i in learnt[method] if isinstance(i, dict)]
+            for method, (key, field) in LISTS.items()
+            if key in profile.capabilities
+        }
     lines = [json.dumps(header, ensure_ascii=False)]
     steps = list(finding.observation.steps)
     position = 0
@@ -123,15 +145,18 @@ def replay(
     url: str | None = None,
     deadline: float | None = None,
     env: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Replay:
     """Replays a trace on a fresh session (``argv`` / ``url`` override the recorded target;
-    ``deadline`` the recorded one)."""
+    ``deadline`` the recorded one; ``env`` and ``headers`` are the values of the environment
+    variables and HTTP headers the trace names but never holds)."""
     header, steps = load_trace(text)
     recorded = header["target"]
     config = Config(
         list(argv) if argv else recorded.get("argv"),
         url=url or recorded.get("url"),
         transport=str(recorded.get("transport", "stdio")) if not url else "auto",
+        headers=dict(headers or {}),
         deadline=float(deadline if deadline is not None else header.get("deadline") or 5.0),
         env=dict(env or {}),
         cwd=recorded.get("cwd"),
@@ -141,12 +166,22 @@ def replay(
     target = make_target(config)
     try:
         profile = Profile(target.describe(), header["era"], header["revision"])
-        profile.tools = [
-            {"name": name, "outputSchema": schema} for name, schema in header.get("output_schemas", {}).items()
-        ]
+        schemas: dict[str, Any] = header.get("output_schemas", {})
+        profile.tools = [{"name": name, "outputSchema": schema} for name, schema in schemas.items()]
+        lists: dict[str, list[str]] | None = header.get("lists")
+        if lists is not None:
+            profile.tools = [
+                {"name": name, **({"outputSchema": schemas[name]} if name in schemas else {})}
+                for name in lists.get("tools/list", [])
+            ]
+            profile.prompts = [{"name": name} for name in lists.get("prompts/list", [])]
+            profile.resources = [{"uri": uri} for uri in lists.get("resources/list", [])]
         body = [s for s in steps if not s.setup]  # run_steps adds the era's prologue itself
         obs, _ = run_steps(target, profile, body, deadline=config.deadline)
-        return Replay(header, check(obs, profile))
+        violations = check(obs, profile)
+        if lists is not None:
+            violations += list_stability(obs, profile)
+        return Replay(header, violations)
     finally:
         target.close()
 
@@ -155,17 +190,25 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:40] or "x"
 
 
-def pytest_source(trace_text: str, finding: Finding, deadline: float) -> str:
-    """A self-contained pytest file: it fails while the server still has the bug."""
+def pytest_source(trace_text: str, finding: Finding, deadline: float, header_names: Sequence[str] = ()) -> str:
+    """A self-contained pytest file: it fails while the server still has the bug. ``header_names``:
+    the HTTP headers the run used; the file names them and reads their values from
+    :data:`HEADERS_ENV`, never holding them itself."""
     v = finding.violation
     name = _slug(f"{v.oracle}_{finding.tool or finding.phase}")
+    needs = (
+        f"\nThe server was fuzzed with the HTTP header(s) {', '.join(header_names)}: set {HEADERS_ENV} to a JSON"
+        "\nobject of their values (this file never holds them)."
+        if header_names
+        else ""
+    )
     return f'''"""Regression test written by ``mcpwire fuzz``: [{v.oracle}] {v.info.title}.
 
 Spec: {v.info.spec}
 Found: {v.message[:300]!r}
 Replay by hand: ``mcpwire fuzz --replay TRACE.jsonl``. This test fails while the server has the bug.
 Where the recorded server command or URL does not fit, set MCPWIRE_FUZZ_ARGV (a JSON list) or
-MCPWIRE_FUZZ_URL.
+MCPWIRE_FUZZ_URL; HTTP headers (such as Authorization) come from {HEADERS_ENV} (a JSON object).{needs}
 """
 
 import json
@@ -178,7 +221,14 @@ TRACE = {trace_text!r}
 
 def test_{name}() -> None:
     argv = json.loads(os.environ["MCPWIRE_FUZZ_ARGV"]) if os.environ.get("MCPWIRE_FUZZ_ARGV") else None
-    result = replay(TRACE, argv=argv, url=os.environ.get("MCPWIRE_FUZZ_URL") or None, deadline={deadline!r})
+    headers = json.loads(os.environ["{HEADERS_ENV}"]) if os.environ.get("{HEADERS_ENV}") else None
+    result = replay(
+        TRACE,
+        argv=argv,
+        url=os.environ.get("MCPWIRE_FUZZ_URL") or None,
+        deadline={deadline!r},
+        headers=headers,
+    )
     assert not result.reproduced, result.describe()
 '''
 
@@ -193,5 +243,6 @@ def write_finding(
     trace_path = directory / f"finding_{stem}.jsonl"
     trace_path.write_text(text, encoding="utf-8")
     test_path = directory / f"test_finding_{stem}.py"
-    test_path.write_text(pytest_source(text, finding, deadline), encoding="utf-8")
+    names = [str(n) for n in profile.target.get("headers") or []]
+    test_path.write_text(pytest_source(text, finding, deadline, names), encoding="utf-8")
     return trace_path, test_path

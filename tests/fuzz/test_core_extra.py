@@ -1,6 +1,6 @@
 """Self-fuzzing of mcpwire beyond ``tests/protocol/test_properties.py``: the SSE decoder and the
-HTTP header values (properties in ``fuzz/core_properties.py``), and the two decoder bugs those
-properties found, pinned as known failures until ``mcpwire/protocol/sse.py`` is fixed."""
+HTTP header values (properties in ``fuzz/core_properties.py``), and regression tests for the two
+decoder bugs those properties found (fixed in ``mcpwire/protocol/sse.py``)."""
 
 from __future__ import annotations
 

@@ -7,11 +7,13 @@ its minimal input. Small runs (one tool, one protocol kind) keep this module che
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _support import BUGGY_HTTP, by_key, call_arguments, free_port, our_children, run_cli, run_json
@@ -61,6 +63,49 @@ def test_planted_bugs_are_found_and_shrunk_over_http(
     header, _ = load_trace(text)
     assert header["target"]["url"] == url and header["target"]["transport"] == transport
     assert replay(text).reproduced  # the recorded command is started again on the same port
+    assert our_children(BUGGY_HTTP) == []
+
+
+def test_headers_go_with_the_replays_but_never_into_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server behind a bearer token (401 without it): the run, ``--replay`` and the generated
+    pytest file all send the ``--header`` given to them (the file reads it from
+    MCPWIRE_FUZZ_HEADERS); no trace, report or file holds the token, only the header's name."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    secret = "s3cret-token-1f2e"
+    auth = ["--header", f"Authorization: Bearer {secret}", "--env", f"BUGGY_TOKEN={secret}"]
+    out = tmp_path / "out"
+    status, report = run_json(
+        ["--seed", "7", "--deadline", DEADLINE, "--max-examples", "20", "--allow", "greet", "--phase", "tools",
+         *auth, "--out", str(out), url, "--", *_command(port)]
+    )  # fmt: skip
+    assert status == 1
+    server = report["server"]
+    assert isinstance(server, dict) and server["headers"] == ["Authorization"] and server["env"] == ["BUGGY_TOKEN"]
+    finding = by_key(report)[("server-alive", "greet")]  # type: ignore[arg-type]
+    assert call_arguments(finding) == {"name": ""}
+    written = sorted(out.iterdir())
+    assert [p.suffix for p in written] == [".jsonl", ".py"]
+    assert all(secret not in p.read_text(encoding="utf-8") for p in written)
+    trace = finding["trace"]
+
+    assert run_cli(["--replay", trace, *auth])[0] == 1
+    status, _, err = run_cli(["--replay", trace, "--env", f"BUGGY_TOKEN={secret}"])
+    assert status == 0  # refused with 401: the planted crash is never reached
+    assert "recorded with the HTTP header(s) Authorization; give their values with --header" in err
+
+    test_file = Path(finding["test"])
+    source = test_file.read_text(encoding="utf-8")
+    assert "The server was fuzzed with the HTTP header(s) Authorization: set MCPWIRE_FUZZ_HEADERS" in source
+    namespace: dict[str, Any] = {}
+    exec(compile(source, str(test_file), "exec"), namespace)
+    [generated] = [f for name, f in namespace.items() if name.startswith("test_")]
+    monkeypatch.setenv("BUGGY_TOKEN", secret)  # the server started by the replay inherits it
+    monkeypatch.setenv("MCPWIRE_FUZZ_HEADERS", json.dumps({"Authorization": f"Bearer {secret}"}))
+    with pytest.raises(AssertionError, match=r"\[server-alive\]"):
+        generated()  # the bug is there: the generated test fails
+    monkeypatch.delenv("MCPWIRE_FUZZ_HEADERS")
+    generated()  # without the header the server refuses everything: nothing reproduces
     assert our_children(BUGGY_HTTP) == []
 
 

@@ -1,10 +1,14 @@
 """``mcpwire fuzz`` over stdio against a fixture server with planted bugs: found, shrunk, written, replayed.
 
-One run with the default budgets (100 examples per tool and for the notifications, a fixed seed,
-a short request deadline so the planted hang costs little) is shared by most tests of this
-module. Every planted bug must be found and shrunk to exactly its minimal input, nothing else may
-be reported, and each finding's trace, replay and generated pytest file must reproduce it. The
-other protocol kinds and the stateful phase run against the fixed server (nothing to report).
+The run with the default budgets (100 examples per tool and for the notifications, a short
+request deadline so the planted hang costs little) is made with three seeds, at the same time
+(two of them in subprocesses: the runs mostly wait on the servers). With every seed, every
+planted bug must be found and shrunk to exactly its minimal input, and nothing else may be
+reported; the first seed's run is shared by the other tests of this module: each finding's trace,
+replay and generated pytest file must reproduce it, and its example database must be reused by a
+second run. The other protocol kinds and the stateful phase run against the fixed server (nothing
+to report); other planted bugs (a list that changes, arguments accepted against the schema) are
+asked for with their own flags.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ from _support import (
 from fuzz.trace import load_trace, replay
 
 DEADLINE = "0.3"
+#: the seeds of the default-budget run: 7 is shared by most tests; 3 and 19 once drew no NUL at all
+SEEDS = (7, 3, 19)
+DEFAULT_BUDGET = ["--deadline", DEADLINE, "--confirm-deadline", "0.6", "--phase", "tools", "--phase", "protocol",
+                  "--protocol-kind", "notifications", "--phase", "lists", "--deny", "launch"]  # fmt: skip
 PLANTED = {
     ("server-alive", "greet"): {"name": ""},
     ("answer-deadline", "countdown"): {"n": -1},
@@ -43,14 +51,52 @@ Run = tuple[int, dict[str, Any], Path]
 
 
 @pytest.fixture(scope="module")
-def stdio_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    out = tmp_path_factory.mktemp("findings")
-    status, report = run_json(
-        ["--seed", "7", "--deadline", DEADLINE, "--confirm-deadline", "0.6", "--out", str(out),
-         "--database", str(out / "db"), "--phase", "tools", "--phase", "protocol", "--protocol-kind", "notifications",
-         "--phase", "lists", "--deny", "launch", "--", *SERVER]
-    )  # fmt: skip
-    return status, report, out
+def planted_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Run]:
+    """The default-budget run with each seed: the first in this process, the others in subprocesses
+    started before it and collected after it."""
+    outs = {seed: tmp_path_factory.mktemp(f"findings-{seed}") for seed in SEEDS}
+
+    def args(seed: int) -> list[str]:
+        out = outs[seed]
+        return ["--seed", str(seed), *DEFAULT_BUDGET, "--out", str(out), "--database", str(out / "db"), "--", *SERVER]
+
+    command = [sys.executable, "-m", "fuzz", "--json", "-q"]
+    others = {
+        seed: subprocess.Popen([*command, *args(seed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for seed in SEEDS[1:]
+    }
+    try:
+        runs: dict[int, Run] = {SEEDS[0]: (*run_json(args(SEEDS[0])), outs[SEEDS[0]])}
+        for seed, proc in others.items():
+            stdout, stderr = proc.communicate(timeout=300)
+            assert stdout, f"seed {seed}: no JSON report (status {proc.returncode}): {stderr[-2000:]}"
+            runs[seed] = (proc.returncode, json.loads(stdout), outs[seed])
+    finally:
+        for proc in others.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return runs
+
+
+@pytest.fixture(scope="module")
+def stdio_run(planted_runs: dict[int, Run]) -> Run:
+    return planted_runs[SEEDS[0]]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_planted_bug_is_found_and_shrunk_whatever_the_seed(planted_runs: dict[int, Run], seed: int) -> None:
+    status, report, _ = planted_runs[seed]
+    assert status == 1
+    found = by_key(report)
+    assert sorted(found) == sorted([*PLANTED, ("notification-silence", None)]), "echo has no bug"
+    for key, minimal in PLANTED.items():
+        assert call_arguments(found[key]) == minimal, key
+    cancelled = found[("notification-silence", None)]
+    assert cancelled["phase"] == "protocol-notifications"
+    assert json.loads(cancelled["input"][0]) == {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+    units = {u["unit"]: u for u in report["units"]}
+    assert all(units[f"tools:{tool}"]["first_failure"] <= 100 for _, tool in PLANTED)  # within the budget
 
 
 def test_every_planted_bug_is_found_and_nothing_else(stdio_run: Run) -> None:
@@ -69,19 +115,8 @@ def test_default_budget_reaches_every_unit(stdio_run: Run) -> None:
     expected = [f"tools:{t}" for t in ("echo", "greet", "countdown", "store", "lookup", "total")]
     assert list(units) == [*expected, "protocol-notifications", "lists"]
     assert units["tools:echo"]["examples"] == 100  # the only tool without a bug: the whole budget
+    assert units["tools:echo"]["first_failure"] is None and units["lists"]["first_failure"] is None
     assert all(u["examples"] < 150 and not u["cut_short"] and u["error"] is None for u in units.values())
-
-
-@pytest.mark.parametrize(("oracle", "tool"), sorted(PLANTED))
-def test_tool_bug_shrinks_to_exactly_its_minimal_input(stdio_run: Run, oracle: str, tool: str) -> None:
-    finding = by_key(stdio_run[1])[(oracle, tool)]
-    assert call_arguments(finding) == PLANTED[(oracle, tool)]
-
-
-def test_answered_notification_shrinks_to_the_bare_notification(stdio_run: Run) -> None:
-    finding = by_key(stdio_run[1])[("notification-silence", None)]
-    assert finding["phase"] == "protocol-notifications"
-    assert json.loads(finding["input"][0]) == {"jsonrpc": "2.0", "method": "notifications/cancelled"}
 
 
 def test_traces_and_pytest_files_are_written(stdio_run: Run) -> None:
@@ -95,25 +130,49 @@ def test_traces_and_pytest_files_are_written(stdio_run: Run) -> None:
         assert sent and sent == finding["input"][: len(sent)]  # the liveness probe is not sent after a crash
         source = test.read_text(encoding="utf-8")
         assert "def test_" in source and finding["oracle"] in source
-    assert any((out / "db").iterdir()), "the Hypothesis example database was written"
+
+
+def test_a_second_run_reuses_the_example_database(stdio_run: Run, tmp_path: Path) -> None:
+    """Another seed, the same database: each failure the first run searched for is the second
+    run's very first example, under the same database keys (none is added)."""
+    _, report, out = stdio_run
+    database = out / "db"
+    keys = sorted(p.name for p in database.iterdir())
+    assert keys, "the first run wrote the database"
+    status, again = run_json(
+        ["--seed", "8", "--deadline", DEADLINE, "--confirm-deadline", "0.6", "--phase", "tools", "--allow", "lookup",
+         "--allow", "total", "--database", str(database), "--out", str(tmp_path), "--", *SERVER]
+    )  # fmt: skip
+    assert status == 1
+    first = {u["unit"]: u for u in report["units"]}
+    second = {u["unit"]: u for u in again["units"]}
+    for key in [("server-alive", "lookup"), ("output-schema", "total")]:
+        unit = f"tools:{key[1]}"
+        assert first[unit]["first_failure"] > 1  # found by searching
+        assert second[unit]["first_failure"] == 1  # replayed from the database at once
+        assert call_arguments(by_key(again)[key]) == PLANTED[key]
+    assert sorted(p.name for p in database.iterdir()) == keys
 
 
 def test_generated_pytest_files_fail_while_the_bugs_are_there(stdio_run: Run) -> None:
     """Run as pytest would run them where they are kept: each fails against the buggy server and
-    passes against the fixed one (MCPWIRE_FUZZ_ARGV points the files at another command)."""
+    passes against the fixed one (MCPWIRE_FUZZ_ARGV points the files at another command); the two
+    pytest runs go at the same time."""
     _, report, out = stdio_run
     tests = sorted(str(Path(f["test"]).name) for f in report["findings"])
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(out), *tests]
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCPWIRE_FUZZ_")}
-    buggy = subprocess.run(command, cwd=out, env=env, capture_output=True, text=True, timeout=120)
-    assert buggy.returncode == 1, buggy.stdout[-3000:]
-    assert f"{len(tests)} failed" in buggy.stdout
-    fixed = subprocess.run(
-        command, cwd=out, env={**env, "MCPWIRE_FUZZ_ARGV": json.dumps(FIXED)}, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
-    assert fixed.returncode == 0, fixed.stdout[-3000:]
-    assert f"{len(tests)} passed" in fixed.stdout
+    runs = {
+        name: subprocess.Popen(
+            command, cwd=out, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for name, run_env in (("buggy", env), ("fixed", {**env, "MCPWIRE_FUZZ_ARGV": json.dumps(FIXED)}))
+    }
+    outputs = {name: (proc.communicate(timeout=120)[0], proc.returncode) for name, proc in runs.items()}
+    stdout, status = outputs["buggy"]
+    assert status == 1 and f"{len(tests)} failed" in stdout, stdout[-3000:]
+    stdout, status = outputs["fixed"]
+    assert status == 0 and f"{len(tests)} passed" in stdout, stdout[-3000:]
 
 
 def test_replay_reproduces_every_finding_and_passes_once_fixed(stdio_run: Run) -> None:
@@ -135,16 +194,14 @@ def test_no_process_is_left_behind(stdio_run: Run) -> None:
 
 def test_same_seed_same_run_in_both_isolation_modes(tmp_path: Path) -> None:
     """--seed makes a run deterministic; a process per example changes nothing but the cost."""
-    args = ["--seed", "3", "--max-examples", "25", "--phase", "tools", "--allow", "greet", "--allow", "total"]
+    args = ["--seed", "3", "--max-examples", "25", "--phase", "tools", "--allow", "greet", "--allow", "echo"]
     runs = [
         run_json([*args, "--out", str(tmp_path / mode), "--isolation", mode, "--", *SERVER])[1]
         for mode in ("auto", "auto", "process")
     ]
-    shapes = [
-        ([u["examples"] for u in r["units"]], [(f["oracle"], f["input"]) for f in r["findings"]]) for r in runs
-    ]
+    shapes = [([u["examples"] for u in r["units"]], [(f["oracle"], f["input"]) for f in r["findings"]]) for r in runs]
     assert shapes[0] == shapes[1] == shapes[2]
-    assert [oracle for oracle, _ in shapes[0][1]] == ["server-alive"]  # greet; total's threshold not reached in 25
+    assert [oracle for oracle, _ in shapes[0][1]] == ["server-alive"]  # greet (echo has no bug)
 
 
 def test_modern_era_allow_list_and_deny_list(tmp_path: Path) -> None:
@@ -211,24 +268,43 @@ def test_usage_and_start_errors_exit_two(tmp_path: Path) -> None:
     assert status == 2 and "answered neither" in err
 
 
-@pytest.mark.parametrize("era", ["legacy", "modern"])
-def test_stateful_machine_finds_nothing_on_the_demo_server(tmp_path: Path, era: str) -> None:
+MACHINE_RULES = {"list_tools", "call_tool", "get_prompt", "read_resource", "list_prompts", "list_resources",
+                 "cancel_answered", "cancel_in_flight"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("era", "subscribing"), [("legacy", "subscribe"), ("modern", "listen")])
+def test_stateful_machine_finds_nothing_on_the_demo_server(tmp_path: Path, era: str, subscribing: str) -> None:
     """Both eras: list, call, read, get prompt, cancel (answered and in flight), re-list, subscribe
-    (legacy resources/subscribe, 2026-07-28 subscriptions/listen) in any order."""
+    (legacy resources/subscribe, 2026-07-28 subscriptions/listen) in any order: every rule of the
+    era really runs, and the lists (tools, prompts, resources) stay the same. Hypothesis turns some
+    rules off in each sequence (swarm testing): 20 sequences make sure every rule gets its turn."""
     status, report = run_json(
         ["--phase", "stateful", "--phase", "lists", "--deny", "crash", "--deny", "slow", "--deny", "big",
-         "--seed", "2", "--deadline", "5", "--out", str(tmp_path), "--", *DEMO, "--era", era]
+         "--seed", "2", "--machine-runs", "20", "--deadline", "5", "--out", str(tmp_path), "--", *DEMO, "--era", era]
     )  # fmt: skip
     assert report["server"]["era"] == era
     assert (status, report["findings"]) == (0, [])
+    units = {u["unit"]: u for u in report["units"]}
+    machine = units["stateful"]
+    assert machine["examples"] >= 20  # --machine-runs sequences (and any Hypothesis threw away)
+    assert set(machine["rules"]) == {*MACHINE_RULES, subscribing}, machine["rules"]
+    assert all(count > 0 for count in machine["rules"].values())
+    assert sum(machine["rules"].values()) > 20 * 3  # sequences of more than a few rules
 
 
 def test_stateful_machine_shrinks_to_the_one_breaking_rule(tmp_path: Path) -> None:
-    """Whichever planted bug the rules meet first, the sequence shrinks to that one rule."""
-    status, report = run_json(
-        ["--phase", "stateful", "--allow", "greet", "--seed", "5", "--deadline", DEADLINE, "--machine-runs", "5",
-         "--out", str(tmp_path), "--", *SERVER]
-    )  # fmt: skip
+    """Whichever planted bug the rules meet first, the sequence shrinks to that one rule. The
+    example database keeps the sequences per server: the same server replays its failure first,
+    another command (the same bug) searches from scratch under a key of its own."""
+    database = tmp_path / "db"
+
+    def machine(seed: int, server: list[str], out: str) -> tuple[int, dict[str, Any]]:
+        return run_json(
+            ["--phase", "stateful", "--allow", "greet", "--seed", str(seed), "--deadline", DEADLINE,
+             "--machine-runs", "5", "--database", str(database), "--out", str(tmp_path / out), "--", *server]
+        )  # fmt: skip
+
+    status, report = machine(5, SERVER, "first")
     assert status == 1 and report["findings"]
     expected = {
         "server-alive": {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -242,6 +318,55 @@ def test_stateful_machine_shrinks_to_the_one_breaking_rule(tmp_path: Path) -> No
         _, steps = load_trace(text)
         assert [json.loads(s.line) for s in steps if not s.setup] == [expected[finding["oracle"]]]
         assert replay(text).reproduced
+    searched = report["units"][0]["first_failure"]
+    assert searched > 1
+    keys = {p.name for p in database.iterdir()}
+    again = machine(6, SERVER, "again")[1]["units"][0]
+    assert again["first_failure"] == 1  # the stored sequence, replayed first
+    assert {p.name for p in database.iterdir()} == keys
+    other = machine(5, [*SERVER, "--lenient"], "other")[1]["units"][0]
+    assert other["first_failure"] > 1  # searched again: nothing of the other server's was replayed
+    assert {p.name for p in database.iterdir()} > keys
+
+
+@pytest.mark.parametrize(
+    ("kind", "phases"), [("tools", ["lists"]), ("resources", ["lists"]), ("prompts", ["lists", "stateful"])]
+)
+def test_a_list_that_changes_between_calls_is_found(tmp_path: Path, kind: str, phases: list[str]) -> None:
+    """SV-34: the fixture's KIND/list gains an item from its second call on. The lists phase (two
+    lists of each kind in a fresh session) finds it, and so does the stateful machine (a re-list;
+    run for one kind only, as shrinking a rule sequence costs a process per try); each trace
+    replays it against the server with the bug, and not against one without it."""
+    status, report = run_json(
+        ["--seed", "1", "--allow", "echo", "--machine-runs", "3", "--machine-steps", "6", "--deadline", "5",
+         *(f"--phase={phase}" for phase in phases), "--out", str(tmp_path), "--", *FIXED, "--unstable", kind]
+    )  # fmt: skip
+    assert status == 1
+    found = {f["phase"]: f for f in report["findings"]}
+    assert sorted(found) == sorted(phases)
+    assert all(f["oracle"] == "list-stable" and f["severity"] == "error" for f in found.values())
+    ghost = "file:///ghost.txt" if kind == "resources" else "ghost"
+    assert found["lists"]["message"] == (
+        f"{kind}/list answer #2 differs from the first list: added [{ghost!r}], removed [] (in a new session)"
+    )
+    if "stateful" in found:
+        sent = [json.loads(line)["method"] for line in found["stateful"]["input"]]
+        assert sent == [f"{kind}/list", f"{kind}/list"]  # shrunk to the two lists that differ
+    for finding in found.values():
+        assert run_cli(["--replay", finding["trace"]])[0] == 1
+        assert run_cli(["--replay", finding["trace"], "--", *FIXED])[0] == 0
+
+
+def test_warnings_alone_exit_one_unless_only_errors_fail(tmp_path: Path) -> None:
+    """Exit 1 when anything was found, warnings included; --fail-on error lets warnings pass."""
+    args = ["--phase", "tools", "--allow", "echo", "--max-examples", "20", "--seed", "1", "--", *FIXED, "--lenient"]
+    status, out, _ = run_cli(["-q", "--out", str(tmp_path / "a"), *args])
+    assert status == 1
+    assert out.startswith("WARNING [invalid-args-refused] echo: tools/call 'echo' accepted arguments its inputSchema")
+    status, report = run_json(["--fail-on", "error", "--out", str(tmp_path / "b"), *args])
+    assert status == 0
+    assert {(f["oracle"], f["severity"]) for f in report["findings"]} == {("invalid-args-refused", "warning")}
+    assert run_cli(["--fail-on", "info", *args])[0] == 2
 
 
 def test_no_target_fuzzes_the_bundled_demo_server(tmp_path: Path) -> None:

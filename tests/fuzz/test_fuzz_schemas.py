@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
 
 from fuzz.exchange import Deep, dumps
 from fuzz.oracles import legal_error_code
-from fuzz.schemas import SchemaError, invalid_arguments, valid_arguments, validator_for
+from fuzz.schemas import SchemaError, arguments, invalid_arguments, valid_arguments, validator_for
 
 SETTINGS = settings(
     max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
@@ -92,6 +93,42 @@ def test_remote_refs_are_never_fetched() -> None:
 def test_deep_values_are_encoded_without_recursion() -> None:
     line = dumps({"a": Deep(5000)})
     assert line.startswith(b'{"a":' + b"[" * 5000 + b"0") and line.endswith(b"]" * 5000 + b"}")
+
+
+def test_lone_surrogates_are_written_as_escapes_in_utf8_lines() -> None:
+    """A lone surrogate has no UTF-8 form; JSON writes it as an escape, which a server then decodes."""
+    line = dumps({"k": "a\ud800b\udfff", "\ud83d": "\u00e9\U0001f600\u2028\x00"})
+    assert line == '{"k":"a\\ud800b\\udfff","\\ud83d":"\u00e9\U0001f600\u2028\\u0000"}'.encode()
+    assert json.loads(line.decode("utf-8")) == {"k": "a\ud800b\udfff", "\ud83d": "\u00e9\U0001f600\u2028\x00"}
+
+
+AWKWARD: dict[str, Any] = {
+    "empty": lambda s: s == "",
+    "NUL": lambda s: "\x00" in s,
+    "U+2028": lambda s: "\u2028" in s,
+    "a lone surrogate": lambda s: any("\ud800" <= c <= "\udfff" for c in s),
+    "over 300 characters": lambda s: len(s) > 300,
+}
+
+
+@pytest.mark.parametrize("seed_value", [3, 19, 123])
+def test_awkward_strings_come_within_a_tools_budget_whatever_the_seed(seed_value: int) -> None:
+    """The fuzzer's 100 examples of a tool with one string argument (valid and invalid arguments
+    mixed as in a run) include the empty string, NUL, U+2028, a lone surrogate and a long string,
+    for seeds that once drew no NUL at all."""
+    schema = {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}
+    seen: set[str] = set()
+
+    @seed(seed_value)
+    @settings(SETTINGS, max_examples=100, derandomize=False, phases=[Phase.generate])
+    @given(arguments(schema))
+    def run(case: tuple[bool, Any]) -> None:
+        valid, args = case
+        if valid:
+            seen.update(name for name, wanted in AWKWARD.items() if wanted(args["key"]))
+
+    run()
+    assert sorted(seen) == sorted(AWKWARD)
 
 
 @pytest.mark.parametrize(
