@@ -932,8 +932,9 @@ class Client:
     def _stray_answer(self, request_id: RequestId | None) -> None:
         """An answer no caller waits for: dropped, counted by the table, and logged (JR-06)."""
         unknown = self._session.table.unknown
-        if unknown == self._unknown_logged:
-            # an id this client gave up on (timeout or cancellation): expected, not the server's fault
+        if unknown == self._unknown_logged or self._closing:
+            # an id this client gave up on (timeout, cancellation, closing): expected, not the server's fault
+            self._unknown_logged = unknown
             log.debug("%s: dropped a late answer to id %r (its caller had given up)", self.label, request_id)
             return
         self._unknown_logged = unknown
@@ -973,9 +974,7 @@ class Client:
         closing = self._closing
         for entry in self._session.table.fail_all():
             if closing:
-                err: BaseException = ClientClosed(
-                    f"'{entry.method}' (id {entry.id}) to server '{self.label}' was pending when the client closed"
-                )
+                err: BaseException = self._closed_while_pending(entry)
             elif isinstance(exc, ServerGone):
                 err = ServerGone(
                     f"{exc.reason} while '{entry.method}' (id {entry.id}) was pending",
@@ -996,6 +995,15 @@ class Client:
         for sub in (*self._subscriptions.values(), *self._legacy_subscriptions):
             sub._end(exc)
         self._notify_send.close()
+
+    def _closed_while_pending(self, entry: PendingRequest[_Waiter]) -> ClientClosed:
+        return ClientClosed(
+            f"'{entry.method}' (id {entry.id}) to server '{self.label}' was pending when the client closed"
+        )
+
+    def _fail_pending_on_close(self) -> None:
+        for entry in self._session.table.fail_all():
+            self._resolve(entry.waiter, self._closed_while_pending(entry))
 
     def _on_notification(self, event: NotificationReceived) -> None:
         self._notifications += 1
@@ -1273,64 +1281,34 @@ class Client:
         if isinstance(outcome, Response):
             return outcome
         if isinstance(outcome, ErrorResponse):
-            data = outcome.data_value()
+            revision = self._session.revision
             if outcome.code == -32020 and method == "tools/call" and not _retried:
                 # HT-M09: "the client SHOULD call tools/list to check for changes to the tool's
                 # inputSchema, then retry the original request with the appropriate headers".
                 await self.list_tools(timeout=timeout)
-                return await self._answer(
-                    method,
-                    params,
-                    timeout=timeout,
-                    on_progress=on_progress,
-                    check=check,
-                    typed_tool=typed_tool,
-                    _retried=True,
-                )
-            revision = self._session.revision
-            if outcome.code == -32022 and revision is not None and revision.modern:
+            elif outcome.code == -32022 and revision is not None and revision.modern:
                 # LC-24: "The client SHOULD select a mutually supported version from the supported
                 # list and retry the request, or surface an error to the user if no compatible
                 # version exists."
                 self._accept_version(outcome, method, entry.id, revision.version, retried=_retried)
-                return await self._answer(
-                    method,
-                    params,
-                    timeout=timeout,
-                    on_progress=on_progress,
-                    check=check,
-                    typed_tool=typed_tool,
-                    _retried=True,
-                )
-            kind = MissingClientCapability if outcome.code == -32021 else RPCError
-            raise kind(outcome.code, outcome.message, data, method=method, server=self.label, request_id=entry.id)
-        if isinstance(outcome, ResponseStreamLost) and not _retried:
+            else:
+                kind = MissingClientCapability if outcome.code == -32021 else RPCError
+                data = outcome.data_value()
+                raise kind(outcome.code, outcome.message, data, method=method, server=self.label, request_id=entry.id)
+        elif isinstance(outcome, ResponseStreamLost) and not _retried:
             # HT-M12: "A broken response stream loses the in-flight request; clients MUST
             # re-issue it as a new request with a new request ID". Once: a second loss is raised.
             log.info("%s: the response stream of '%s' (id %s) broke; re-issuing it", self.label, method, entry.id)
-            return await self._answer(
-                method,
-                params,
-                timeout=timeout,
-                on_progress=on_progress,
-                check=check,
-                typed_tool=typed_tool,
-                _retried=True,
-            )
-        if isinstance(outcome, SessionExpired) and not _retried:
+        elif isinstance(outcome, SessionExpired) and not _retried:
             # HT-L12: a 404 on a known session: start a new session and re-send once.
             await self._reinitialize(generation)
-            return await self._answer(
-                method,
-                params,
-                timeout=timeout,
-                on_progress=on_progress,
-                check=check,
-                typed_tool=typed_tool,
-                _retried=True,
-            )
-        assert isinstance(outcome, BaseException)
-        raise outcome
+        else:
+            assert isinstance(outcome, BaseException)
+            raise outcome
+        # sent again once, as a new request (a second refusal or loss is raised)
+        return await self._answer(
+            method, params, timeout=timeout, on_progress=on_progress, check=check, typed_tool=typed_tool, _retried=True
+        )
 
     def _accept_version(
         self, refusal: ErrorResponse, method: str, request_id: RequestId, current: str, *, retried: bool
@@ -2022,10 +2000,12 @@ class Client:
         with trio.CancelScope(shield=True):
             for sub in list(self._subscriptions.values()):
                 await self._end_listen(sub)
+            # Pending calls fail first: the transport's close lets queued writes go out, and an
+            # answer that comes meanwhile is no longer anyone's (dropped quietly, see _stray_answer).
+            self._fail_pending_on_close()
             if self._transport is not None:
                 await self._transport.aclose()
-            for entry in self._session.table.fail_all():
-                self._resolve(entry.waiter, ClientClosed(f"the client of '{self.label}' closed"))
+            self._fail_pending_on_close()  # sent while the transport was closing
             self._session.state = SessionState.CLOSED
             self._notify_send.close()
             for scope in self._server_request_scopes.values():

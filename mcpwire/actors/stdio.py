@@ -16,8 +16,10 @@ scheduler batch as a direct write are queued too, so that many calls in flight s
 lock, a caller's cancellation can never cut a line in half (the backlog is the actor's, not the
 caller's), and a server that stops reading stdin stalls only the writer, while the callers' own
 timeouts stay in force. The backlog is bounded (``MAX_BACKLOG_BYTES``): past it, senders wait,
-cancellably, before anything of theirs is queued. Closing does not wait for the backlog: a client
-that closes abandons what the server has not read, and its pending calls fail with ClientClosed.
+cancellably, before anything of theirs is queued. Closing gives the backlog the shutdown grace
+time to reach the pipe (a notification sent just before leaving the block is not lost); what a
+server that stopped reading has still not taken then is abandoned, and pending calls fail with
+ClientClosed.
 
 Shutdown follows 2025-11-25 basic/lifecycle §Shutdown (LC-50, ST-18): close stdin, wait for the
 process to exit; "sending SIGTERM if the server does not exit within a reasonable time"; "Sending
@@ -90,6 +92,8 @@ class StdioTransport:
         self._backlog_bytes = 0
         self._backlog_wake = trio.Event()  # set when the backlog gets its first item
         self._backlog_room = trio.Event()  # set when the backlog drops below its bound
+        self._drained: trio.Event | None = None  # shutdown waits on it for the backlog to go out
+        self._writer_running = False
         self._write_error: BaseException | None = None
         self._stdin_closed = False  # never write to the fd number once it is closed: it may be reused
         self._closing = False
@@ -234,6 +238,8 @@ class StdioTransport:
         self._backlog.clear()
         self._backlog_bytes = 0
         self._backlog_room.set()
+        if self._drained is not None:
+            self._drained.set()  # nothing more will go out
 
     def _write_backlog(self) -> bool:
         """Writes as much of the backlog as the pipe takes, with one ``writev`` per round;
@@ -257,6 +263,13 @@ class StdioTransport:
 
     async def _flush_backlog(self) -> None:
         """The writer task: writes what was queued, in order, whenever the pipe takes more."""
+        self._writer_running = True
+        try:
+            await self._write_forever()
+        finally:
+            self._writer_running = False
+
+    async def _write_forever(self) -> None:
         while True:
             await self._backlog_wake.wait()
             self._backlog_wake = trio.Event()
@@ -278,6 +291,8 @@ class StdioTransport:
                     except trio.ClosedResourceError:
                         pass
             self._coalescing = False
+            if self._drained is not None:
+                self._drained.set()
 
     async def aclose(self) -> None:
         """Shuts the server down in order; idempotent. Shielded, and bounded by the grace times."""
@@ -399,6 +414,19 @@ class StdioTransport:
         if proc is None:
             return
         grace = self.spec.shutdown_grace
+        if self._backlog and self._write_error is None and not self._stdin_closed and proc.returncode is None:
+            # What callers sent before closing goes out first: the writer task may not have run yet
+            # (or may be gone, when the actor's nursery is being cancelled): what the pipe takes now,
+            # then, while the writer runs, the rest within the grace time.
+            try:
+                self._write_backlog()
+            except OSError as exc:
+                self._write_failed(exc)
+            if self._backlog and self._writer_running:
+                self._drained = trio.Event()
+                self._backlog_wake.set()
+                with trio.move_on_after(grace):
+                    await self._drained.wait()
         if proc.stdin is not None and not self._stdin_closed:
             self._stdin_closed = True
             with trio.move_on_after(grace):

@@ -110,6 +110,7 @@ def test_framing_keeps_the_bytes_and_cuts_only_where_told(data: st.DataObject) -
         assert step.answer == "optional"  # CRLF or a BOM: a server may read it or not
 
 
+@pytest.mark.filterwarnings("ignore:Generating overly large repr")  # huge strings are the point here
 @pytest.mark.parametrize("kind", PROTOCOL_KINDS)
 def test_every_protocol_kind_draws_one_to_three_steps_with_unique_ids(kind: str) -> None:
     @settings(SETTINGS, max_examples=15)

@@ -98,3 +98,19 @@ async def test_senders_wait_for_room_past_the_backlog_bound_and_can_be_cancelled
     ids = {m["id"] for m in record.messages() if m.get("method") == "tools/call"}
     cancelled = {m["params"]["requestId"] for m in record.messages() if m.get("method") == "notifications/cancelled"}
     assert cancelled <= ids, "a cancellation referenced a request the server never received"
+
+
+async def test_notifications_queued_just_before_closing_still_reach_the_server(tmp_path: Path) -> None:
+    """Two notifications sent back to back and the block left at once: the second waits in the
+    backlog (it shares the first one's write batch) when shutdown begins; it still goes out before
+    stdin is closed, so the server reads both."""
+    record = Record(tmp_path / "received.jsonl")
+    with trio.fail_after(10):
+        async with open_faulty(*record.flags) as client:
+            await client.notify("notifications/first", {})
+            await client.notify("notifications/second", {})
+            assert client._transport is not None
+            queued = len(client._transport._backlog)  # type: ignore[attr-defined]
+    received = [m.get("method") for m in record.messages()]
+    assert queued >= 1  # the case under test: something was still queued when closing began
+    assert received[-2:] == ["notifications/first", "notifications/second"]
