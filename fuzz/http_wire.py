@@ -50,7 +50,7 @@ from mcpwire.errors import FrameTooLarge
 from mcpwire.protocol.http import HeaderSpec, mirrored_headers, tool_header_spec
 from mcpwire.protocol.sse import SSEDecoder, is_event_stream
 
-from .wire import MAX_LINE_BYTES, STDERR_TAIL_BYTES, Entry, Trace
+from .wire import MAX_LINE_BYTES, STDERR_TAIL_BYTES, Entry, Trace, end_process_group
 
 if TYPE_CHECKING:
     import httpx
@@ -218,16 +218,7 @@ class _Launcher:
         """SIGTERM, then SIGKILL, to the process group; always reaped."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            for sig, grace in ((signal.SIGTERM, EXIT_GRACE_S), (signal.SIGKILL, 5.0)):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(grace)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            end_process_group(proc, ((signal.SIGTERM, EXIT_GRACE_S),))
 
     def dispose(self) -> None:
         """Drops the captured output of the last process (kept until then for its stderr tail)."""

@@ -336,17 +336,7 @@ class StdioPeer:
         with contextlib.suppress(OSError):
             assert proc.stdin is not None
             proc.stdin.close()
-        for sig, grace in ((None, EXIT_GRACE_S), (signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 5.0)):
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-            try:
-                proc.wait(grace)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # children it left behind in its group
+        end_process_group(proc, ((None, EXIT_GRACE_S), (signal.SIGTERM, TERM_GRACE_S)))
         if self.exit_status is None and proc.returncode is not None and not self._eof:
             self._pump(0)
         self.trace.stderr_tail = self._stderr.decode("utf-8", "replace")
@@ -355,3 +345,22 @@ class StdioPeer:
             with contextlib.suppress(OSError):
                 assert pipe is not None
                 pipe.close()
+
+
+def end_process_group(
+    proc: subprocess.Popen[bytes], steps: tuple[tuple[signal.Signals | None, float], ...]
+) -> None:
+    """Each step sends its signal (``None``: none, just wait) to the process group and waits its
+    grace time for the process to exit; then SIGKILL (and a bounded wait), and a last SIGKILL to
+    the group for children left behind. Always reaps, or gives up after the bounded waits."""
+    for sig, grace in (*steps, (signal.SIGKILL, 5.0)):
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)
+        try:
+            proc.wait(grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # children it left behind in its group
