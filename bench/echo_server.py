@@ -117,7 +117,7 @@ def main() -> None:
             continue
         lines = bytes(pending[:end]).split(b"\n")
         del pending[: end + 1]
-        replies: list[str] = []
+        replies: list[bytes] = []
         for line in lines:
             try:
                 message = loads(line)

@@ -47,7 +47,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("MCP-Protocol-Version", version)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        self._headers_buffer.append(b"\r\n" + body)  # headers and body in one write
+        self._headers_buffer.append(b"\r\n" + body)  # type: ignore[attr-defined]  # headers and body in one write
         self.flush_headers()
 
     def do_POST(self) -> None:
@@ -86,7 +86,8 @@ def main() -> None:
         os.sched_setaffinity(0, {int(args[args.index("--cpu") + 1])})
     with Server(("127.0.0.1", port), Handler) as server:
         host, bound = server.server_address[:2]
-        sys.stdout.write(f"http://{host}:{bound}/mcp\n")
+        name = host.decode() if isinstance(host, bytes) else host
+        sys.stdout.write(f"http://{name}:{bound}/mcp\n")
         sys.stdout.flush()
         server.serve_forever()
 

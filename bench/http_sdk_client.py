@@ -15,7 +15,8 @@ from contextlib import asynccontextmanager
 
 from _common import http_server, workload_main
 from mcp import Client
-from sdk_client import SDKSession, anyio, run_concurrently
+import anyio
+from sdk_client import SDKSession, run_concurrently
 
 
 @asynccontextmanager

@@ -36,7 +36,8 @@ class SDKSession:
         result = await self._client.call_tool("echo", {"text": text})
         block = result.content[0]
         assert isinstance(block, TextContent)
-        return block.text
+        shown: str = block.text
+        return shown
 
 
 @asynccontextmanager

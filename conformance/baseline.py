@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.runner import Run
+from .runner import Run
 
 __all__ = ["apply_baseline", "read_baseline"]
 

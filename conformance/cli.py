@@ -36,13 +36,14 @@ from typing import Any
 
 import trio
 
-from conformance.baseline import apply_baseline, read_baseline
-from conformance.context import Target, ToolPolicy
-from conformance.http_harness import TargetUnreachable
-from conformance.registry import CATALOGUE
-from conformance.report import progress_line, to_html, to_json, to_junit, to_terminal
-from conformance.runner import ALL_REVISIONS, Result, run
 from mcpwire.transports import split_header
+
+from .baseline import apply_baseline, read_baseline
+from .context import Target, ToolPolicy
+from .http_harness import TargetUnreachable
+from .registry import CATALOGUE
+from .report import progress_line, to_html, to_json, to_junit, to_terminal
+from .runner import ALL_REVISIONS, Result, run
 
 __all__ = ["main", "reference_target", "reference_tool_policy"]
 

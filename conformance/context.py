@@ -22,8 +22,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
-from conformance.harness import NoAnswer, WireBase, open_wire
-from conformance.registry import Level
+from .harness import NoAnswer, WireBase, open_wire
+from .registry import Level
 
 __all__ = [
     "CLIENT_INFO",
@@ -172,7 +172,7 @@ class Context:
                 self.wires.append(wire)
                 yield wire
             return
-        from conformance.http_harness import open_http_wire
+        from .http_harness import open_http_wire
 
         extra = dict(self.target.headers or {}) if auth else {}
         extra.update(headers or {})
@@ -333,7 +333,8 @@ def example_arguments(schema: Any) -> dict[str, Any]:
     default, first example, const, first enum value, or a small value of its type."""
     if not isinstance(schema, dict):
         return {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    found = schema.get("properties")
+    properties: dict[str, Any] = found if isinstance(found, dict) else {}
     out: dict[str, Any] = {}
     for name in schema.get("required") or []:
         if isinstance(name, str):

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from conformance.harness import Exchange, Frame, WireBase
+from .harness import Exchange, Frame, WireBase
 
 if TYPE_CHECKING:
     import httpx

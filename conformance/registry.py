@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from conformance.context import Context
+    from .context import Context
 
 __all__ = ["CATALOGUE", "Check", "CheckFn", "Level", "check"]
 

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from conformance.report_assets import CSP, CSS, JS
-from conformance.runner import STATUSES, Probe, Result, Run
+from .report_assets import CSP, CSS, JS
+from .runner import STATUSES, Probe, Result, Run
 
 __all__ = [
     "AREAS",

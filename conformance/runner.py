@@ -28,8 +28,8 @@ from typing import Any, Final
 
 import trio
 
-import conformance.checks  # noqa: F401  (registers the catalogue)
-from conformance.context import (
+from . import checks as _checks  # noqa: F401  (registers the catalogue)
+from .context import (
     CLIENT_INFO,
     META_CAPS,
     META_INFO,
@@ -39,8 +39,8 @@ from conformance.context import (
     Target,
     ToolPolicy,
 )
-from conformance.harness import NoAnswer, WireBase, open_wire
-from conformance.registry import CATALOGUE, Check, Level
+from .harness import NoAnswer, WireBase, open_wire
+from .registry import CATALOGUE, Check, Level
 
 __all__ = [
     "ALL_REVISIONS",
@@ -155,7 +155,7 @@ def era_of(revision: str) -> str:
 @asynccontextmanager
 async def _connect(target: Target, revision: str) -> AsyncIterator[WireBase]:
     if target.is_http:
-        from conformance.http_harness import open_http_wire
+        from .http_harness import open_http_wire
 
         assert target.url is not None
         async with open_http_wire(target.url, revision, transport=target.transport, headers=target.headers) as wire:
@@ -233,7 +233,7 @@ async def detect_transport(target: Target, *, timeout: float = 5.0) -> Target:
     """
     if not target.is_http or target.transport != "auto":
         return target
-    from conformance.http_harness import TargetUnreachable, open_http_wire
+    from .http_harness import TargetUnreachable, open_http_wire
 
     assert target.url is not None
     meta = {META_VERSION: ALL_REVISIONS[0], META_CAPS: {}, META_INFO: CLIENT_INFO}

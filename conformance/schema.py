@@ -105,7 +105,7 @@ def result_definition(revision: str, method: str) -> str | None:
             continue
         method_schema = (definition.get("properties") or {}).get("method") or {}
         if method_schema.get("const") == method:
-            result = name.removesuffix("Request") + "Result"
+            result = str(name).removesuffix("Request") + "Result"
             if result in defs:
                 return result
             return "EmptyResult" if "EmptyResult" in defs else "Result"

@@ -28,6 +28,7 @@ branch of every ``one_of`` is the simplest, so shrinking ends at a readable exam
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -145,10 +146,10 @@ def _message_strategy(profile: Profile, kind: mcp_schema.MessageType) -> st.Sear
     names = _known_names(profile, kind.method)
 
     def fill(value: Any, name: str | None) -> dict[str, Any]:
-        value = dict(value) if isinstance(value, dict) else {}
+        filled: dict[str, Any] = dict(value) if isinstance(value, dict) else {}
         if name is not None:
-            value[key] = name
-        return value
+            filled[key] = name
+        return filled
 
     known: st.SearchStrategy[str | None] = st.none() | st.sampled_from(names) if names else st.none()
     return st.builds(fill, params, known)
@@ -199,11 +200,12 @@ def notifications(profile: Profile) -> st.SearchStrategy[Step]:
         st.sampled_from(NOTIFICATIONS) | st.text(min_size=1, max_size=12),
         st.none() | params_objects,
     )
-    known = []
+    known: list[st.SearchStrategy[Any]] = []
     for kind in mcp_schema.client_notifications(profile.revision):
         strategy = _message_strategy(profile, kind)
         if strategy is not None:
-            known.append(strategy.map(lambda p, m=kind.method: notification(m, p or None)))
+            method: str = kind.method
+            known.append(strategy.map(functools.partial(_notification_of, method)))
     return st.one_of(*known, unknown) if known else unknown
 
 
@@ -275,8 +277,13 @@ def protocol_steps(profile: Profile, kind: str = "any") -> st.SearchStrategy[lis
 # -- mutations of valid requests ----------------------------------------------------------------------
 
 
+def _notification_of(method: str, params: Any) -> Step:
+    return notification(method, params or None)
+
+
 def _wrong_type(value: Any) -> st.SearchStrategy[Any]:
-    return st.sampled_from([v for v in (None, True, -1, "x", [], {}) if type(v) is not type(value)])
+    candidates: tuple[Any, ...] = (None, True, -1, "x", [], {})
+    return st.sampled_from([v for v in candidates if type(v) is not type(value)])
 
 
 def mutated_requests(profile: Profile, valid: st.SearchStrategy[Step] | None = None) -> st.SearchStrategy[Step]:

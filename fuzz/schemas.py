@@ -377,7 +377,7 @@ class Walker:
         extras: list[st.SearchStrategy[dict[str, Any]]] = []
         for pattern, sub in patterns.items():
             try:
-                keys = st.from_regex(pattern).filter(lambda n: n not in known)
+                keys = st.from_regex(str(pattern)).filter(lambda n: n not in known)
             except Exception:  # an ECMA-only pattern: no keys of that kind (the filter keeps it exact)
                 continue
             extras.append(st.dictionaries(keys, self.build(sub, depth + 1), max_size=2))

@@ -214,7 +214,7 @@ MCPWIRE_FUZZ_URL; HTTP headers (such as Authorization) come from {HEADERS_ENV} (
 import json
 import os
 
-from fuzz.trace import replay
+from mcpwire.fuzz.trace import replay
 
 TRACE = {trace_text!r}
 

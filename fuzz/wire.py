@@ -138,7 +138,8 @@ class Target(Protocol):
     #: "stdio", "streamable-http" or "sse"
     transport: str
     #: whether a session can be had again after the server died (False: a URL the fuzzer did not start)
-    restartable: bool
+    @property
+    def restartable(self) -> bool: ...
 
     def open(self) -> Peer: ...
     def describe(self) -> dict[str, Any]: ...

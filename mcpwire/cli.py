@@ -4,8 +4,8 @@
     mcpwire tools [--json] [-- CMD ARGS...]            the server's tools
     mcpwire call  [--json] TOOL ['{json}']             call a tool of the demo server
     mcpwire call  [--json] -- CMD ARGS... TOOL '{json}'
-    mcpwire check [OPTIONS] [-- CMD ARGS... | URL | NAME]  conformance report (conformance.cli)
-    mcpwire fuzz  [OPTIONS] [-- CMD ARGS... | URL]         property-based fuzzing (fuzz.cli)
+    mcpwire check [OPTIONS] [-- CMD ARGS... | URL | NAME]  conformance report (mcpwire.conformance.cli)
+    mcpwire fuzz  [OPTIONS] [-- CMD ARGS... | URL]         property-based fuzzing (mcpwire.fuzz.cli)
     mcpwire servers | tools | call NAME '{json}' | export   the servers of mcp.json (host.cli)
     mcpwire login URL                                      OAuth authorization (auth.cli)
 
@@ -203,15 +203,19 @@ _DELEGATED_HELP: dict[str, str] = {
     "servers": "start the servers of mcp.json and show their status",
     "export": "export the tools of mcp.json for an LLM: export --format openai|anthropic|markdown",
     "login": "authorize with an OAuth-protected server and store the tokens: login URL",
+    "serve": "run the host as a service: management API, web console and MCP gateway",
+    "chat": "talk to an LLM that calls the tools of your MCP servers",
 }
 
 #: subcommands implemented elsewhere: name -> (module, what it needs when missing)
 _DELEGATED: dict[str, tuple[str, str]] = {
-    "check": ("conformance.cli", "the check extra: pip install 'mcpwire[check]'"),
-    "fuzz": ("fuzz.cli", "the fuzz extra: pip install 'mcpwire[fuzz]'"),
+    "check": ("mcpwire.conformance.cli", "the check extra: pip install 'mcpwire[check]'"),
+    "fuzz": ("mcpwire.fuzz.cli", "the fuzz extra: pip install 'mcpwire[fuzz]'"),
     "servers": ("mcpwire.host.cli", "the http extra for HTTP servers: pip install 'mcpwire[http]'"),
     "export": ("mcpwire.host.cli", "the http extra for HTTP servers: pip install 'mcpwire[http]'"),
     "login": ("mcpwire.auth.cli", "the http extra: pip install 'mcpwire[http]'"),
+    "serve": ("mcpwire.service.cli", "the serve extra: pip install 'mcpwire[serve]'"),
+    "chat": ("mcpwire.agent.cli", "the agent extra: pip install 'mcpwire[agent]'"),
 }
 
 #: commands that take their servers from mcp.json (the host); `tools` and `call` join them when a

@@ -3,14 +3,18 @@
 #   - the third-party MCP servers (npm and PyPI), into .cache/servers (tests/real/install_servers.sh);
 #   - the official conformance runner and a Node >= 22 for it, into .cache/conformance
 #     (tests/conformance/install_runner.sh);
-#   - Debian's Chromium, which renders the HTML report of `mcpwire check` in its tests
-#     (apt-get, as root or through sudo; never a browser downloaded by a test tool).
+#   - Debian's Chromium (the HTML report of `mcpwire check` and the console of `mcpwire serve` are
+#     rendered and driven in it) and PostgreSQL (the service's store runs its suite on a real
+#     server): apt-get, as root or through sudo; never a browser downloaded by a test tool.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-python3} bash "$here/real/install_servers.sh"
 bash "$here/conformance/install_runner.sh"
-if ! command -v chromium >/dev/null 2>&1; then
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+if [ ${#missing[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -4,11 +4,11 @@ Import order is catalogue order: framing, lifecycle, features, the 2026-07-28 ru
 call tools.
 """
 
-from conformance.checks import framing  # noqa: I001
-from conformance.checks import lifecycle
-from conformance.checks import features
-from conformance.checks import modern
-from conformance.checks import http
-from conformance.checks import calls
+from . import framing  # noqa: I001
+from . import lifecycle
+from . import features
+from . import modern
+from . import http
+from . import calls
 
 __all__ = ["calls", "features", "framing", "http", "lifecycle", "modern"]

@@ -15,10 +15,10 @@ from typing import Any
 
 import trio
 
-from conformance.context import FULL_CAPS, META_LOG_LEVEL, Context, example_arguments
-from conformance.harness import NoAnswer, WireBase
-from conformance.registry import check
-from conformance.schema import SchemaProblem, compile_schema
+from ..context import FULL_CAPS, META_LOG_LEVEL, Context, example_arguments
+from ..harness import NoAnswer, WireBase
+from ..registry import check
+from ..schema import SchemaProblem, compile_schema
 
 TOOLS = "server/tools.mdx"
 MODERN = "2026-07-28"

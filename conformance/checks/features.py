@@ -7,8 +7,8 @@ import binascii
 import re
 from typing import Any
 
-from conformance.context import Context
-from conformance.registry import check
+from ..context import Context
+from ..registry import check
 
 TOOLS = "server/tools.mdx"
 RESOURCES = "server/resources.mdx"
@@ -467,7 +467,7 @@ async def schema_valid(ctx: Context) -> None:
     # The rules other checks judge stay theirs (ids SV-02, result/error SV-03, resultType SV-16,
     # tool schemas SV-29*, initialize SV-09, discover SV-13): this check judges everything else
     # in the list results and in what the server sends on its own.
-    from conformance.schema import message_validator, result_definition
+    from ..schema import message_validator, result_definition
 
     if message_validator(ctx.revision, "JSONRPCNotification") is None:
         ctx.skip("no official schema.json for this revision (set MCPWIRE_SCHEMA_DIR to <dir>/<revision>/schema.json)")
@@ -480,6 +480,7 @@ async def schema_valid(ctx: Context) -> None:
             name = result_definition(ctx.revision, method)
             validator = message_validator(ctx.revision, name) if name else None
             for page in pages if validator is not None else ():
+                assert validator is not None
                 for error in validator.iter_errors(page):
                     path = [str(p) for p in error.absolute_path]
                     if _judged_elsewhere(path, error):

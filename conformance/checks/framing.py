@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.context import Context
-from conformance.harness import Frame, NoAnswer, WireBase, shutdown
-from conformance.registry import check
+from ..context import Context
+from ..harness import Frame, NoAnswer, WireBase, shutdown
+from ..registry import check
 
 BASIC = "basic/index.mdx"
 #: 2024-11-05 kept the message rules on a page of their own

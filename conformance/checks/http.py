@@ -10,9 +10,9 @@ import re
 import urllib.parse
 from typing import Any
 
-from conformance.context import CLIENT_INFO, Context
-from conformance.http_harness import HttpReply, HttpWire
-from conformance.registry import check
+from ..context import CLIENT_INFO, Context
+from ..http_harness import HttpReply, HttpWire
+from ..registry import check
 
 HTTP = ("http",)
 LEGACY = ("legacy",)
@@ -220,16 +220,16 @@ async def modern_stream_related(ctx: Context) -> None:
                     continue
                 if "method" in message and "id" in message:
                     ctx.fail(f"{reply.label}: a request on a response stream: {message!r:.200}")
-                method = message.get("method")
-                if listen and method in _LISTEN_NOTIFICATIONS:
+                note = message.get("method")
+                if listen and note in _LISTEN_NOTIFICATIONS:
                     continue
-                if method == "notifications/progress":
+                if note == "notifications/progress":
                     if (message.get("params") or {}).get("progressToken") != token:
                         ctx.fail(f"{reply.label}: progress for another token: {message!r:.200}")
-                elif method == "notifications/message":
+                elif note == "notifications/message":
                     continue  # whether it was asked for is SV-36's question
-                elif method is not None:
-                    ctx.fail(f"{reply.label}: {method} is not about the request {sent.get('method')!r}")
+                elif note is not None:
+                    ctx.fail(f"{reply.label}: {note} is not about the request {sent.get('method')!r}")
                 elif message.get("id") != sent.get("id"):
                     ctx.fail(f"{reply.label}: a response to another request: {message!r:.200}")
 
@@ -616,7 +616,7 @@ async def sse_priming(ctx: Context) -> None:
         if ctx.has("tools") and (ctx.tools.mode != "none" or ctx.tools.allow):
             # a tool that takes a while is where a server closes the connection before the response
             # ("the server MAY close the connection ... at any time"); the wire then resumes it
-            from conformance.checks.calls import _call_each
+            from .calls import _call_each
 
             tools = [t for t in await ctx.list_all(wire, "tools/list", "tools") if ctx.tools.refuses(t) is None]
             await _call_each(ctx, wire, tools)
@@ -736,7 +736,7 @@ async def param_headers(ctx: Context) -> None:
         allowed = [t for t in annotated if ctx.tools.refuses(t) is None]
         if not allowed:
             ctx.skip(ctx.tools.refuses(annotated[0]) or "no tool may be called")
-        from conformance.context import example_arguments
+        from ..context import example_arguments
 
         tool = allowed[0]
         name = str(tool["name"])

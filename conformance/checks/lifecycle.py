@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.context import CLIENT_INFO, Context
-from conformance.registry import check
+from ..context import CLIENT_INFO, Context
+from ..registry import check
 
 LIFECYCLE = "basic/lifecycle.mdx"
 MODERN = "2026-07-28"

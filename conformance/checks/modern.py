@@ -6,9 +6,9 @@ from typing import Any
 
 import trio
 
-from conformance.context import META_CAPS, META_SUBSCRIPTION, META_VERSION, Context
-from conformance.harness import WireBase
-from conformance.registry import check
+from ..context import META_CAPS, META_SUBSCRIPTION, META_VERSION, Context
+from ..harness import WireBase
+from ..registry import check
 
 MODERN = ("modern",)
 #: every rule here is 2026-07-28 text: the results of other revisions (skipped) cite its pages
@@ -139,7 +139,7 @@ async def no_server_requests(ctx: Context) -> None:
             await wire.request("tools/list", ctx.params(capabilities=caps), timeout=ctx.timeout)
             tools = await ctx.list_all(wire, "tools/list", "tools")
             if any(ctx.tools.refuses(t) is None for t in tools):
-                from conformance.checks.calls import _call_each
+                from .calls import _call_each
 
                 await _call_each(ctx, wire, [t for t in tools if ctx.tools.refuses(t) is None], capabilities=caps)
         await wire.drain(0.2)
@@ -362,7 +362,7 @@ async def subscription_filter(ctx: Context) -> None:
                 await trio.sleep(0.3)
             else:
                 await wire.send(message)
-            from conformance.checks.calls import _call_each
+            from .calls import _call_each
 
             await _call_each(ctx, wire, tools, limit=len(tools))
             await trio.sleep(0.3)
@@ -446,8 +446,11 @@ async def era_parity(ctx: Context) -> None:
     if not legacy:
         ctx.skip("the server accepts no legacy revision")
     latest = legacy[-1]
-    kinds = (("tools", "tools/list", "tools", "name"), ("prompts", "prompts/list", "prompts", "name"))
-    kinds += (("resources", "resources/list", "resources", "uri"),)
+    kinds: tuple[tuple[str, str, str, str], ...] = (
+        ("tools", "tools/list", "tools", "name"),
+        ("prompts", "prompts/list", "prompts", "name"),
+        ("resources", "resources/list", "resources", "uri"),
+    )
     modern: dict[str, set[str]] = {}
     async with ctx.raw() as wire:
         modern_caps = (await ctx.result(wire, "server/discover")).get("capabilities") or {}

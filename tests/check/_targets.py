@@ -9,8 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
-
-from conformance.context import Target
+from mcpwire.conformance.context import Target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 START_TIMEOUT_S = 20.0

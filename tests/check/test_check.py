@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 import trio
 from _targets import FIXTURES, fixture_argv, fixture_target, http_server, reference_argv
-
-from conformance.cli import reference_tool_policy
-from conformance.context import Target, ToolPolicy
-from conformance.registry import CATALOGUE
-from conformance.runner import ALL_REVISIONS, Result, Run, era_of, run
-from conformance.schema import schema_dir
+from mcpwire.conformance.cli import reference_tool_policy
+from mcpwire.conformance.context import Target, ToolPolicy
+from mcpwire.conformance.registry import CATALOGUE
+from mcpwire.conformance.runner import ALL_REVISIONS, Result, Run, era_of, run
+from mcpwire.conformance.schema import schema_dir
 
 BAD = ("fail", "warning", "error", "not_observed")
 REPO = Path(__file__).resolve().parents[2]

@@ -9,9 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "real"))
 from _paths import NPM_BIN, require
-
-from conformance.context import Target
-from conformance.runner import run
+from mcpwire.conformance.context import Target
+from mcpwire.conformance.runner import run
 
 pytestmark = pytest.mark.real
 

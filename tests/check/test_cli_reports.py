@@ -12,9 +12,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 from _targets import fixture_argv
-
-from conformance.cli import main
-from conformance.report import (
+from mcpwire.conformance.cli import main
+from mcpwire.conformance.report import (
     JSON_SCHEMA,
     SCHEMA_VERSION,
     area_of,
@@ -24,7 +23,7 @@ from conformance.report import (
     to_junit,
     to_terminal,
 )
-from conformance.runner import STATUSES, Probe, Result, Run
+from mcpwire.conformance.runner import STATUSES, Probe, Result, Run
 
 # -- the command line, against the reference server and broken fixtures -----------------------
 

@@ -9,13 +9,18 @@ from pathlib import Path
 
 import pytest
 from _targets import fixture_argv, http_server, reference_argv
-
-from conformance.cli import main
-from conformance.context import Target, ToolPolicy, example_arguments
-from conformance.http_harness import HttpReply, TargetUnreachable, _SseParser, encode_header_value, open_http_wire
-from conformance.registry import CATALOGUE
-from conformance.runner import detect_transport, run, spec_url
-from conformance.schema import SchemaProblem, compile_schema
+from mcpwire.conformance.cli import main
+from mcpwire.conformance.context import Target, ToolPolicy, example_arguments
+from mcpwire.conformance.http_harness import (
+    HttpReply,
+    TargetUnreachable,
+    _SseParser,
+    encode_header_value,
+    open_http_wire,
+)
+from mcpwire.conformance.registry import CATALOGUE
+from mcpwire.conformance.runner import detect_transport, run, spec_url
+from mcpwire.conformance.schema import SchemaProblem, compile_schema
 
 
 def test_sse_parser_follows_the_event_stream_rules() -> None:
@@ -103,7 +108,7 @@ def test_http_evidence_masks_secrets() -> None:
 async def test_a_stream_closed_before_its_response_is_resumed_after_its_retry_delay() -> None:
     """2025-11-25 basic/transports: the client resumes with GET and Last-Event-ID, waiting the
     stream's retry delay first; the request then gets its answer as if nothing happened."""
-    from conformance.context import CLIENT_INFO
+    from mcpwire.conformance.context import CLIENT_INFO
 
     async with http_server(reference_argv()) as url, open_http_wire(url, "2025-11-25", headers={}) as wire:
         params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}

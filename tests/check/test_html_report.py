@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conformance.report import MAX_PAYLOAD_LINES, MAX_STRING_CHARS, area_of, to_html
-from conformance.report_assets import script_hash
-from conformance.runner import Probe, Result, Run
+from mcpwire.conformance.report import MAX_PAYLOAD_LINES, MAX_STRING_CHARS, area_of, to_html
+from mcpwire.conformance.report_assets import script_hash
+from mcpwire.conformance.runner import Probe, Result, Run
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = (
@@ -555,7 +554,7 @@ def test_injected_markup_stays_text_in_the_browser(rendered: dict[str, Node]) ->
 
 def test_cli_writes_the_page_for_the_reference_server(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
-    argv = [sys.executable, "-m", "conformance", "-q", "--only", "SV-12,SV-02", "--revision", "2025-11-25"]
+    argv = [sys.executable, "-m", "mcpwire.conformance", "-q", "--only", "SV-12,SV-02", "--revision", "2025-11-25"]
     done = subprocess.run([*argv, "--html", str(page)], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "result: PASS"

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conformance.registry import CATALOGUE
-from conformance.runner import ALL_REVISIONS, spec_url
+from mcpwire.conformance.registry import CATALOGUE
+from mcpwire.conformance.runner import ALL_REVISIONS, spec_url
 
 SITE = "https://modelcontextprotocol.io/specification/"
 DATA: dict[str, Any] = json.loads((Path(__file__).parent / "spec_pages.json").read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fuzz.cli import main
+from mcpwire.fuzz.cli import main
 
 FIXTURES = Path(__file__).with_name("fixtures")
 BUGGY = str(FIXTURES / "buggy_server.py")

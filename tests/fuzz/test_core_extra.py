@@ -4,13 +4,14 @@ decoder bugs those properties found (fixed in ``mcpwire/protocol/sse.py``)."""
 
 from __future__ import annotations
 
-from fuzz.core_properties import (
+from mcpwire.fuzz.core_properties import (
     BOM,
     sse_feed,
     test_header_values_round_trip,
     test_sse_chunking_invariance,
     test_sse_feed_raises_only_frame_too_large,
 )
+
 from mcpwire.protocol.sse import SSEDecoder
 
 __all__ = [

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 from _support import BUGGY_HTTP, by_key, call_arguments, free_port, our_children, run_cli, run_json
-
-from fuzz.trace import load_trace, replay
+from mcpwire.fuzz.trace import load_trace, replay
 
 DEADLINE = "0.3"
 

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fuzz import mcp_schema
-from fuzz.exchange import Answer, Observation, Profile, Step, notification, request
-from fuzz.messages import (
+from mcpwire.fuzz import mcp_schema
+from mcpwire.fuzz.exchange import Answer, Observation, Profile, Step, notification, request
+from mcpwire.fuzz.messages import (
     NOT_SENT,
     PROTOCOL_KINDS,
     framing_steps,
@@ -21,8 +20,8 @@ from fuzz.messages import (
     protocol_steps,
     schema_request,
 )
-from fuzz.oracles import ORACLES, check
-from fuzz.schemas import is_valid
+from mcpwire.fuzz.oracles import ORACLES, check
+from mcpwire.fuzz.schemas import is_valid
 
 SETTINGS = settings(
     max_examples=40, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)

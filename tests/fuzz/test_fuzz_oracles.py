@@ -10,10 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-
-from fuzz.exchange import Answer, Observation, Profile, Step, notification, request
-from fuzz.oracles import ORACLES, Violation, check, list_stability, slow_answer
-from fuzz.runner import Finding, Report
+from mcpwire.fuzz.exchange import Answer, Observation, Profile, Step, notification, request
+from mcpwire.fuzz.oracles import ORACLES, Violation, check, list_stability, slow_answer
+from mcpwire.fuzz.runner import Finding, Report
 
 LIST_TOOLS = request(1, "tools/list", None)
 

@@ -32,8 +32,7 @@ from _support import (
     run_cli,
     run_json,
 )
-
-from fuzz.trace import load_trace, replay
+from mcpwire.fuzz.trace import load_trace, replay
 
 DEADLINE = "0.3"
 #: the seeds of the default-budget run: 7 is shared by most tests; 3 and 19 once drew no NUL at all
@@ -60,7 +59,7 @@ def planted_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Run]:
         out = outs[seed]
         return ["--seed", str(seed), *DEFAULT_BUDGET, "--out", str(out), "--database", str(out / "db"), "--", *SERVER]
 
-    command = [sys.executable, "-m", "fuzz", "--json", "-q"]
+    command = [sys.executable, "-m", "mcpwire.fuzz", "--json", "-q"]
     others = {
         seed: subprocess.Popen([*command, *args(seed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for seed in SEEDS[1:]

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
-
-from fuzz.exchange import Deep, dumps
-from fuzz.oracles import legal_error_code
-from fuzz.schemas import SchemaError, arguments, invalid_arguments, valid_arguments, validator_for
+from mcpwire.fuzz.exchange import Deep, dumps
+from mcpwire.fuzz.oracles import legal_error_code
+from mcpwire.fuzz.schemas import SchemaError, arguments, invalid_arguments, valid_arguments, validator_for
 
 SETTINGS = settings(
     max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)

@@ -5,7 +5,7 @@ pyproject's testpaths is ``["tests"]``; re-exporting here makes ``python -m pyte
 
 from __future__ import annotations
 
-from fuzz.core_properties import (
+from mcpwire.fuzz.core_properties import (
     TestClientSessionMachine,
     TestRequestTableMachine,
     test_chunking_invariance_of_encoded_messages,

@@ -2,7 +2,10 @@
 # Installs the third-party MCP servers the integration tests talk to, into one cache folder:
 #   $MCPWIRE_SERVERS_DIR (default: <repo>/.cache/servers)
 #     npm/node_modules/.bin/mcp-server-{everything,filesystem,memory}
-#     py/bin/mcp-server-{time,git}
+#     npm/node_modules/mcp-cron-linux-amd64/bin/mcp-cron (a Go server)
+#     py/bin/mcp-server-{time,git,sqlite} (and the official Python SDK, `mcp`, as a client for tests)
+#     proxy/bin/mcp-proxy (mcp-proxy, on the Python SDK 1.x streamable HTTP transport)
+#     fastmcp/bin/fastmcp (FastMCP's proxy)
 # Versions are pinned so a test run is reproducible; a stamp file skips work already done.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,12 +16,17 @@ NPM_PACKAGES=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/server-filesystem@2026.8.31"
   "@modelcontextprotocol/server-memory@2026.8.31"
+  "mcp-cron-linux-amd64@0.9.1"
 )
 PY_PACKAGES=(
   "mcp-server-time==2026.10.19"
   "mcp-server-git==2026.10.19"
+  "mcp-server-sqlite==2025.4.25"
 )
-stamp_text="${NPM_PACKAGES[*]} ${PY_PACKAGES[*]}"
+# Proxies in front of other servers, each in its own venv (their SDK pins differ).
+PROXY_PACKAGES=("mcp-proxy==0.13.0")
+FASTMCP_PACKAGES=("fastmcp==4.1.2")
+stamp_text="${NPM_PACKAGES[*]} ${PY_PACKAGES[*]} ${PROXY_PACKAGES[*]} ${FASTMCP_PACKAGES[*]}"
 mkdir -p "$dir"
 if [ -f "$dir/stamp" ] && [ "$(cat "$dir/stamp")" = "$stamp_text" ]; then
   echo "servers already installed in $dir"
@@ -28,8 +36,14 @@ echo "installing MCP servers into $dir"
 npm install --silent --no-audit --no-fund --prefix "$dir/npm" "${NPM_PACKAGES[@]}"
 "$python" -m venv "$dir/py"
 "$dir/py/bin/python" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+"$python" -m venv "$dir/proxy"
+"$dir/proxy/bin/python" -m pip install -q --disable-pip-version-check "${PROXY_PACKAGES[@]}"
+"$python" -m venv "$dir/fastmcp"
+"$dir/fastmcp/bin/python" -m pip install -q --disable-pip-version-check "${FASTMCP_PACKAGES[@]}"
 for bin in npm/node_modules/.bin/mcp-server-everything npm/node_modules/.bin/mcp-server-filesystem \
-           npm/node_modules/.bin/mcp-server-memory py/bin/mcp-server-time py/bin/mcp-server-git; do
+           npm/node_modules/.bin/mcp-server-memory npm/node_modules/mcp-cron-linux-amd64/bin/mcp-cron \
+           py/bin/mcp-server-time py/bin/mcp-server-git py/bin/mcp-server-sqlite \
+           proxy/bin/mcp-proxy fastmcp/bin/fastmcp; do
   [ -x "$dir/$bin" ] || { echo "missing after install: $dir/$bin" >&2; exit 1; }
 done
 echo "$stamp_text" > "$dir/stamp"
