@@ -1,0 +1,114 @@
+"""Where the service keeps what must outlive it: one :class:`Store` interface, two databases.
+
+``async with await open_store(url) as store:`` opens and migrates the database named by ``url``:
+
+- ``None``: SQLite at the per-user data path (:func:`default_database_path`);
+- ``sqlite:///absolute/path.db``, ``sqlite:relative.db`` or a plain file path: SQLite;
+- ``sqlite::memory:``: a private in-memory SQLite database (tests);
+- ``postgresql://user:pass@host:port/db`` (or ``postgres://``): PostgreSQL, shared by replicas.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ...redaction import redact_url
+from .base import MAX_PAGE, Store
+from .schema import MIGRATIONS, Migration
+from .types import (
+    ApprovalRow,
+    AuditIn,
+    AuditPage,
+    AuditRow,
+    CheckRunRow,
+    ConversationRow,
+    MessageRow,
+    PinRow,
+    ServerRow,
+    StoreError,
+)
+
+__all__ = [
+    "MAX_PAGE",
+    "MIGRATIONS",
+    "ApprovalRow",
+    "AuditIn",
+    "AuditPage",
+    "AuditRow",
+    "CheckRunRow",
+    "ConversationRow",
+    "MessageRow",
+    "Migration",
+    "PinRow",
+    "ServerRow",
+    "Store",
+    "StoreError",
+    "default_database_path",
+    "describe_url",
+    "open_store",
+]
+
+
+def default_database_path() -> Path:
+    """``$XDG_DATA_HOME/mcpwire/service.db`` (``~/.local/share/mcpwire/service.db`` by default)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "mcpwire" / "service.db"
+
+
+def _sqlite_path(url: str) -> str:
+    if url in ("sqlite::memory:", "sqlite:///:memory:"):
+        return ":memory:"
+    if url.startswith("sqlite://"):
+        rest = url[len("sqlite://") :]
+        if not rest.startswith("/"):
+            raise StoreError(f"--db {url!r}: expected sqlite:///PATH (three slashes, then the path)")
+        return rest
+    if url.startswith("sqlite:"):
+        return url[len("sqlite:") :]
+    return url
+
+
+def describe_url(url: str | None) -> str:
+    """The database ``url`` names, fit to show (credentials redacted)."""
+    if url is None:
+        return f"sqlite:///{default_database_path()}"
+    return redact_url(url)
+
+
+async def open_store(url: str | None = None, *, migrations: tuple[Migration, ...] = tuple(MIGRATIONS)) -> Store:
+    """Opens the database ``url`` names and brings its schema up to date.
+
+    Raises:
+        StoreError: the URL is not understood, the database cannot be reached, or its schema is
+            newer than this code.
+
+    Cancellation: a migration step already running completes first.
+    """
+    from .base import Driver
+
+    driver: Driver
+    if url is not None and url.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresDriver
+
+        pg = PostgresDriver(url)
+        await pg.open()
+        driver = pg
+    elif url is None or url.startswith("sqlite:") or "://" not in url:
+        from .sqlite import SqliteDriver
+
+        path = str(default_database_path()) if url is None else _sqlite_path(url)
+        if not path:
+            raise StoreError(f"--db {url!r}: no path after 'sqlite:'")
+        lite = SqliteDriver(path)
+        await lite.open()
+        driver = lite
+    else:
+        raise StoreError(f"--db {redact_url(url)!r}: expected sqlite:///PATH or postgresql://USER@HOST/DB")
+    store = Store(driver, migrations=migrations)
+    try:
+        await store.migrate()
+    except BaseException:
+        await store.aclose()
+        raise
+    return store

@@ -1,0 +1,116 @@
+"""The SQLite driver: the standard library's ``sqlite3``, off the trio thread, in WAL mode.
+
+Theory of operation: one connection, used by one worker thread at a time (a capacity limiter of
+one, which is fair, so calls run in arrival order). Write transactions start with ``BEGIN
+IMMEDIATE`` so two processes sharing the file queue on the lock (``busy_timeout``) instead of
+failing on upgrade. ``journal_mode=WAL`` lets readers in other processes run during a write;
+``synchronous=FULL`` makes every commit durable before it returns, also across a power loss (the
+service batches audit records, so this costs one sync per batch, not per record).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import trio
+
+from .base import Transaction
+from .schema import Dialect
+from .types import StoreError
+
+__all__ = ["BUSY_TIMEOUT", "SqliteDriver"]
+
+log = logging.getLogger("mcpwire.service.store")
+T = TypeVar("T")
+
+#: seconds a write waits for another process's write lock before failing
+BUSY_TIMEOUT: Final = 10.0
+
+
+class _Tx:
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def all(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return self._conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Sequence[object] = ()) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self._conn.execute(sql, params).fetchone()
+        return row
+
+    def run(self, sql: str, params: Sequence[object] = ()) -> int:
+        return self._conn.execute(sql, params).rowcount
+
+
+class SqliteDriver:
+    """A SQLite database file (``":memory:"`` for a private in-memory one).
+
+    Raises:
+        StoreError: (from :meth:`open`) the file cannot be created or opened.
+    """
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.location = f"sqlite:///{self.path}" if self.path != ":memory:" else "sqlite::memory:"
+        self._conn: sqlite3.Connection | None = None
+        self._limiter = trio.CapacityLimiter(1)
+        self._closed = False
+        self._guard = threading.Lock()
+
+    async def open(self) -> None:
+        await trio.to_thread.run_sync(self._connect, limiter=self._limiter)
+
+    def _connect(self) -> None:
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the database {self.location}: {exc}") from exc
+        self._conn = conn
+
+    async def call(self, fn: Callable[[Transaction], T], *, write: bool) -> T:
+        if self._closed or self._conn is None:
+            raise StoreError(f"the database {self.location} is closed")
+        return await trio.to_thread.run_sync(self._run, fn, write, limiter=self._limiter)
+
+    def _run(self, fn: Callable[[Transaction], T], write: bool) -> T:
+        conn = self._conn
+        if conn is None:
+            raise StoreError(f"the database {self.location} is closed")
+        with self._guard:
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    result = fn(_Tx(conn))
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+                return result
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"the database {self.location} failed: {exc}") from exc
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(conn.close, limiter=self._limiter)
