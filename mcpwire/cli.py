@@ -1,20 +1,16 @@
-"""The ``mcpwire`` command line.
+"""The ``mcpwire`` command line: one entry point, one way to name a server.
 
-    mcpwire info  [--json] [-- CMD ARGS... | -- URL]   era, revision, server, capabilities
-    mcpwire tools [--json] [-- CMD ARGS...]            the server's tools
-    mcpwire call  [--json] TOOL ['{json}']             call a tool of the demo server
-    mcpwire call  [--json] -- CMD ARGS... TOOL '{json}'
-    mcpwire check [OPTIONS] [-- CMD ARGS... | URL | NAME]  conformance report (mcpwire.conformance.cli)
-    mcpwire fuzz  [OPTIONS] [-- CMD ARGS... | URL]         property-based fuzzing (mcpwire.fuzz.cli)
-    mcpwire servers | tools | call NAME '{json}' | export   the servers of mcp.json (host.cli)
-    mcpwire login URL                                      OAuth authorization (auth.cli)
+Every command that reaches a server takes the same target (see :mod:`mcpwire.cliargs`): a URL,
+``-- CMD ARGS...``, the NAME of an mcp.json entry, or nothing. Nothing means the servers of mcp.json
+when one is given (``--config``) or found (``$MCPWIRE_CONFIG``, ``./mcp.json``, the user's config
+file) for the commands that work on many servers (``tools``, ``call``, ``resources``, ``read``,
+``prompts``, ``prompt``, ``servers``, ``export``), and the bundled demo server otherwise, so every
+command works on a fresh install. ``check``, ``fuzz``, ``login``, ``serve`` and ``chat`` live in
+their own modules; ``add`` writes mcp.json entries (:mod:`mcpwire.catalog`).
 
-With no command the bundled demo server (``python -m mcpwire.testing.demo_server``) is used, so
-every command works on a fresh install; ``tools`` and ``call`` use the servers of ``mcp.json``
-instead when one is given (``--config``) or found (``$MCPWIRE_CONFIG``, ``./mcp.json``, the user's
-config file). Exit status: 0 on success, 1 when a called tool reports an error (for ``check``:
-when a MUST fails; for ``fuzz``: when something was found), 2 on usage, connection or protocol
-errors.
+Exit status: 0 on success; 1 when a called tool reports an error (``check``: a MUST fails;
+``fuzz``: something was found); 2 on usage, configuration, connection or protocol errors; 130 and
+143 after SIGINT and SIGTERM (the servers started are shut down first).
 """
 
 from __future__ import annotations
@@ -22,284 +18,449 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn, TextIO
 
-import msgspec
-import trio
-
-from .errors import MCPWireError, RPCError
-from .transports import HttpServer, StdioServer, split_header
+from ._version import __version__
+from .cliargs import (
+    UsageError,
+    add_target_options,
+    find_target_config,
+    is_url,
+    load_target_config,
+    resolve_target,
+    run_cli,
+    split_command,
+    target_epilog,
+)
+from .redaction import clean_terminal
 
 __all__ = ["main"]
 
 
-class UsageError(Exception):
-    pass
+@dataclass(frozen=True, slots=True)
+class _Command:
+    summary: str
+    words: str  #: the positional words, for the usage line
+    examples: tuple[str, ...]
+    many: bool = True  #: without a target, works on the servers of mcp.json
 
 
-def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
-    """Splits ``[opts...] -- CMD ARGS...`` into options and the server command."""
-    if "--" in argv:
-        i = list(argv).index("--")
-        command = list(argv[i + 1 :])
-        if not command:
-            raise UsageError("nothing after '--': give the server's command, e.g. -- npx -y @scope/server")
-        return list(argv[:i]), command
-    return list(argv), None
+_COMMANDS: Final[dict[str, _Command]] = {
+    "info": _Command(
+        "show a server's identity, era, protocol revision and capabilities",
+        "[TARGET]",
+        ("mcpwire info", "mcpwire info http://127.0.0.1:3001/mcp --json", "mcpwire info -- uvx mcp-server-time"),
+        many=False,
+    ),
+    "tools": _Command(
+        "list a server's tools (every server's, namespaced, under mcp.json)",
+        "[TARGET]",
+        (
+            "mcpwire tools --schema",
+            "mcpwire tools http://127.0.0.1:3001/mcp --bearer-env MCP_TOKEN",
+            "mcpwire tools -- npx -y @modelcontextprotocol/server-filesystem ~/notes",
+        ),
+    ),
+    "call": _Command(
+        "call a tool; without JSON arguments, with {}",
+        "[TARGET] TOOL ['{json}' | -]",
+        (
+            'mcpwire call echo \'{"text": "hi"}\'',
+            "mcpwire call http://127.0.0.1:3001/mcp get-tiny-image",
+            'mcpwire call get_current_time \'{"timezone": "UTC"}\' -- uvx mcp-server-time',
+            'mcpwire call github__search_issues \'{"q": "bug"}\'   (a server of mcp.json)',
+        ),
+    ),
+    "resources": _Command(
+        "list a server's resources and resource templates",
+        "[TARGET]",
+        ("mcpwire resources", "mcpwire resources -- npx -y @modelcontextprotocol/server-everything"),
+    ),
+    "read": _Command(
+        "read a resource",
+        "[TARGET] URI",
+        ("mcpwire read demo://static/hello", "mcpwire read http://127.0.0.1:3001/mcp test://static/resource/1"),
+    ),
+    "prompts": _Command(
+        "list a server's prompts and their arguments",
+        "[TARGET]",
+        ("mcpwire prompts", "mcpwire prompts --config mcp.json github"),
+    ),
+    "prompt": _Command(
+        "render a prompt with its arguments",
+        "[TARGET] NAME [KEY=VALUE... | '{json}']",
+        ("mcpwire prompt greet name=alice", "mcpwire prompt http://127.0.0.1:3001/mcp simple-prompt"),
+    ),
+    "servers": _Command(
+        "start the servers of mcp.json and show their status",
+        "",
+        ("mcpwire servers", "mcpwire servers --config ~/work/mcp.json --json"),
+    ),
+    "export": _Command(
+        "export the tools of mcp.json's servers for an LLM",
+        "",
+        ("mcpwire export --format anthropic", "mcpwire export --format openai --strict-schema"),
+    ),
+}
+
+#: subcommands implemented elsewhere: name -> (module, what it needs when missing, summary)
+_DELEGATED: Final[dict[str, tuple[str, str, str]]] = {
+    "check": (
+        "mcpwire.conformance.cli",
+        "the check extra: pip install 'mcpwire[check]'",
+        "check a server against the MCP specification",
+    ),
+    "fuzz": (
+        "mcpwire.fuzz.cli",
+        "the fuzz extra: pip install 'mcpwire[fuzz]'",
+        "property-based fuzzing of a server's tools and protocol",
+    ),
+    "login": ("mcpwire.auth.cli", "the http extra: pip install 'mcpwire[http]'", "authorize with an OAuth server"),
+    "serve": (
+        "mcpwire.service.cli",
+        "the serve extra: pip install 'mcpwire[serve]'",
+        "run the host as a service: API, web console, MCP gateway",
+    ),
+    "chat": (
+        "mcpwire.agent.cli",
+        "the agent extra: pip install 'mcpwire[agent]'",
+        "talk to an LLM that calls your servers' tools",
+    ),
+}
+
+_ORDER: Final = (
+    "info",
+    "tools",
+    "call",
+    "resources",
+    "read",
+    "prompts",
+    "prompt",
+    "servers",
+    "export",
+    "check",
+    "fuzz",
+    "login",
+    "serve",
+    "chat",
+)
 
 
-def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="machine-readable output")
-    common.add_argument("--era", choices=["auto", "legacy", "modern"], default="auto", help="force a protocol era")
-    common.add_argument("--protocol-version", help="force one revision, e.g. 2025-06-18")
-    common.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
-    common.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to start and handshake")
-    common.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="server environment")
-    common.add_argument("--cwd", help="server working directory")
-    common.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="HTTP header (URL targets; NAME:VALUE works too)",
+def _top_help() -> str:
+    lines = [
+        "usage: mcpwire COMMAND [OPTIONS] [TARGET | -- CMD ARGS...]",
+        "",
+        "Talk to MCP servers: inspect them, call their tools, check and fuzz them, run them behind a host.",
+        "",
+        "commands:",
+    ]
+    for name in _ORDER:
+        summary = _COMMANDS[name].summary if name in _COMMANDS else _DELEGATED[name][2]
+        lines.append(f"  {name:<10} {summary}")
+    lines += [
+        "",
+        "naming a server (TARGET):",
+        "  (nothing)                   the servers of mcp.json when one is found, else the bundled demo server",
+        "  http://127.0.0.1:3001/mcp   an HTTP server (Streamable HTTP or HTTP+SSE)",
+        "  -- CMD ARGS...              a stdio server: the command after '--'",
+        "  NAME                        an entry of mcp.json (--config FILE, $MCPWIRE_CONFIG, ./mcp.json,",
+        "                              ~/.config/mcpwire/mcp.json)",
+        "",
+        "options:",
+        "  -h, --help                  show this help; mcpwire COMMAND --help shows a command's options",
+        "  -V, --version               show mcpwire's version",
+        "",
+        "exit status: 0 ok; 1 a tool reported an error (check: a MUST failed; fuzz: a finding);",
+        "2 usage, configuration or connection error; 130/143 interrupted by SIGINT/SIGTERM.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse would print the usage and exit
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _parser(name: str) -> argparse.ArgumentParser:
+    from .host.cli import add_config_options
+
+    command = _COMMANDS[name]
+    prog = f"mcpwire {name}"
+    examples = "examples:\n" + "".join(f"  {e}\n" for e in command.examples)
+    usage = f"{prog} [OPTIONS] {command.words} [-- CMD ARGS...]".replace("  ", " ")
+    if not command.words:
+        usage = f"{prog} [OPTIONS]"
+    epilog = examples if not command.words else target_epilog(prog, examples)
+    parser = _Parser(
+        prog=prog,
+        usage=usage,
+        description=command.summary[0].upper() + command.summary[1:] + ".",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    common.add_argument(
-        "--bearer-env",
-        metavar="VAR",
-        help="send 'Authorization: Bearer $VAR' (URL targets; the token is read from the environment, not argv)",
-    )
-    common.add_argument(
-        "--transport", choices=["auto", "streamable-http", "sse"], default="auto", help="HTTP transport"
-    )
-    common.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
-    parser = argparse.ArgumentParser(
-        prog="mcpwire",
-        description="Talk to MCP servers. After '--' comes the server command; without it, the bundled demo server.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", parents=[common], help="show era, revision, server info and capabilities")
-    sub.add_parser("tools", parents=[common], help="list the server's tools")
-    call = sub.add_parser("call", parents=[common], help="call a tool: TOOL '{json arguments}'")
-    for name, (_module, _needs) in _DELEGATED.items():  # listed in --help; parsed by their modules
-        sub.add_parser(name, help=_DELEGATED_HELP.get(name, ""), add_help=False)
-    call.add_argument("tool", nargs="?", help="tool name (with a server command: the last two words after --)")
-    call.add_argument("arguments", nargs="?", help="JSON object of arguments")
+    if command.words:
+        parser.add_argument(
+            "words",
+            nargs="*",
+            metavar="TARGET",
+            help="a URL or the NAME of an mcp.json entry (see below), "
+            + {"call": "then the TOOL and its JSON arguments", "read": "then the resource URI"}.get(
+                name, "then the prompt NAME and KEY=VALUE arguments" if name == "prompt" else "or nothing"
+            ),
+        )
+    parser.add_argument("--json", action="store_true", help="JSON output (MCP's camelCase keys)")
+    if name == "tools":
+        parser.add_argument("--schema", action="store_true", help="show each tool's parameters")
+    if command.words:
+        add_target_options(parser)
+    else:  # servers, export: the servers of mcp.json only
+        add_target_options(parser, stdio=False, http=False)
+    if command.many:
+        add_config_options(parser, name)
+    for action in parser._actions:  # under mcp.json a call's own timeout is the configured one
+        if action.dest == "timeout" and command.many:
+            action.default = None
+            action.help = (
+                "seconds to wait for each answer (default 30; under mcp.json: the server's configured timeout)"
+            )
     return parser
 
 
-def _spec(args: argparse.Namespace, command: list[str] | None) -> StdioServer | HttpServer | None:
-    if command is not None and len(command) == 1 and command[0].startswith(("http://", "https://")):
-        headers: dict[str, str] = {}
-        for item in args.header:
-            try:
-                key, value = split_header(item)
-            except ValueError as exc:
-                raise UsageError(f"--header: {exc}") from None
-            headers[key] = value
-        token = None
-        if args.bearer_env:
-            token = os.environ.get(args.bearer_env)
-            if not token:
-                raise UsageError(f"--bearer-env {args.bearer_env}: that environment variable is not set")
-        try:
-            return HttpServer(url=command[0], headers=headers, bearer_token=token, transport=args.transport)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    if args.header or args.bearer_env:
-        raise UsageError("--header and --bearer-env need a URL after '--'")
-    env: dict[str, str] = {}
-    for item in args.env:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--env takes KEY=VALUE, not {item!r}")
-        env[key] = value
-    if command is None:
-        if env or args.cwd:
-            raise UsageError("--env and --cwd need a server command after '--'")
-        return None
-    return StdioServer(command=command[0], args=tuple(command[1:]), env=env, cwd=args.cwd)
+# -- what the words mean -------------------------------------------------------------------------
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "era": args.era,
-        "protocol_version": args.protocol_version,
-        "timeout": args.timeout,
-        "connect_timeout": args.connect_timeout,
-    }
+def _looks_like_json(word: str) -> bool:
+    head = word.lstrip()[:1]
+    if head in ("{", "[", '"') or word == "-":
+        return True
+    try:
+        json.loads(word)
+    except ValueError:
+        return False
+    return True
 
 
-def _to_json(value: object) -> Any:
-    return msgspec.to_builtins(value)
+@dataclass(slots=True)
+class _Words:
+    target: list[str]
+    command: list[str] | None
+    tool: str | None = None
+    arguments: str | None = None
+    uri: str | None = None
+    prompt: str | None = None
+    prompt_arguments: tuple[str, ...] = ()
 
 
-def _print_json(value: object) -> None:
-    sys.stdout.write(json.dumps(_to_json(value), indent=2, ensure_ascii=False) + "\n")
-
-
-async def _run(
-    args: argparse.Namespace, spec: StdioServer | HttpServer | None, call: tuple[str, dict[str, Any]] | None
-) -> int:
-    from .client import open_client
-
-    async with open_client(spec, **_options(args)) as client:
-        if args.command == "info":
-            info = {
-                "server": client.label,
-                "era": client.era.value if client.era else None,
-                "protocolVersion": client.protocol_version,
-                "serverInfo": _to_json(client.server_info),
-                "capabilities": _to_json(client.server_capabilities),
-                "instructions": client.instructions,
-            }
-            if args.json:
-                _print_json(info)
+def _split_words(name: str, words: list[str], command: list[str] | None) -> _Words:
+    """Which words name the server and which the tool, URI or prompt."""
+    if name == "call":
+        if command is not None and not words:
+            # the older form: -- CMD ARGS... TOOL '{json}'
+            if len(command) >= 3 and _looks_like_json(command[-1]):
+                words, command = command[-2:], command[:-2]
             else:
-                si = client.server_info
-                print(f"server:       {si.name if si else '?'} {si.version if si else ''}".rstrip())
-                print(f"era:          {info['era']}")
-                print(f"revision:     {client.protocol_version}")
-                caps = info["capabilities"] or {}
-                print(f"capabilities: {', '.join(sorted(caps)) or '(none)'}")
-                if client.instructions:
-                    print(f"instructions: {client.instructions.splitlines()[0][:100]}")
-            return 0
-        if args.command == "tools":
-            tools = await client.list_tools()
-            if args.json:
-                _print_json(tools)
-            else:
-                width = max((len(t.name) for t in tools), default=0)
-                for tool in tools:
-                    summary = (tool.description or "").strip().splitlines()
-                    print(f"{tool.name:<{width}}  {summary[0][:100] if summary else ''}")
-                print(f"({len(tools)} tools, {client.era.value if client.era else '?'} era, {client.protocol_version})")
-            return 0
-        assert call is not None
-        name, arguments = call
-        await client.list_tools()  # so the result is checked against the tool's outputSchema
-        result = await client.call_tool(name, arguments)
-        if args.json:
-            payload = {
-                "content": _to_json(result.content),
-                "isError": result.is_error,
-            }
-            if not isinstance(result.structured_content, msgspec.UnsetType):
-                payload["structuredContent"] = result.structured_content
-            _print_json(payload)
+                raise UsageError("give the tool's name before '--': mcpwire call TOOL ['{json}'] -- CMD ARGS...")
+        arguments = words.pop() if words and _looks_like_json(words[-1]) else None
+        if not words:
+            raise UsageError("give a tool name: mcpwire call [TARGET] TOOL ['{json}']")
+        if len(words) > 2:
+            raise UsageError(
+                f"unexpected {clean_terminal(words[2][:40], newlines=False)!r}: "
+                "mcpwire call [TARGET] TOOL ['{json}'] (JSON arguments start with '{')"
+            )
+        return _Words(words[:-1], command, tool=words[-1], arguments=arguments)
+    if name == "read":
+        if not words:
+            raise UsageError("give a resource URI: mcpwire read [TARGET] URI")
+        if len(words) > 2:
+            raise UsageError(f"unexpected {clean_terminal(words[2][:40], newlines=False)!r}: mcpwire read [TARGET] URI")
+        return _Words(words[:-1], command, uri=words[-1])
+    if name == "prompt":
+        if not words:
+            raise UsageError("give a prompt name: mcpwire prompt [TARGET] NAME [KEY=VALUE...]")
+        if is_url(words[0]) or (len(words) >= 2 and not _is_argument(words[1]) and not _is_argument(words[0])):
+            target, rest = words[:1], words[1:]
         else:
-            text = result.text()
-            print(text if text else json.dumps(_to_json(result.content), ensure_ascii=False))
-        return 1 if result.is_error else 0
+            target, rest = [], words
+        if not rest:
+            raise UsageError("give a prompt name: mcpwire prompt [TARGET] NAME [KEY=VALUE...]")
+        return _Words(target, command, prompt=rest[0], prompt_arguments=tuple(rest[1:]))
+    return _Words(words, command)
 
 
-_DELEGATED_HELP: dict[str, str] = {
-    "check": "check a server against the specification: check [-- CMD ARGS... | URL | NAME]",
-    "fuzz": "property-based fuzzing of a server's tools and protocol: fuzz [-- CMD ARGS... | URL]",
-    "servers": "start the servers of mcp.json and show their status",
-    "export": "export the tools of mcp.json for an LLM: export --format openai|anthropic|markdown",
-    "login": "authorize with an OAuth-protected server and store the tokens: login URL",
-    "serve": "run the host as a service: management API, web console and MCP gateway",
-    "chat": "talk to an LLM that calls the tools of your MCP servers",
-}
+def _is_argument(word: str) -> bool:
+    return "=" in word or _looks_like_json(word)
 
-#: subcommands implemented elsewhere: name -> (module, what it needs when missing)
-_DELEGATED: dict[str, tuple[str, str]] = {
-    "check": ("mcpwire.conformance.cli", "the check extra: pip install 'mcpwire[check]'"),
-    "fuzz": ("mcpwire.fuzz.cli", "the fuzz extra: pip install 'mcpwire[fuzz]'"),
-    "servers": ("mcpwire.host.cli", "the http extra for HTTP servers: pip install 'mcpwire[http]'"),
-    "export": ("mcpwire.host.cli", "the http extra for HTTP servers: pip install 'mcpwire[http]'"),
-    "login": ("mcpwire.auth.cli", "the http extra: pip install 'mcpwire[http]'"),
-    "serve": ("mcpwire.service.cli", "the serve extra: pip install 'mcpwire[serve]'"),
-    "chat": ("mcpwire.agent.cli", "the agent extra: pip install 'mcpwire[agent]'"),
-}
 
-#: commands that take their servers from mcp.json (the host); `tools` and `call` join them when a
-#: config is given or found and no server command follows '--'
-_HOST_COMMANDS = frozenset({"servers", "export", "tools", "call"})
+def _prompt_arguments(words: Sequence[str], stdin: TextIO) -> dict[str, str]:
+    if len(words) == 1 and _looks_like_json(words[0]):
+        given = _tool_arguments(words[0], stdin)
+        return {k: v if isinstance(v, str) else json.dumps(v) for k, v in given.items()}
+    arguments: dict[str, str] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not sep or not key:
+            raise UsageError(f"prompt arguments are KEY=VALUE, not {clean_terminal(word[:40], newlines=False)!r}")
+        arguments[key] = value
+    return arguments
+
+
+def _tool_arguments(text: str | None, stdin: TextIO) -> dict[str, object]:
+    from .host import cli as host_cli
+
+    if text is None:
+        return {}
+    try:
+        return host_cli.parse_arguments(text, stdin)
+    except host_cli.UsageError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _configure_logging(verbose: int, err: TextIO) -> None:
+    class _Clean(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return clean_terminal(super().format(record), newlines=False)
+
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(_Clean("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # without -v, a server's stderr is kept for error messages, not shown as it comes, and the host's
+    # warnings about servers are left to the command, which says the same in its own words
+    logging.getLogger("mcpwire.server").setLevel(logging.ERROR if verbose == 0 else logging.INFO)
+    logging.getLogger("mcpwire.host").setLevel(logging.ERROR if verbose == 0 else logging.NOTSET)
+
+
+def _many_mode_refusals(args: argparse.Namespace) -> None:
+    pairs = (("--header", "header"), ("--bearer-env", "bearer_env"), ("--env", "env"), ("--env-pass", "env_pass"))
+    given = [flag for flag, dest in (*pairs, ("--cwd", "cwd")) if getattr(args, dest, None)]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} apply to a server named on the command line (a URL, '-- CMD' or NAME); "
+            "for the servers of mcp.json, set them in their entries"
+        )
+
+
+def _run(name: str, argv: list[str], out: TextIO, err: TextIO, stdin: TextIO) -> int:
+    from .cliserver import Operands
+    from .cliserver import run as run_one
+
+    parser = _parser(name)
+    try:
+        options, command = split_command(argv)
+        args = parser.parse_intermixed_args(options)
+    except UsageError as exc:
+        err.write(f"mcpwire {name}: {exc}\n")
+        return 2
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    _configure_logging(args.verbose, err)
+    try:
+        words = _split_words(name, list(getattr(args, "words", [])), command)
+        many = _COMMANDS[name].many and not words.target and words.command is None
+        if many and (name in ("servers", "export") or find_target_config(args)[0] is not None):
+            _many_mode_refusals(args)
+            config = load_target_config(args, stdin=stdin, stderr=err, strict=getattr(args, "strict", False))
+            if config is None:
+                raise UsageError(
+                    "no mcp.json found (searched $MCPWIRE_CONFIG, ./mcp.json, ~/.config/mcpwire/mcp.json): "
+                    "pass --config FILE, or add a server with mcpwire add NAME"
+                )
+            return _run_many(name, args, words, config, out, err, stdin)
+        if name == "info" and not words.target and words.command is None:
+            words.target = _only_server(args)
+        target = resolve_target(args, words.target, words.command, stdin=stdin, stderr=err)
+        ops = Operands(
+            tool=words.tool,
+            arguments=_tool_arguments(words.arguments, stdin) if name == "call" else {},
+            uri=words.uri,
+            prompt=words.prompt,
+            prompt_arguments=_prompt_arguments(words.prompt_arguments, stdin),
+        )
+    except UsageError as exc:
+        err.write(f"mcpwire {name}: {exc}\n")
+        return 2
+    if args.timeout is None:
+        args.timeout = 30.0
+    return run_cli(lambda: run_one(name, target, ops, args, out, err))
+
+
+def _only_server(args: argparse.Namespace) -> list[str]:
+    """``info`` without a target under mcp.json: its one server, else a usage error naming them."""
+    path, _ = find_target_config(args)
+    if path is None:
+        return []
+    config = load_target_config(args)
+    names = [s.name for s in config.servers if s.enabled] if config else []
+    if len(names) == 1:
+        return names
+    raise UsageError(f"name one of the servers of {path}: {', '.join(names) or 'none'} (or a URL, or -- CMD ARGS...)")
+
+
+def _run_many(
+    name: str, args: argparse.Namespace, words: _Words, config: Any, out: TextIO, err: TextIO, stdin: TextIO
+) -> int:
+    from .host import cli as host_cli
+    from .host.registry import ToolRegistry
+
+    if hasattr(args, "name_format"):
+        try:
+            ToolRegistry(name_format=args.name_format)
+        except ValueError as exc:
+            raise UsageError(f"--name-format: {exc}") from None
+    if name == "call":
+        args.name = words.tool
+        args.arguments = _tool_arguments(words.arguments, stdin)
+    elif name == "prompt":
+        args.name = words.prompt
+        args.arguments = _prompt_arguments(words.prompt_arguments, stdin)
+    elif name == "read":
+        args.uri = words.uri
+    elif words.target:  # pragma: no cover - a target never leads here
+        raise UsageError("unexpected target")
+    return run_cli(lambda: host_cli.run(name, args, config, out, err))
 
 
 def _delegate(command: str, argv: list[str]) -> int:
     import importlib
 
-    module_name, needs = _DELEGATED.get(command, ("mcpwire.host.cli", ""))
+    module_name, needs, _summary = _DELEGATED[command]
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         print(f"mcpwire {command}: not available ({exc}); it needs {needs}", file=sys.stderr)
         return 2
-    result: int = module.main(command, argv) if command in _HOST_COMMANDS else module.main(argv)
+    result: int = module.main(argv)
     return result
-
-
-def _uses_config(argv: Sequence[str]) -> bool:
-    """``tools``/``call`` without ``-- CMD``: the servers of mcp.json when one is given or found.
-
-    Found means ``--config``, ``$MCPWIRE_CONFIG``, ``./mcp.json`` or the user's config file (the
-    host's search order); with none of them the bundled demo server answers, as on a fresh install.
-    """
-    if "--" in argv:
-        return False
-    if any(a == "--config" or a.startswith("--config=") for a in argv):
-        return True
-    from .host.config import CONFIG_ENV_VAR, find_config
-
-    if os.environ.get(CONFIG_ENV_VAR):
-        return True
-    try:
-        return find_config() is not None
-    except MCPWireError:  # pragma: no cover - only an explicit path can be missing
-        return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mcpwire`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and (argv[0] in _DELEGATED or (argv[0] in _HOST_COMMANDS and _uses_config(argv[1:]))):
-        return _delegate(argv[0], argv[1:])
-    parser = _parser()
-    try:
-        options, command = _split_command(argv)
-        call: tuple[str, dict[str, Any]] | None = None
-        if options and options[0] == "call" and command is not None:
-            # `call -- CMD ARGS... TOOL '{json}'`: the last two words are the tool and its arguments.
-            if len(command) < 3:
-                raise UsageError("usage: mcpwire call -- CMD [ARGS...] TOOL '{json arguments}'")
-            options = [*options, command[-2], command[-1]]
-            command = command[:-2]
-        args = parser.parse_args(options)
-        if args.command == "call":
-            if not args.tool:
-                raise UsageError("call needs a tool name: mcpwire call TOOL '{json arguments}'")
-            try:
-                arguments = json.loads(args.arguments) if args.arguments else {}
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"the arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(arguments, dict):
-                raise UsageError('the arguments must be a JSON object, e.g. \'{"text": "hi"}\'')
-            call = (args.tool, arguments)
-        spec = _spec(args, command)
-    except UsageError as exc:
-        print(f"mcpwire: {exc}", file=sys.stderr)
+    out, err = sys.stdout, sys.stderr
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        out.write(_top_help())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        out.write(f"mcpwire {__version__}\n")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name in _DELEGATED:
+        return _delegate(name, rest)
+    if name not in _COMMANDS:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(_ORDER), n=1)
+        shown = clean_terminal(name[:40], newlines=False)
+        hint = f"did you mean {close[0]}? " if close else ""
+        err.write(f"mcpwire: unknown command {shown!r}; {hint}(mcpwire --help lists the commands)\n")
         return 2
-    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    if args.verbose == 0:
-        logging.getLogger("mcpwire.server").setLevel(logging.ERROR)
-    try:
-        return trio.run(_run, args, spec, call)
-    except RPCError as exc:
-        print(f"mcpwire: {exc}", file=sys.stderr)
-        return 2
-    except MCPWireError as exc:
-        print(f"mcpwire: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return _run(name, rest, out, err, sys.stdin)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,16 +1,19 @@
-"""Config-mode commands: ``servers``, ``tools``, ``call NAME JSON`` and ``export``.
+"""The command line over the servers of mcp.json: ``servers``, ``tools``, ``call``, ``export``,
+``resources``, ``read``, ``prompts`` and ``prompt`` without a target.
 
-Each command reads the config search order (``--config PATH``, ``$MCPWIRE_CONFIG``,
-``./mcp.json``, ``~/.config/mcpwire/mcp.json``), starts the host, prints to stdout and returns
-the exit status: 0 ok, 1 the tool failed (an ``isError`` result, a failed call, a denied call or
-an open circuit), 2 usage, configuration or connection errors. Problems go to stderr; with
-``--json`` the output is JSON (errors too: ``{"error": {"type": ..., "message": ...}}``).
+``mcpwire`` (:mod:`mcpwire.cli`) parses the command line, finds the config (asking before it runs
+the servers of a project-local one) and calls :func:`run`; :func:`main` is the same with its own
+parser, for programs that embed these commands. Exit statuses: 0 ok, 1 the tool failed (an
+``isError`` result, a failed call, a denied call or an open circuit), 2 usage, configuration or
+connection errors. Problems go to stderr; with ``--json`` the output is JSON (errors too:
+``{"error": {"type": ..., "message": ...}}``), with MCP's camelCase keys. Everything a server
+sends is shown through :mod:`mcpwire.host.render`, never raw.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import collections
 import logging
 import sys
 from collections.abc import Iterator, Sequence
@@ -20,18 +23,52 @@ from typing import Any, Final, TextIO
 import msgspec
 import trio
 
-from ..errors import ApprovalDenied, CircuitOpen, ConfigError, HostError, MCPWireError, ToolExecutionError
-from .config import CONFIG_ENV_VAR, HostConfig, find_config, load_config, search_paths
-from .host import Host, ServerStatus
+from ..errors import (
+    ApprovalDenied,
+    CircuitOpen,
+    ConfigError,
+    HostError,
+    MCPWireError,
+    RPCError,
+    ToolExecutionError,
+    UnknownTool,
+)
+from ..protocol.types import Prompt, Resource, ResourceTemplate
+from ..redaction import clean_terminal, redact_argv, redact_url
+from .config import CONFIG_ENV_VAR, HostConfig, ServerConfig, find_config, load_config, search_paths
+from .host import Host, ServerInfo, ServerStatus
 from .policies import ApprovalPolicy, ApprovalRequest, classify_risk
 from .registry import DEFAULT_NAME_FORMAT, NAME_RULES, ToolRegistry
+from .render import (
+    first_line,
+    parameter_lines,
+    prompt_text,
+    render_for_terminal,
+    result_json,
+    terminal_contents,
+    terminal_json,
+    tool_signature,
+    unknown_name,
+)
 
-__all__ = ["COMMANDS", "EXIT_OK", "EXIT_TOOL_ERROR", "EXIT_USAGE", "main"]
+__all__ = [
+    "COMMANDS",
+    "EXIT_OK",
+    "EXIT_TOOL_ERROR",
+    "EXIT_USAGE",
+    "UsageError",
+    "add_config_options",
+    "main",
+    "parse_arguments",
+    "run",
+]
 
-COMMANDS: Final = ("servers", "tools", "call", "export")
+COMMANDS: Final = ("servers", "tools", "call", "export", "resources", "read", "prompts", "prompt")
 EXIT_OK: Final = 0
 EXIT_TOOL_ERROR: Final = 1
 EXIT_USAGE: Final = 2
+#: Lines of a server's stderr kept to explain why it did not start.
+STDERR_TAIL_LINES: Final = 3
 
 
 class UsageError(Exception):
@@ -43,12 +80,47 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message}\n{self.format_usage().strip()}")
 
 
+def add_config_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """Adds the options a command has when it works on the servers of mcp.json."""
+    group = parser.add_argument_group("options for the servers of mcp.json (no target given)")
+    if command in ("servers", "tools", "export", "resources", "prompts"):
+        group.add_argument("--server", action="append", metavar="NAME", help="only this server (repeatable)")
+    group.add_argument(
+        "--strict", action="store_true", help="fail on any configuration problem or server that does not start"
+    )
+    if command in ("tools", "call", "export", "prompts", "prompt"):
+        group.add_argument(
+            "--name-format",
+            default=DEFAULT_NAME_FORMAT,
+            metavar="FORMAT",
+            help="how names are namespaced, e.g. 'mcp_{server}_{tool}' (default %(default)s)",
+        )
+        group.add_argument(
+            "--provider", choices=sorted(NAME_RULES), default="openai", help="whose tool-name rules apply (%(default)s)"
+        )
+    if command == "call":
+        group.add_argument("--approve", action="store_true", help="approve calls that need approval")
+    if command == "export":
+        group.add_argument(
+            "--format", choices=("openai", "anthropic", "markdown"), default="openai", help="(%(default)s)"
+        )
+        group.add_argument("--strict-schema", action="store_true", help="OpenAI strict mode schemas")
+        group.add_argument(
+            "--api", choices=("chat", "responses"), default="chat", help="OpenAI API shape (%(default)s)"
+        )
+
+
 def _parser(command: str) -> argparse.ArgumentParser:
+    """The parser of :func:`main` (``mcpwire`` itself builds a fuller one)."""
     descriptions = {
         "servers": "Start the servers of mcp.json and show their status.",
         "tools": "List the namespaced tools of every server of mcp.json.",
         "call": 'Call one namespaced tool, e.g. mcpwire call github__search_issues \'{"q": "bug"}\'.',
         "export": "Export every tool for an LLM provider (OpenAI, Anthropic) or as Markdown.",
+        "resources": "List the resources of every server of mcp.json.",
+        "read": "Read a resource of one of the servers of mcp.json.",
+        "prompts": "List the namespaced prompts of every server of mcp.json.",
+        "prompt": "Render one namespaced prompt.",
     }
     parser = _Parser(prog=f"mcpwire {command}", description=descriptions[command])
     parser.add_argument(
@@ -57,31 +129,25 @@ def _parser(command: str) -> argparse.ArgumentParser:
         help=f"config file (default: ${CONFIG_ENV_VAR}, ./mcp.json, ~/.config/mcpwire/mcp.json)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--strict", action="store_true", help="fail on any configuration problem or unreachable server")
-    parser.add_argument("--start-timeout", type=float, default=30.0, metavar="SECONDS", help="wait for servers (30)")
-    parser.add_argument("--name-format", default=DEFAULT_NAME_FORMAT, help="tool names, e.g. 'mcp_{server}_{tool}'")
-    parser.add_argument("--provider", choices=sorted(NAME_RULES), default="openai", help="tool name rules")
+    parser.add_argument(
+        "--start-timeout", dest="connect_timeout", type=float, default=30.0, metavar="SECONDS", help="wait for servers"
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv: debug)")
-    if command in ("tools", "export", "servers"):
-        parser.add_argument("--server", action="append", metavar="NAME", help="only this server (repeatable)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="instead of the configured timeout")
     if command == "call":
         parser.add_argument("name", help="namespaced tool name, e.g. server__tool")
         parser.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments, or - for stdin")
-        parser.add_argument("--approve", action="store_true", help="approve calls that need approval")
-        parser.add_argument("--timeout", type=float, metavar="SECONDS", help="instead of the configured timeout")
-    if command == "export":
-        parser.add_argument("--format", choices=("openai", "anthropic", "markdown"), default="openai")
-        parser.add_argument("--strict-schema", action="store_true", help="OpenAI strict mode schemas")
-        parser.add_argument("--api", choices=("chat", "responses"), default="chat", help="OpenAI API shape")
+    if command == "read":
+        parser.add_argument("uri", help="the resource's URI")
+    if command == "prompt":
+        parser.add_argument("name", help="namespaced prompt name")
+        parser.add_argument("arguments", nargs="*", metavar="KEY=VALUE", help="the prompt's arguments")
+    add_config_options(parser, command)
     return parser
 
 
 async def _approve_all(request: ApprovalRequest) -> bool:
     return True
-
-
-def _dump(value: object) -> str:
-    return json.dumps(value, indent=2, default=str, ensure_ascii=False)
 
 
 class _Output:
@@ -92,20 +158,37 @@ class _Output:
         self.err = err
 
     def warn(self, message: str) -> None:
-        self.err.write(f"mcpwire {self.command}: warning: {message}\n")
+        self.err.write(f"mcpwire {self.command}: warning: {clean_terminal(message, newlines=False)}\n")
 
     def fail(self, exc: BaseException | str, status: int, *, hint: str = "") -> int:
-        message = f"{exc}{hint}"
+        message = clean_terminal(f"{exc}{hint}")
         self.err.write(f"mcpwire {self.command}: {message}\n")
         if self.json:
             kind = type(exc).__name__ if isinstance(exc, BaseException) else "UsageError"
-            self.out.write(_dump({"error": {"type": kind, "message": message}}) + "\n")
+            self.write_json({"error": {"type": kind, "message": message}})
         return status
+
+    def write_json(self, value: object) -> None:
+        self.out.write(terminal_json(value) + "\n")
+
+
+class _StderrTails(logging.Handler):
+    """Keeps the last lines each server wrote to stderr (``mcpwire.server.<name>``), to say why
+    a server that failed to start failed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.tails: dict[str, collections.deque[str]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        name = record.name.removeprefix("mcpwire.server.")
+        tail = self.tails.setdefault(name, collections.deque(maxlen=STDERR_TAIL_LINES))
+        tail.append(record.getMessage())
 
 
 def _select(config: HostConfig, command: str, opts: argparse.Namespace) -> HostConfig:
-    """Only the servers the command needs: ``--server``, or for ``call`` the ones whose
-    namespace the tool name starts with (all when none does)."""
+    """Only the servers the command needs: ``--server``, or for ``call`` and ``prompt`` the ones
+    whose namespace the name starts with (all when none does)."""
     names: set[str] | None = None
     if getattr(opts, "server", None):
         names = set(opts.server)
@@ -113,7 +196,7 @@ def _select(config: HostConfig, command: str, opts: argparse.Namespace) -> HostC
         if unknown:
             known = ", ".join(s.name for s in config.servers) or "none"
             raise ConfigError(f"no server named {', '.join(sorted(unknown))} in the configuration; known: {known}")
-    elif command == "call":
+    elif command in ("call", "prompt"):
         head = opts.name_format.split("{tool}")[0]
         guess = {s.name for s in config.servers if head and opts.name.startswith(head.format(server=s.prefix))}
         names = guess or None
@@ -122,60 +205,150 @@ def _select(config: HostConfig, command: str, opts: argparse.Namespace) -> HostC
     return msgspec.structs.replace(config, servers=tuple(s for s in config.servers if s.name in names))
 
 
-async def _run(command: str, opts: argparse.Namespace, config: HostConfig, io: _Output) -> int:
-    approver = _approve_all if getattr(opts, "approve", False) else None
-    host = Host(
+def _shown_target(config: ServerConfig) -> str:
+    """The command line or URL of an entry, with credentials redacted."""
+    if config.type == "stdio":
+        return " ".join(redact_argv([config.command or "", *config.args]))
+    return redact_url(config.url or "")
+
+
+def _why_down(info: ServerInfo, tails: _StderrTails, timeout: float) -> str:
+    """A sentence on a server that is not connected, with its stderr's last line when it failed."""
+    if info.status is ServerStatus.CONNECTING:
+        return f"server {info.name!r} did not finish starting within {timeout:g} s (raise --connect-timeout)"
+    if info.status is ServerStatus.DISCONNECTED:
+        return f"server {info.name!r} is not connected"
+    reason = info.error or "it failed without a message"
+    tail = [line for line in tails.tails.get(info.name, ()) if line.strip()]
+    if tail and tail[-1] not in reason:
+        reason += f" (stderr: {tail[-1].strip()})"
+    return f"server {info.name!r} failed to start: {reason}"
+
+
+def _host(command: str, opts: argparse.Namespace, config: HostConfig) -> Host:
+    client_options: dict[str, object] = {}
+    if getattr(opts, "era", "auto") != "auto":
+        client_options["era"] = opts.era
+    if getattr(opts, "protocol_version", None):
+        client_options["protocol_version"] = opts.protocol_version
+    return Host(
         _select(config, command, opts),
-        name_format=opts.name_format,
-        provider=opts.provider,
-        start_timeout=opts.start_timeout,
+        name_format=getattr(opts, "name_format", DEFAULT_NAME_FORMAT),
+        provider=getattr(opts, "provider", "openai"),
+        start_timeout=getattr(opts, "connect_timeout", 30.0),
         health_interval=0,
-        approver=approver,
+        approver=_approve_all if getattr(opts, "approve", False) else None,
+        client_options=client_options or None,
     )
-    out = io.out
-    async with host:
-        down = [i for i in host.list() if i.config.enabled and i.status is not ServerStatus.CONNECTED]
-        if command == "servers":
-            rows = [
-                {
-                    "name": i.name,
-                    "transport": i.config.type,
-                    "status": i.status.value if i.config.enabled else "disabled",
-                    "era": i.era,
-                    "protocol_version": i.protocol_version,
-                    "tools": i.tool_count,
-                    "error": i.error,
-                    "description": i.config.description,
-                    "target": i.config.target,
-                }
-                for i in host.list()
-            ]
-            if io.json:
-                out.write(_dump(rows) + "\n")
-            else:
-                out.write(_table(rows))
-            return EXIT_USAGE if opts.strict and down else EXIT_OK
-        for info in down:
-            io.warn(
-                f"server {info.name!r} is {info.status.value}: {info.error or 'not connected'}; its tools are missing"
-            )
-        if command == "tools":
-            _print_tools(host, io)
-        elif command == "export":
-            registry = host.registry
-            if opts.format == "markdown":
-                text = registry.to_markdown()
-                out.write(_dump({"format": "markdown", "text": text}) + "\n" if io.json else text)
-            elif opts.format == "anthropic":
-                out.write(_dump(registry.to_anthropic()) + "\n")
-            else:
-                out.write(_dump(registry.to_openai(strict=opts.strict_schema, api=opts.api)) + "\n")
+
+
+async def run(command: str, opts: argparse.Namespace, config: HostConfig, out: TextIO, err: TextIO) -> int:
+    """Runs one command on the servers of ``config``; returns the exit status.
+
+    ``opts`` carries the options of :func:`add_config_options` plus ``json``, ``connect_timeout``
+    and, per command, ``name``/``arguments`` (``call``: a dict), ``uri`` (``read``) or
+    ``name``/``arguments`` (``prompt``: a dict of strings).
+
+    Cancellation: the servers are stopped in order (bounded), then the cancellation propagates.
+    """
+    io = _Output(command, bool(getattr(opts, "json", False)), out, err)
+    for problem in config.problems:
+        io.warn(f"{problem}; the server is skipped")
+    tails = _StderrTails()
+    server_log = logging.getLogger("mcpwire.server")
+    saved = (server_log.level, server_log.propagate)
+    server_log.addHandler(tails)
+    if server_log.getEffectiveLevel() > logging.INFO:  # kept for messages, not shown as they come
+        server_log.setLevel(logging.INFO)
+        server_log.propagate = False
+    try:
+        host = _host(command, opts, config)
+        async with host:
+            return await _dispatch(command, host, opts, io, tails)
+    except ConfigError as exc:
+        return io.fail(exc, EXIT_USAGE)
+    except HostError as exc:  # UnknownTool and friends: the name or the setup is wrong
+        return io.fail(exc, EXIT_USAGE)
+    except MCPWireError as exc:
+        return io.fail(exc, EXIT_USAGE)
+    finally:
+        server_log.removeHandler(tails)
+        server_log.setLevel(saved[0])
+        server_log.propagate = saved[1]
+
+
+async def _dispatch(command: str, host: Host, opts: argparse.Namespace, io: _Output, tails: _StderrTails) -> int:
+    timeout = getattr(opts, "connect_timeout", 30.0)
+    down = [i for i in host.list() if i.config.enabled and i.status is not ServerStatus.CONNECTED]
+    strict_failure = EXIT_USAGE if getattr(opts, "strict", False) and down else EXIT_OK
+    if command == "servers":
+        _servers(host, io, tails, timeout)
+        return strict_failure
+    what = {"resources": "resources", "read": "resources", "prompts": "prompts", "prompt": "prompts"}.get(
+        command, "tools"
+    )
+    for info in down:
+        io.warn(f"{_why_down(info, tails, timeout)}; its {what} are missing")
+    if down and len(down) == len([i for i in host.list() if i.config.enabled]):
+        return io.fail(f"none of the {len(down)} configured server(s) started", EXIT_USAGE)
+    if command == "tools":
+        _print_tools(host, opts, io)
+    elif command == "export":
+        _export(host, opts, io)
+    elif command == "call":
+        return await _call(host, opts, io, tails, timeout)
+    elif command == "resources":
+        await _resources(host, io)
+    elif command == "read":
+        return await _read(host, opts, io)
+    elif command == "prompts":
+        await _prompts(host, opts, io)
+    else:
+        return await _prompt(host, opts, io)
+    return strict_failure
+
+
+def _servers(host: Host, io: _Output, tails: _StderrTails, timeout: float) -> None:
+    rows = []
+    for i in host.list():
+        status = i.status.value if i.config.enabled else "disabled"
+        error = None
+        if i.config.enabled and i.status is not ServerStatus.CONNECTED:
+            error = _why_down(i, tails, timeout).split(": ", 1)[-1] if i.status is ServerStatus.ERROR else i.error
+        rows.append(
+            {
+                "name": i.name,
+                "transport": i.config.type,
+                "status": status,
+                "era": i.era,
+                "protocolVersion": i.protocol_version,
+                "tools": i.tool_count,
+                "error": error,
+                "description": i.config.description,
+                "target": _shown_target(i.config),
+            }
+        )
+    if io.json:
+        io.write_json(rows)
+    else:
+        io.out.write(_table(rows))
+
+
+def _export(host: Host, opts: argparse.Namespace, io: _Output) -> None:
+    registry = host.registry
+    if opts.format == "markdown":
+        text = registry.to_markdown()
+        if io.json:
+            io.write_json({"format": "markdown", "text": text})
         else:
-            return await _call(host, opts, io)
-        return EXIT_USAGE if opts.strict and down else EXIT_OK
+            io.out.write(clean_terminal(text))
+    elif opts.format == "anthropic":
+        io.write_json(registry.to_anthropic())
+    else:
+        io.write_json(registry.to_openai(strict=opts.strict_schema, api=opts.api))
 
 
-def _print_tools(host: Host, io: _Output) -> None:
+def _print_tools(host: Host, opts: argparse.Namespace, io: _Output) -> None:
     policies = {i.name: ApprovalPolicy(trust_annotations=i.config.policy.trust_annotations) for i in host.list()}
     rows: list[dict[str, Any]] = []
     for t in host.tools():
@@ -196,40 +369,202 @@ def _print_tools(host: Host, io: _Output) -> None:
                 "description": t.tool.description,
                 "risk": risk.name,
                 "annotations": None if ann is None else msgspec.to_builtins(ann),
-                "input_schema": t.tool.input_schema,
+                "inputSchema": t.tool.input_schema,
             }
         )
     if io.json:
-        io.out.write(_dump(rows) + "\n")
+        io.write_json(rows)
         return
     if not rows:
         io.out.write("no tools\n")
         return
-    width = max(len(r["name"]) for r in rows)
-    for r in rows:
-        desc = (r["description"] or "").strip().splitlines()[0] if r["description"] else ""
-        io.out.write(f"{r['name']:<{width}}  {r['risk']:<8}  {desc}\n")
+    if getattr(opts, "schema", False):
+        for r in rows:
+            io.out.write(f"{tool_signature(r['name'], r['inputSchema'])}  {r['risk']}\n")
+            if r["description"]:
+                io.out.write(f"    {first_line(r['description'])}\n")
+            for line in parameter_lines(r["inputSchema"], indent="      "):
+                io.out.write(line + "\n")
+        return
+    names = [clean_terminal(r["name"], newlines=False) for r in rows]
+    width = max(len(n) for n in names)
+    for name, r in zip(names, rows, strict=True):
+        io.out.write(f"{name:<{width}}  {r['risk']:<8}  {first_line(r['description'])}".rstrip() + "\n")
 
 
-async def _call(host: Host, opts: argparse.Namespace, io: _Output) -> int:
+def _unknown_tool(host: Host, name: str, tails: _StderrTails, timeout: float) -> str:
+    head = host.registry.name_format.split("{tool}")[0]
+    for info in host.list():
+        prefix = head.format(server=info.config.prefix)
+        if prefix and name.startswith(prefix) and info.status is not ServerStatus.CONNECTED:
+            if not info.config.enabled:
+                return f"no tool named {name!r}: server {info.name!r} is disabled in the configuration"
+            return f"no tool named {name!r}: {_why_down(info, tails, timeout)}"
+    return unknown_name("tool", name, [t.name for t in host.tools()], "the servers of the configuration")
+
+
+async def _call(host: Host, opts: argparse.Namespace, io: _Output, tails: _StderrTails, timeout: float) -> int:
     try:
-        result = await host.call_tool(opts.arguments_name, opts.parsed_arguments, timeout=opts.timeout)
+        result = await host.call_tool(opts.name, opts.arguments, timeout=opts.timeout)
+    except UnknownTool:
+        return io.fail(_unknown_tool(host, opts.name, tails, timeout), EXIT_USAGE)
     except (ToolExecutionError, ApprovalDenied, CircuitOpen) as exc:
         hint = " (use --approve to approve it)" if isinstance(exc, ApprovalDenied) and "no approver" in str(exc) else ""
         return io.fail(exc, EXIT_TOOL_ERROR, hint=hint)
     if io.json:
-        payload = {
-            "name": result.name,
-            "server": result.server,
-            "tool": result.tool,
-            "is_error": result.is_error,
-            "text": result.text,
-            "result": msgspec.to_builtins(result.result),
-        }
-        io.out.write(_dump(payload) + "\n")
+        io.write_json(
+            {
+                "name": result.name,
+                "server": result.server,
+                "tool": result.tool,
+                "isError": result.is_error,
+                "text": result.text,
+                "result": result_json(result.result),
+            }
+        )
     else:
-        io.out.write(result.text + "\n")
+        text = render_for_terminal(result.result)
+        if result.is_error:
+            text = f"Error: {text}" if text else "Error: the tool failed without a message"
+        io.out.write(text + "\n" if text else "")
     return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
+
+
+def _offering(host: Host, feature: str) -> list[ServerInfo]:
+    """The connected servers that advertise ``feature`` (``resources``, ``prompts``)."""
+    return [
+        i
+        for i in host.list()
+        if i.status is ServerStatus.CONNECTED
+        and i.client is not None
+        and getattr(i.client.server_capabilities, feature, None) is not None
+    ]
+
+
+async def _list_resources(host: Host, io: _Output) -> list[tuple[str, list[Resource], list[ResourceTemplate]]]:
+    found = []
+    for info in _offering(host, "resources"):
+        assert info.client is not None
+        try:
+            resources = await info.client.list_resources()
+            try:
+                templates = await info.client.list_resource_templates()
+            except RPCError as exc:
+                if not exc.is_method_not_found:
+                    raise
+                templates = []
+        except MCPWireError as exc:
+            io.warn(f"server {info.name!r}: cannot list its resources: {exc}")
+            continue
+        found.append((info.name, resources, templates))
+    return found
+
+
+async def _resources(host: Host, io: _Output) -> None:
+    found = await _list_resources(host, io)
+    if io.json:
+        io.write_json(
+            {
+                "resources": [{"server": s, **msgspec.to_builtins(r)} for s, rs, _ in found for r in rs],
+                "resourceTemplates": [{"server": s, **msgspec.to_builtins(t)} for s, _, ts in found for t in ts],
+            }
+        )
+        return
+    rows = [(s, r.uri, r.mime_type or "", first_line(r.description) or r.name) for s, rs, _ in found for r in rs]
+    rows += [
+        (s, t.uri_template, t.mime_type or "", first_line(t.description) or t.name) for s, _, ts in found for t in ts
+    ]
+    cells = [tuple(clean_terminal(c, newlines=False) for c in row) for row in rows]
+    if not cells:
+        io.out.write("no resources\n")
+        return
+    widths = [max(len(c[i]) for c in cells) for i in range(3)]
+    for cell in cells:
+        io.out.write(
+            "  ".join(v.ljust(w) for v, w in zip(cell[:3], widths, strict=True)) + f"  {cell[3]}".rstrip() + "\n"
+        )
+
+
+async def _read(host: Host, opts: argparse.Namespace, io: _Output) -> int:
+    uri: str = opts.uri
+    found = await _list_resources(host, io)
+    owners = [s for s, rs, _ in found if any(r.uri == uri for r in rs)]
+    if not owners:  # a template's fixed start (`demo://items/` of `demo://items/{id}`)
+        owners = [s for s, _, ts in found if any(uri.startswith(t.uri_template.split("{")[0] or "\0") for t in ts)]
+    if not owners and len(found) == 1:
+        owners = [found[0][0]]
+    shown = clean_terminal(uri, newlines=False)
+    if len(owners) != 1:
+        which = (
+            f"several servers have it ({', '.join(owners)})" if owners else "no server of the configuration lists it"
+        )
+        return io.fail(f"cannot tell which server to read {shown!r} from: {which}; name one: mcpwire read NAME URI", 2)
+    result = await host.read_resource(owners[0], uri, timeout=getattr(opts, "timeout", None))
+    if io.json:
+        io.write_json({"server": owners[0], **msgspec.to_builtins(result)})
+    else:
+        for contents in result.contents:
+            text = terminal_contents(contents)
+            io.out.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
+
+
+async def _list_prompts(host: Host, opts: argparse.Namespace, io: _Output) -> list[tuple[str, ServerInfo, Prompt]]:
+    """``(namespaced name, server, prompt)`` for every prompt of every server offering them."""
+    found = []
+    for info in _offering(host, "prompts"):
+        assert info.client is not None
+        try:
+            prompts = await info.client.list_prompts()
+        except MCPWireError as exc:
+            io.warn(f"server {info.name!r}: cannot list its prompts: {exc}")
+            continue
+        for prompt in prompts:
+            found.append((opts.name_format.format(server=info.config.prefix, tool=prompt.name), info, prompt))
+    return found
+
+
+async def _prompts(host: Host, opts: argparse.Namespace, io: _Output) -> None:
+    found = await _list_prompts(host, opts, io)
+    if io.json:
+        io.write_json([{"name": n, "server": i.name, "prompt": p.name, **_without_name(p)} for n, i, p in found])
+        return
+    if not found:
+        io.out.write("no prompts\n")
+        return
+    heads = [
+        clean_terminal(f"{n}({', '.join(a.name + ('' if a.required else '?') for a in p.arguments)})", newlines=False)
+        for n, _, p in found
+    ]
+    width = max(len(h) for h in heads)
+    for head, (_, _, prompt) in zip(heads, found, strict=True):
+        io.out.write(f"{head:<{width}}  {first_line(prompt.description or prompt.title)}".rstrip() + "\n")
+
+
+def _without_name(prompt: Prompt) -> dict[str, object]:
+    data: dict[str, object] = msgspec.to_builtins(prompt)
+    data.pop("name", None)
+    return data
+
+
+async def _prompt(host: Host, opts: argparse.Namespace, io: _Output) -> int:
+    found = await _list_prompts(host, opts, io)
+    match = next(((i, p) for n, i, p in found if n == opts.name), None)
+    if match is None:
+        return io.fail(
+            unknown_name("prompt", opts.name, [n for n, _, _ in found], "the servers of the configuration"), 2
+        )
+    info, prompt = match
+    missing = [a.name for a in prompt.arguments if a.required and a.name not in opts.arguments]
+    if missing:
+        return io.fail(f"prompt {opts.name!r} needs " + " ".join(f"{m}=VALUE" for m in missing), EXIT_USAGE)
+    assert info.client is not None
+    result = await info.client.get_prompt(prompt.name, opts.arguments, timeout=getattr(opts, "timeout", None))
+    if io.json:
+        io.write_json({"name": opts.name, "server": info.name, **msgspec.to_builtins(result)})
+    else:
+        io.out.write(prompt_text(result) + "\n")
+    return EXIT_OK
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -237,14 +572,17 @@ def _table(rows: list[dict[str, Any]]) -> str:
         return "no servers configured\n"
     headers = ("NAME", "TRANSPORT", "STATUS", "ERA", "REVISION", "TOOLS", "DETAIL")
     cells = [
-        (
-            r["name"],
-            r["transport"],
-            r["status"],
-            r["era"] or "-",
-            r["protocol_version"] or "-",
-            str(r["tools"]),
-            r["error"] or r["description"] or "",
+        tuple(
+            clean_terminal(str(v), newlines=False)
+            for v in (
+                r["name"],
+                r["transport"],
+                r["status"],
+                r["era"] or "-",
+                r["protocolVersion"] or "-",
+                r["tools"],
+                r["error"] or r["description"] or "",
+            )
         )
         for r in rows
     ]
@@ -253,17 +591,25 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _arguments(text: str, stdin: TextIO) -> dict[str, object]:
+def parse_arguments(text: str, stdin: TextIO) -> dict[str, object]:
+    """A tool's JSON arguments from the command line (``-``: read from ``stdin``).
+
+    Raises:
+        UsageError: not JSON, or not an object; the message says where.
+    """
+    import json
+
     if text == "-":
         text = stdin.read()
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(
-            f"the arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise UsageError(f"the arguments are not valid JSON ({exc.msg} at {where})") from None
     if not isinstance(value, dict):
-        raise UsageError(f'the arguments must be a JSON object, e.g. \'{{"text": "hi"}}\', not {type(value).__name__}')
+        kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}
+        kind = "null" if value is None else kinds.get(type(value), type(value).__name__)
+        raise UsageError(f'the arguments must be a JSON object, e.g. \'{{"text": "hi"}}\', not {kind}')
     return value
 
 
@@ -290,24 +636,26 @@ def _logging(verbose: int, err: TextIO) -> Iterator[None]:
 
 
 def main(command: str, argv: Sequence[str]) -> int:
-    """Runs one config-mode command and returns its exit status (0 ok, 1 tool error, 2 usage,
-    configuration or connection error)."""
+    """Runs one command on the servers of mcp.json and returns its exit status (0 ok, 1 tool
+    error, 2 usage, configuration or connection error). Unlike ``mcpwire``, this does not ask
+    before running the servers of a project-local ./mcp.json."""
     out, err = sys.stdout, sys.stderr
     if command not in COMMANDS:
         err.write(f"mcpwire: unknown command {command!r}; expected one of {', '.join(COMMANDS)}\n")
         return EXIT_USAGE
-    as_json = "--json" in argv
-    io = _Output(command, as_json, out, err)
+    io = _Output(command, "--json" in argv, out, err)
     parser = _parser(command)
     try:
         opts = parser.parse_args(list(argv))
         if command == "call":
-            opts.arguments_name = opts.name
-            opts.parsed_arguments = _arguments(opts.arguments, sys.stdin)
-        try:
-            ToolRegistry(name_format=opts.name_format)
-        except ValueError as exc:
-            raise UsageError(f"--name-format: {exc}") from None
+            opts.arguments = parse_arguments(opts.arguments, sys.stdin)
+        if command == "prompt":
+            opts.arguments = dict(a.partition("=")[::2] for a in opts.arguments)
+        if hasattr(opts, "name_format"):
+            try:
+                ToolRegistry(name_format=opts.name_format)
+            except ValueError as exc:
+                raise UsageError(f"--name-format: {exc}") from None
     except UsageError as exc:
         return io.fail(exc, EXIT_USAGE)
     except SystemExit as exc:  # --help
@@ -319,15 +667,10 @@ def main(command: str, argv: Sequence[str]) -> int:
                 searched = ", ".join([f"${CONFIG_ENV_VAR}", *(str(p) for p in search_paths())])
                 return io.fail(f"no configuration file found (searched {searched}); pass --config PATH", EXIT_USAGE)
             config = load_config(path, strict=opts.strict)
-            for problem in config.problems:
-                io.warn(f"{problem}; the server is skipped")
-            return trio.run(_run, command, opts, config, io)
         except ConfigError as exc:
             return io.fail(exc, EXIT_USAGE)
-        except HostError as exc:  # UnknownTool and friends: the name or the setup is wrong
-            return io.fail(exc, EXIT_USAGE)
-        except MCPWireError as exc:
-            return io.fail(exc, EXIT_USAGE)
+        try:
+            return trio.run(run, command, opts, config, out, err)
         except KeyboardInterrupt:
             err.write(f"mcpwire {command}: interrupted\n")
             return 130

@@ -3,31 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-TIMEOUT = 60
-
-
-def mcpwire(*args: str, cwd: Path | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("MCPWIRE_CONFIG", None)
-    if home is not None:  # no user config file leaks in from the machine running the tests
-        env["HOME"] = str(home)
-        env.pop("XDG_CONFIG_HOME", None)
-    return subprocess.run(
-        [sys.executable, "-m", "mcpwire", *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-        cwd=cwd,
-        env=env,
-    )
+from _cli_run import DEMO_COMMAND, mcpwire
 
 
 def test_call_on_the_demo_server() -> None:
@@ -52,9 +32,9 @@ def test_a_tool_error_exits_1() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("call", "echo", "{not json"), "mcpwire: the arguments are not valid JSON"),
-        (("call", "echo", "[1]"), "mcpwire: the arguments must be a JSON object"),
-        (("tools", "--"), "mcpwire: nothing after '--'"),
+        (("call", "echo", "{not json"), "mcpwire call: the arguments are not valid JSON"),
+        (("call", "echo", "[1]"), "mcpwire call: the arguments must be a JSON object"),
+        (("tools", "--"), "mcpwire tools: nothing after '--'"),
     ],
 )
 def test_usage_errors_exit_2_with_a_message(args: tuple[str, ...], message: str) -> None:
@@ -111,8 +91,9 @@ def demo_config(tmp_path: Path) -> Path:
 
 
 def test_tools_and_call_use_mcp_json_when_one_is_found(demo_config: Path) -> None:
-    """In a folder with mcp.json, ``tools`` lists namespaced tools and ``call`` takes their names."""
-    proc = mcpwire("tools", "--json", cwd=demo_config, home=demo_config.parent)
+    """In a folder with mcp.json, ``tools`` lists namespaced tools and ``call`` takes their names
+    (once the project config is trusted: ``--yes``)."""
+    proc = mcpwire("tools", "--json", "--yes", cwd=demo_config, home=demo_config.parent)
     assert proc.returncode == 0, proc.stderr
     names = {row["name"] for row in json.loads(proc.stdout)}
     assert {"demo__echo", "demo__add"} <= names
@@ -181,7 +162,6 @@ def test_a_malformed_header_is_refused_without_echoing_it(command: str) -> None:
 
 # -- info and call against a server command ----------------------------------------------------------
 
-DEMO_COMMAND = (sys.executable, "-m", "mcpwire.testing.demo_server")
 DEMO_CAPABILITIES = {
     "tools": {"listChanged": True},
     "resources": {"subscribe": True, "listChanged": True},
@@ -201,7 +181,7 @@ def test_info_prints_the_era_revision_and_capabilities(tmp_path: Path) -> None:
         "revision:     2026-07-28",
         "capabilities: completions, logging, prompts, resources, tools",
         "instructions: Demo server bundled with mcpwire. Tools: echo, add, fail, slow, big, ask, sample, roots, "
-        "notify, tou",
+        "notify, to…",
     ]
     assert proc.stderr == ""
 
@@ -219,7 +199,7 @@ def test_info_json_with_a_server_command(tmp_path: Path, flags: tuple[str, ...],
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert info == {
-        "server": "mcpwire.testing.demo_server",
+        "server": f"{sys.executable} -m mcpwire.testing.demo_server",
         "era": era,
         "protocolVersion": revision,
         "serverInfo": {"name": "mcpwire-demo", "version": "1.0.0"},
@@ -269,4 +249,6 @@ def test_call_json_of_a_tool_error_exits_1(tmp_path: Path) -> None:
 def test_call_with_a_server_command_but_no_tool_is_a_usage_error(tmp_path: Path) -> None:
     proc = mcpwire("call", "--", *DEMO_COMMAND[:1], "echo", cwd=tmp_path, home=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr == "mcpwire: usage: mcpwire call -- CMD [ARGS...] TOOL '{json arguments}'\n"
+    assert proc.stderr == (
+        "mcpwire call: give the tool's name before '--': mcpwire call TOOL ['{json}'] -- CMD ARGS...\n"
+    )

@@ -31,7 +31,7 @@ def test_servers(config: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main("servers", ["--config", config, "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert (row["name"], row["status"], row["transport"], row["era"]) == ("d", "connected", "stdio", "modern")
-    assert row["tools"] > 0 and row["protocol_version"] == "2026-07-28" and row["error"] is None
+    assert row["tools"] > 0 and row["protocolVersion"] == "2026-07-28" and row["error"] is None
     mixed = _write(
         tmp_path / "mixed.json",
         {"d": _demo("d"), "gone": {"command": str(tmp_path / "nope")}, "off": {"command": "x", "enabled": False}},
@@ -51,7 +51,7 @@ def test_tools_and_export(config: str, capsys: pytest.CaptureFixture[str]) -> No
     assert any(line.split()[:2] == ["d__echo", "MEDIUM"] and "Return the text unchanged." in line for line in lines)
     assert main("tools", ["--config", config, "--json", "--name-format", "mcp_{server}_{tool}"]) == 0
     tools = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
-    assert tools["mcp_d_echo"]["tool"] == "echo" and tools["mcp_d_echo"]["input_schema"]["required"] == ["text"]
+    assert tools["mcp_d_echo"]["tool"] == "echo" and tools["mcp_d_echo"]["inputSchema"]["required"] == ["text"]
     assert main("export", ["--config", config, "--format", "openai", "--strict-schema"]) == 0
     exported = json.loads(capsys.readouterr().out)
     assert all(
@@ -70,8 +70,8 @@ def test_call(config: str, capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     assert capsys.readouterr().out == "yo\n"
     assert main("call", ["--config", config, "d__add", '{"a": 1, "b": 2}', "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["name"], out["server"], out["tool"], out["is_error"]) == ("d__add", "d", "add", False)
-    assert out["result"]["structured_content"] == {"sum": 3}
+    assert (out["name"], out["server"], out["tool"], out["isError"]) == ("d__add", "d", "add", False)
+    assert out["result"]["structuredContent"] == {"sum": 3}
     monkeypatch.setattr(sys, "stdin", io.StringIO('{"text": "from stdin"}'))
     assert main("call", ["--config", config, "d__echo", "-"]) == 0
     assert capsys.readouterr().out == "from stdin\n"
@@ -104,7 +104,7 @@ def test_call_approval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         (["call"], "the following arguments are required: name"),
         (["export", "--format", "yaml"], "argument --format: invalid choice: 'yaml'"),
         (["tools", "--name-format", "{server}"], "--name-format: name_format must contain '{tool}'"),
-        (["call", "nope__x"], "no tool named 'nope__x'; known tools: d__add"),
+        (["call", "nope__x"], "no tool named 'nope__x' on the servers of the configuration; known tools: d__add"),
         (["tools", "--server", "zzz"], "no server named zzz in the configuration; known: d"),
     ],
 )
