@@ -36,16 +36,18 @@ async def test_servers_put_replace_remove_forget(store: Store) -> None:
     await store.put_server("mem", {"command": "npx", "env": {"K": "${env:K}"}})
     await store.put_server("time", {"url": "http://127.0.0.1:9/mcp"})
     await store.remove_server("from-config")
+    await store.put_server("edited", patch={"enabled": False, "timeout_seconds": 5})
     rows = await store.servers()
-    assert [(r.name, r.entry, r.removed) for r in rows] == [
-        ("from-config", None, True),
-        ("mem", {"command": "npx", "env": {"K": "${env:K}"}}, False),
-        ("time", {"url": "http://127.0.0.1:9/mcp"}, False),
+    assert [(r.name, r.entry, r.patch, r.removed) for r in rows] == [
+        ("edited", None, {"enabled": False, "timeout_seconds": 5}, False),
+        ("from-config", None, None, True),
+        ("mem", {"command": "npx", "env": {"K": "${env:K}"}}, None, False),
+        ("time", {"url": "http://127.0.0.1:9/mcp"}, None, False),
     ]
     assert all(r.updated_at > 0 for r in rows)
     assert await store.forget_server("from-config") is True
     assert await store.forget_server("from-config") is False
-    assert [r.name for r in await store.servers()] == ["mem", "time"]
+    assert [r.name for r in await store.servers()] == ["edited", "mem", "time"]
 
 
 def _audit(i: int, **kw: object) -> AuditIn:
@@ -213,12 +215,14 @@ async def test_forward_migration_keeps_data(db_url: str) -> None:
     """A database made by the first migration only is brought forward, keeping its rows."""
     old = await open_store(db_url, migrations=(MIGRATIONS[0],))
     assert await old.schema_version() == 1
-    await old.put_server("kept", {"command": "x"})
+    await old.append_audit([_audit(1)])
     await old.aclose()
     new = await open_store(db_url)
     try:
         assert await new.schema_version() == new.latest_version > 1
-        assert [r.name for r in await new.servers()] == ["kept"]
+        assert [r.trace_id for r in (await new.audit()).items] == ["trace-1"]
+        await new.put_server("s", patch={"enabled": False})
+        assert [r.patch for r in await new.servers()] == [{"enabled": False}]
         await new.put_check_run(CheckRunRow(id="r", target="t", started_at=1.0))
     finally:
         await new.aclose()
@@ -226,7 +230,7 @@ async def test_forward_migration_keeps_data(db_url: str) -> None:
 
 async def test_a_newer_database_is_refused(db_url: str) -> None:
     await (await open_store(db_url)).aclose()
-    with pytest.raises(StoreError, match=r"^the database .* has schema version 2, newer than this mcpwire knows \(1\)"):
+    with pytest.raises(StoreError, match=r"^the database .* has schema version 3, newer than this mcpwire knows \(1\)"):
         await open_store(db_url, migrations=(MIGRATIONS[0],))
 
 

@@ -186,24 +186,31 @@ class Store:
     async def servers(self) -> list[ServerRow]:
         """Every server registered, edited or removed through the API, by name."""
         rows = await self._driver.call(
-            lambda tx: tx.all("SELECT name, entry, removed, updated_at FROM servers ORDER BY name"), write=False
+            lambda tx: tx.all("SELECT name, entry, patch, removed, updated_at FROM servers ORDER BY name"), write=False
         )
         return [
-            ServerRow(name=n, entry=None if e is None else _object(e), removed=bool(r), updated_at=u)
-            for n, e, r, u in rows
+            ServerRow(
+                name=n,
+                entry=None if e is None else _object(e),
+                patch=None if p is None else _object(p),
+                removed=bool(r),
+                updated_at=u,
+            )
+            for n, e, p, r, u in rows
         ]
 
-    async def put_server(self, name: str, entry: JSONObject) -> ServerRow:
-        """Stores a server's mcp.json entry (replacing any earlier one or tombstone)."""
-        row = ServerRow(name=name, entry=entry, removed=False, updated_at=time.time())
+    async def put_server(
+        self, name: str, entry: JSONObject | None = None, *, patch: JSONObject | None = None, removed: bool = False
+    ) -> ServerRow:
+        """Stores what the API knows of a server, replacing what was stored before: the entry of
+        a server added through the API, the edits of one from the config file, or a tombstone."""
+        row = ServerRow(name=name, entry=entry, patch=patch, removed=removed, updated_at=time.time())
         await self._driver.call(lambda tx: self._upsert_server(tx, row), write=True)
         return row
 
     async def remove_server(self, name: str) -> ServerRow:
         """Marks a server removed: one of the config file stays hidden after a restart."""
-        row = ServerRow(name=name, entry=None, removed=True, updated_at=time.time())
-        await self._driver.call(lambda tx: self._upsert_server(tx, row), write=True)
-        return row
+        return await self.put_server(name, removed=True)
 
     async def forget_server(self, name: str) -> bool:
         """Drops what the API stored about a server (the config file's entry applies again)."""
@@ -212,10 +219,10 @@ class Store:
 
     def _upsert_server(self, tx: Transaction, row: ServerRow) -> None:
         tx.run(
-            "INSERT INTO servers (name, entry, removed, updated_at) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (name) DO UPDATE SET entry = excluded.entry, removed = excluded.removed,"
-            " updated_at = excluded.updated_at",
-            (row.name, _json(row.entry), int(row.removed), row.updated_at),
+            "INSERT INTO servers (name, entry, patch, removed, updated_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET entry = excluded.entry, patch = excluded.patch,"
+            " removed = excluded.removed, updated_at = excluded.updated_at",
+            (row.name, _json(row.entry), _json(row.patch), int(row.removed), row.updated_at),
         )
 
     # -- audit ------------------------------------------------------------------------------------------

@@ -92,4 +92,9 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             " PRIMARY KEY (conversation_id, seq))",
         ),
     ),
+    Migration(
+        version=3,
+        description="edits of the config file's servers kept apart from their entries",
+        statements=("ALTER TABLE servers ADD COLUMN patch TEXT",),
+    ),
 )

@@ -39,12 +39,14 @@ class StoreError(MCPWireError):
 class ServerRow(msgspec.Struct, frozen=True, kw_only=True):
     """A server registered or edited through the API.
 
-    ``entry`` is the mcp.json entry as given (placeholders unexpanded); ``removed`` is a tombstone
-    that hides a server of the config file, whose own entry is never rewritten.
+    ``entry`` is the mcp.json entry of a server added through the API, as given (placeholders
+    unexpanded). A server of the config file has no entry here (its file is never rewritten): an
+    edit of it is kept as ``patch`` (the fields changed), and ``removed`` is a tombstone hiding it.
     """
 
     name: str
     entry: JSONObject | None = None
+    patch: JSONObject | None = None
     removed: bool = False
     updated_at: float = 0.0
 

@@ -1,0 +1,84 @@
+"""The API object every handler module registers on, and how host errors become problems."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Final
+
+from ...errors import (
+    ApprovalDenied,
+    CircuitOpen,
+    ConfigError,
+    HostError,
+    MCPWireError,
+    RequestTimeout,
+    ServerGone,
+    ToolExecutionError,
+    UnknownTool,
+)
+from ..problems import ProblemError
+from ..store import StoreError
+from .routing import Api, Ctx, ResponseSpec
+
+if TYPE_CHECKING:
+    from ..state import Service
+
+__all__ = ["API", "PREFIX", "map_error", "service_of"]
+
+log = logging.getLogger("mcpwire.service.api")
+
+PREFIX: Final = "/api/v1"
+
+API = Api(
+    title="mcpwire service",
+    version="1",
+    description="Manage the MCP servers of a running mcpwire host: their status, tools, prompts and "
+    "resources, tool calls with approvals, the audit log and events. The MCP gateway itself is at /mcp.",
+)
+
+NO_CONTENT = {204: ResponseSpec("Done; no body.")}
+
+
+def service_of(ctx: Ctx) -> Service:
+    return ctx.service  # type: ignore[no-any-return]
+
+
+def map_error(exc: BaseException) -> ProblemError | None:
+    """The problem for an error a handler let through; ``None`` for a bug (answered 500)."""
+    name = type(exc).__name__
+    text = str(exc)
+    if isinstance(exc, UnknownTool):
+        return ProblemError(404, text)
+    if name == "ToolQuarantined":
+        return ProblemError(409, text + "; approve its new definition first", title="Tool quarantined")
+    if name in ("UnknownApproval", "UnknownPrompt", "UnknownResource"):
+        return ProblemError(404, text)
+    if name in ("ApprovalNotPending", "ApprovalConflict"):
+        return ProblemError(409, text)
+    if isinstance(exc, ApprovalDenied):
+        return ProblemError(403, text, title="Approval denied")
+    if isinstance(exc, CircuitOpen):
+        return ProblemError(503, text, headers={"Retry-After": "5"}, title="Circuit open")
+    if isinstance(exc, ConfigError):
+        return ProblemError(422, text)
+    if isinstance(exc, ToolExecutionError):
+        cause = exc.__cause__
+        if isinstance(cause, RequestTimeout):
+            return ProblemError(504, text)
+        if isinstance(cause, ServerGone):
+            return ProblemError(503, text, title="Server unavailable")
+        return ProblemError(502, text, title="Server failed")
+    if isinstance(exc, RequestTimeout):
+        return ProblemError(504, text)
+    if isinstance(exc, ServerGone):
+        return ProblemError(503, text, title="Server unavailable")
+    if isinstance(exc, StoreError):
+        log.error("store: %s", exc)
+        return ProblemError(503, "the service's database is failing; try again later", title="Store unavailable")
+    if isinstance(exc, HostError):
+        if text.startswith("no server named"):
+            return ProblemError(404, text)
+        return ProblemError(409, text)
+    if isinstance(exc, MCPWireError):
+        return ProblemError(502, text, title="Server failed")
+    return None

@@ -1,0 +1,163 @@
+"""``/api/v1/servers``: list, inspect, add, edit, remove and restart servers."""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+
+from ...host import ServerInfo
+from ...redaction import redact_argv, redact_url
+from ..problems import ProblemError
+from .core import API, NO_CONTENT, PREFIX, service_of
+from .routing import Ctx, Reply, ResponseSpec
+from .types import Latency, ServerEntry, ServerList, ServerOut, ServerPatch
+
+__all__ = ["server_out"]
+
+TAGS = ("servers",)
+
+
+def _target(info: ServerInfo) -> str:
+    config = info.config
+    if config.type == "stdio":
+        return " ".join(redact_argv([config.command or "", *config.args]))
+    return redact_url(config.url or "")
+
+
+def server_out(ctx: Ctx, info: ServerInfo) -> ServerOut:
+    service = service_of(ctx)
+    host = service.host
+    runtime_stats = host.metrics.snapshot(info.name).get(info.name, {})
+    calls = sum(s.calls for s in runtime_stats.values())
+    errors = sum(s.errors for s in runtime_stats.values())
+    # the slowest tool's percentiles stand for the server's (exact per-server figures come with
+    # the host's per-server statistics)
+    p50 = max((s.p50 for s in runtime_stats.values()), default=0.0)
+    p95 = max((s.p95 for s in runtime_stats.values()), default=0.0)
+    since = service.connected_since.get(info.name)
+    prompts = getattr(host, "prompts", None)
+    resources = getattr(host, "resources", None)
+    return ServerOut(
+        name=info.name,
+        source=service.servers.source(info.name),
+        enabled=info.config.enabled,
+        transport=info.transport,
+        target=_target(info),
+        status=info.status.value,
+        era=info.era,
+        revision=info.protocol_version,
+        tools=info.tool_count,
+        prompts=len(prompts(info.name)) if callable(prompts) else None,
+        resources=len(resources(info.name)) if callable(resources) else None,
+        last_error=info.error,
+        connected_since=since,
+        uptime_seconds=None if since is None else round(time.time() - since, 3),
+        restarts=info.restart_count,
+        health_failures=info.health_failures,
+        last_health_check=info.last_health_check,
+        breaker=host.breaker_for(info.name).current().value,
+        calls=calls,
+        errors=errors,
+        latency=Latency(p50_ms=round(p50 * 1000, 3), p95_ms=round(p95 * 1000, 3)),
+        description=info.config.description,
+    )
+
+
+def _info(ctx: Ctx) -> ServerInfo:
+    name = ctx.path["name"]
+    for info in service_of(ctx).host.list():
+        if info.name == name:
+            return info
+    raise ProblemError(404, f"no server named {name!r}")
+
+
+@API.operation(
+    "GET",
+    f"{PREFIX}/servers",
+    summary="List the servers with their status",
+    tags=TAGS,
+    responses={200: ResponseSpec("Every server, in registration order.", ServerList)},
+)
+async def list_servers(ctx: Ctx) -> ServerList:
+    """Status, transport, negotiated revision, counts, last error, uptime, health and breaker."""
+    return ServerList(items=[server_out(ctx, info) for info in service_of(ctx).host.list()])
+
+
+@API.operation(
+    "GET",
+    f"{PREFIX}/servers/{{name}}",
+    summary="One server",
+    tags=TAGS,
+    responses={200: ResponseSpec("The server.", ServerOut)},
+)
+async def get_server(ctx: Ctx) -> ServerOut:
+    return server_out(ctx, _info(ctx))
+
+
+@API.operation(
+    "POST",
+    f"{PREFIX}/servers",
+    summary="Add a server",
+    tags=TAGS,
+    body=ServerEntry,
+    responses={
+        201: ResponseSpec("Added and starting; Location names it.", ServerOut, headers={"Location": "The server."})
+    },
+)
+async def add_server(ctx: Ctx) -> Reply:
+    """The body is one mcp.json entry plus its name. It is stored (surviving a restart; the
+    config file is not touched) and the server starts at once. 422 names each bad field."""
+    body = ctx.body_as(ServerEntry)
+    entry = msgspec.to_builtins(body)
+    name = entry.pop("name")
+    service = service_of(ctx)
+    await service.servers.add(name, entry)
+    info = service.host.get(name)
+    return Reply(server_out(ctx, info), status=201, headers={"Location": f"{PREFIX}/servers/{name}"})
+
+
+@API.operation(
+    "PATCH",
+    f"{PREFIX}/servers/{{name}}",
+    summary="Edit a server",
+    tags=TAGS,
+    body=ServerPatch,
+    responses={200: ResponseSpec("The server, restarted with its new settings.", ServerOut)},
+)
+async def edit_server(ctx: Ctx) -> ServerOut:
+    """Enable or disable it, change its timeout, its allowed or blocked tools, or its era pin."""
+    info = _info(ctx)
+    patch = msgspec.to_builtins(ctx.body_as(ServerPatch))
+    if not patch:
+        raise ProblemError(422, "the patch changes nothing; give at least one field")
+    await service_of(ctx).servers.edit(info.name, patch)
+    return server_out(ctx, service_of(ctx).host.get(info.name))
+
+
+@API.operation(
+    "DELETE",
+    f"{PREFIX}/servers/{{name}}",
+    summary="Remove a server",
+    tags=TAGS,
+    responses=NO_CONTENT,
+)
+async def remove_server(ctx: Ctx) -> Reply:
+    """Stops the server and forgets it; a server of the config file stays removed after a restart
+    (the file is not rewritten)."""
+    info = _info(ctx)
+    await service_of(ctx).servers.remove(info.name)
+    return Reply(status=204)
+
+
+@API.operation(
+    "POST",
+    f"{PREFIX}/servers/{{name}}/restart",
+    summary="Restart a server",
+    tags=TAGS,
+    responses={202: ResponseSpec("Restarting; watch its status.", ServerOut)},
+)
+async def restart_server(ctx: Ctx) -> Reply:
+    info = _info(ctx)
+    await service_of(ctx).servers.restart(info.name)
+    return Reply(server_out(ctx, service_of(ctx).host.get(info.name)), status=202)

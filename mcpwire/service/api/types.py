@@ -1,0 +1,317 @@
+"""The management API's request and response bodies and query parameters.
+
+These Structs are what the handlers decode and encode, and what the OpenAPI document describes
+(:mod:`mcpwire.service.api.routing` derives the JSON Schema from them). Response fields are
+camelCase, as in MCP; a server entry keeps mcp.json's own spelling (``allowed_tools``...).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalList",
+    "ApprovalOut",
+    "ApprovalQuery",
+    "ApprovalWaitQuery",
+    "AuditList",
+    "AuditOut",
+    "AuditQuery",
+    "CallAccepted",
+    "Health",
+    "PromptGetIn",
+    "PromptList",
+    "PromptOut",
+    "Readiness",
+    "ResourceList",
+    "ResourceOut",
+    "ResourceReadQuery",
+    "ResourceTemplateOut",
+    "ServerEntry",
+    "ServerList",
+    "ServerOut",
+    "ServerPatch",
+    "ToolCallIn",
+    "ToolCallOut",
+    "ToolList",
+    "ToolOut",
+    "ToolQuery",
+]
+
+ServerName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="letters, digits, _ . -")]
+Seconds = Annotated[float, msgspec.Meta(gt=0, le=86_400)]
+Limit = Annotated[int, msgspec.Meta(ge=1, le=500)]
+ToolNames = list[Annotated[str, msgspec.Meta(min_length=1, max_length=256)]]
+
+
+class Out(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A response body."""
+
+
+class In(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """A request body: unknown fields are refused, so a misspelt one is named, not ignored."""
+
+
+# -- servers -------------------------------------------------------------------------------------
+
+
+class Auth(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    type: Literal["bearer", "api_key"]
+    token: str
+    header_name: str | UnsetType = UNSET
+
+
+class ServerEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One mcp.json server entry plus its name (``${env:NAME}`` placeholders are expanded from
+    the service's environment when the server starts, and stored unexpanded)."""
+
+    name: ServerName
+    type: Literal["stdio", "http", "streamable-http", "streamableHttp", "sse"] | UnsetType = UNSET
+    command: str | list[str] | UnsetType = UNSET
+    args: list[str] | UnsetType = UNSET
+    env: dict[str, str] | UnsetType = UNSET
+    cwd: str | UnsetType = UNSET
+    url: str | UnsetType = UNSET
+    headers: dict[str, str] | UnsetType = UNSET
+    auth: Auth | UnsetType = UNSET
+    enabled: bool | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    allowed_tools: ToolNames | UnsetType = UNSET
+    disabled_tools: ToolNames | UnsetType = UNSET
+    namespace: str | UnsetType = UNSET
+    timeout_seconds: Seconds | UnsetType = UNSET
+    health_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] | UnsetType = UNSET
+    policy: dict[str, Any] | UnsetType = UNSET
+    era: Literal["auto", "legacy", "modern"] | UnsetType = UNSET
+
+
+class ServerPatch(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """What PATCH may change; ``null`` resets ``timeout_seconds`` and ``allowed_tools``."""
+
+    enabled: bool | UnsetType = UNSET
+    timeout_seconds: Seconds | UnsetType | None = UNSET
+    allowed_tools: ToolNames | UnsetType | None = UNSET
+    disabled_tools: ToolNames | UnsetType = UNSET
+    era: Literal["auto", "legacy", "modern"] | UnsetType = UNSET
+
+
+class Latency(Out, frozen=True, kw_only=True):
+    p50_ms: float
+    p95_ms: float
+
+
+class ServerOut(Out, frozen=True, kw_only=True):
+    name: str
+    source: Literal["config", "api"]
+    enabled: bool
+    transport: str
+    target: str  #: command line or URL, credentials redacted
+    status: str
+    era: str | None
+    revision: str | None
+    tools: int
+    prompts: int | None
+    resources: int | None
+    last_error: str | None
+    connected_since: float | None
+    uptime_seconds: float | None
+    restarts: int
+    health_failures: int
+    last_health_check: float | None
+    breaker: str
+    calls: int
+    errors: int
+    latency: Latency
+    description: str | None
+
+
+class ServerList(Out, frozen=True, kw_only=True):
+    items: list[ServerOut]
+
+
+# -- tools, prompts, resources ------------------------------------------------------------------
+
+
+class ToolQuery(msgspec.Struct, frozen=True, kw_only=True):
+    server: str | None = None
+    q: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+
+
+class ToolOut(Out, frozen=True, kw_only=True):
+    name: str  #: namespaced
+    server: str
+    tool: str  #: its name on its server
+    title: str | None
+    description: str | None
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    annotations: dict[str, Any] | None
+    risk: str
+
+
+class ToolList(Out, frozen=True, kw_only=True):
+    items: list[ToolOut]
+
+
+class ToolCallIn(In, frozen=True, kw_only=True):
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None
+
+
+class ToolCallOut(Out, frozen=True, kw_only=True):
+    name: str
+    server: str
+    tool: str
+    is_error: bool
+    content: list[dict[str, Any]]
+    structured_content: Any = None
+    text: str
+    cached: bool
+    risk: str | None
+    approval: str
+    trace_id: str | None
+
+
+class CallAccepted(Out, frozen=True, kw_only=True):
+    """202: the call waits for a decision; poll or wait on ``location``."""
+
+    approval_id: str
+    state: str
+    location: str
+    expires_at: float
+
+
+class PromptOut(Out, frozen=True, kw_only=True):
+    name: str
+    server: str
+    prompt: str
+    title: str | None
+    description: str | None
+    arguments: list[dict[str, Any]]
+
+
+class PromptList(Out, frozen=True, kw_only=True):
+    items: list[PromptOut]
+
+
+class PromptGetIn(In, frozen=True, kw_only=True):
+    arguments: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class ResourceOut(Out, frozen=True, kw_only=True):
+    name: str
+    server: str
+    uri: str
+    title: str | None
+    description: str | None
+    mime_type: str | None
+
+
+class ResourceTemplateOut(Out, frozen=True, kw_only=True):
+    name: str
+    server: str
+    uri_template: str
+    description: str | None
+    mime_type: str | None
+
+
+class ResourceList(Out, frozen=True, kw_only=True):
+    items: list[ResourceOut]
+    templates: list[ResourceTemplateOut]
+
+
+class ResourceReadQuery(msgspec.Struct, frozen=True, kw_only=True):
+    uri: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+    server: str | None = None
+
+
+# -- approvals and audit -------------------------------------------------------------------------
+
+
+class ApprovalQuery(msgspec.Struct, frozen=True, kw_only=True):
+    state: Literal["pending", "approved", "denied", "expired"] | None = None
+    limit: Limit = 100
+
+
+class ApprovalWaitQuery(msgspec.Struct, frozen=True, kw_only=True):
+    wait: Annotated[float, msgspec.Meta(ge=0, le=60)] = 0.0
+
+
+class ApprovalDecision(In, frozen=True, kw_only=True):
+    decision: Literal["approve", "deny"]
+    arguments: dict[str, Any] | None = None
+    reason: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+
+
+class ApprovalOut(Out, frozen=True, kw_only=True):
+    id: str
+    state: str
+    risk: str
+    server: str
+    tool: str
+    name: str
+    arguments: dict[str, Any]
+    final_arguments: dict[str, Any] | None
+    reason: str | None
+    why: str
+    created_at: float
+    expires_at: float
+    decided_at: float | None
+    decided_by: str | None
+    confirmations: int
+    confirmations_needed: int
+    context: dict[str, str]
+    #: the call's outcome once it ran (only on the replica that made the call)
+    result: ToolCallOut | None = None
+    error: str | None = None
+
+
+class ApprovalList(Out, frozen=True, kw_only=True):
+    items: list[ApprovalOut]
+
+
+class AuditQuery(msgspec.Struct, frozen=True, kw_only=True):
+    server: str | None = None
+    tool: str | None = None
+    outcome: str | None = None
+    trace_id: str | None = None
+    cursor: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    limit: Limit = 50
+
+
+class AuditOut(Out, frozen=True, kw_only=True):
+    id: int
+    time: float
+    kind: str
+    server: str
+    tool: str
+    name: str | None
+    outcome: str
+    trace_id: str | None
+    run_id: str | None
+    caller: str | None
+    record: dict[str, Any]
+
+
+class AuditList(Out, frozen=True, kw_only=True):
+    items: list[AuditOut]
+    next_cursor: int | None
+
+
+# -- probes ----------------------------------------------------------------------------------------
+
+
+class Health(Out, frozen=True, kw_only=True):
+    status: Literal["ok"]
+    version: str
+    uptime_seconds: float
+
+
+class Readiness(Out, frozen=True, kw_only=True):
+    ready: bool
+    waiting_for: list[str]
+    store: Literal["ok", "failing"]

@@ -1,0 +1,177 @@
+"""Wiring: the starlette app of the service.
+
+``build_app(host, store, settings)`` mounts the management API (``/api/v1``), the MCP gateway
+(``/mcp``), ``/events``, ``/metrics``, ``/healthz`` and ``/readyz`` behind one middleware (trace ids,
+Host/Origin checks, the token, limits; see :mod:`mcpwire.service.middleware`). Its lifespan runs
+the service's own tasks (:meth:`Service.run`) in the trio run that serves it, beside the host's
+actors. Later rooms (the console at ``/``, the agent's endpoints) come in as ``extra_routes``,
+placed after the API's, behind the same middleware.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from ..host import Host
+from .api import API, PREFIX, map_error
+from .audit import AuditWriter
+from .events import EventHub
+from .metrics import HttpMetrics, RouteNamer
+from .middleware import RateLimiter, ServiceMiddleware
+from .problems import ProblemError
+from .servers import ServerManager, Source
+from .settings import Settings
+from .state import Service
+from .store import ServerRow, Store
+
+__all__ = ["MCP_PATH", "build_app"]
+
+log = logging.getLogger("mcpwire.service")
+
+MCP_PATH: Final = "/mcp"
+_CALL_PATHS: Final = (f"{PREFIX}/tools/", f"{PREFIX}/prompts/", f"{PREFIX}/resources/read")
+
+
+class _Asgi:
+    """Marks an ASGI callable for starlette's Route (which would take a function for an endpoint)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
+async def _gateway_missing(scope: Any, receive: Any, send: Any) -> None:
+    request = Request(scope, receive)
+    exc = ProblemError(
+        503,
+        "the MCP gateway is not part of this build of mcpwire; the management API is at /api/v1",
+        title="Gateway unavailable",
+    )
+    response = _problem(exc, request)
+    await response(scope, receive, send)
+
+
+def _problem(exc: ProblemError, request: Request) -> Response:
+    from .api.routing import problem_response
+
+    return problem_response(exc, request)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    detail = {
+        404: f"nothing at {request.url.path}; the API is under {PREFIX} (see {PREFIX}/openapi.json)",
+        405: f"{request.method} is not allowed on {request.url.path}",
+    }.get(exc.status_code, str(exc.detail))
+    return _problem(ProblemError(exc.status_code, detail, headers=exc.headers), request)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _problem(ProblemError(500, "an unexpected error; the service log has the details"), request)
+
+
+def _gateway_app(host: Host, settings: Settings) -> Any:
+    try:
+        from .gateway import Gateway  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        log.warning("the MCP gateway is not available; /mcp answers 503")
+        return None
+    gateway = Gateway(host, namespacing=settings.namespacing)
+    return gateway
+
+
+def build_app(
+    host: Host,
+    store: Store,
+    settings: Settings,
+    *,
+    sources: Mapping[str, Source] | None = None,
+    rows: list[ServerRow] | None = None,
+    base_path: Path | None = None,
+    gateway: Any = None,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The service's app for ``host`` and ``store`` (both opened by the caller, who closes them).
+
+    Args:
+        sources: where each server came from (``config`` or ``api``); all ``config`` by default.
+        rows: what the store held about servers when the host was built.
+        base_path: the config file's folder (for ``{BASE_PATH}`` in entries added through the API).
+        gateway: the MCP gateway to mount (made from ``host`` when ``None``, if available).
+        extra_routes: more routes (the console, the agent), after the API's.
+    """
+    hub = EventHub(kept=settings.events_kept, buffer=settings.sse_buffer)
+    audit = AuditWriter(store, hub)
+    limiter = RateLimiter(rate=settings.rate_limit, burst=settings.rate_burst)
+    manager = ServerManager(
+        host=host,
+        store=store,
+        sources=dict(sources) if sources is not None else {i.name: "config" for i in host.list()},
+        base_path=base_path,
+        rows={r.name: r for r in rows or []},
+    )
+    namer = RouteNamer([op.path for op in API.operations] + [MCP_PATH], prefixes=[PREFIX])
+    service = Service(
+        host=host,
+        store=store,
+        settings=settings,
+        servers=manager,
+        hub=hub,
+        audit=audit,
+        limiter=limiter,
+        http=HttpMetrics(namer=namer),
+    )
+    service.gateway = gateway if gateway is not None else _gateway_app(host, settings)
+    mcp = _Asgi(service.gateway.asgi_app()) if service.gateway is not None else _Asgi(_gateway_missing)
+    routes: list[BaseRoute] = [*API.routes(service, map_error), Route(MCP_PATH, mcp), *extra_routes]
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
+
+    def is_public(method: str, path: str) -> bool:
+        return API.is_public(method, path)
+
+    def is_call(method: str, path: str) -> bool:
+        if path == MCP_PATH:
+            return method == "POST"
+        return (method == "POST" and path.startswith(_CALL_PATHS)) or path.startswith(f"{PREFIX}/resources/read")
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[
+            Middleware(
+                ServiceMiddleware,
+                settings=settings,
+                is_public=is_public,
+                is_call=is_call,
+                limiter=limiter,
+                barrier=audit.barrier,
+                observe=service.http.observe,
+            )
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
+    )
+    app.state.service = service
+    return app

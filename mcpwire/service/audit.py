@@ -1,0 +1,154 @@
+"""Audit records into the store by group commit, and a barrier that makes acknowledgements honest.
+
+Theory of operation: the host writes a record synchronously (:meth:`AuditWriter.add`, a list
+append). One writer task takes everything queued, appends it in one transaction, and then
+publishes the stored records as ``audit`` events. :meth:`AuditWriter.barrier` waits until every
+record queued before it was called is committed; the middleware awaits it before a response
+starts (and before each later chunk of a streamed one), so a caller never sees an answer whose
+audit record could still be lost. When nothing is queued the barrier costs two integer compares.
+
+When the store fails, the batch stays queued and is retried with backoff; barriers wait at most
+``timeout`` seconds and then report failure (the response becomes a 503). The queue is bounded:
+past ``max_queued`` records new ones are dropped and counted, and logged once per burst.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+import msgspec
+import trio
+
+from .events import EventHub
+from .store import AuditIn, AuditRow, Store, StoreError
+
+__all__ = ["BARRIER_TIMEOUT", "AuditWriter"]
+
+log = logging.getLogger("mcpwire.service.audit")
+
+BARRIER_TIMEOUT: Final = 10.0
+MAX_BATCH: Final = 1000
+MAX_QUEUED: Final = 100_000
+
+
+class AuditWriter:
+    """Queues audit records and commits them in batches (see the module's theory of operation)."""
+
+    def __init__(
+        self,
+        store: Store,
+        hub: EventHub | None = None,
+        *,
+        timeout: float = BARRIER_TIMEOUT,
+        max_queued: int = MAX_QUEUED,
+        on_stored: Callable[[AuditRow], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._hub = hub
+        self._timeout = timeout
+        self._max_queued = max_queued
+        self._on_stored = on_stored
+        self._queue: list[AuditIn] = []
+        self._queued = 0  # records ever accepted
+        self._committed = 0  # records ever committed (a prefix of the accepted ones)
+        self._wake = trio.Event()
+        self._progress = trio.Event()
+        self._failing = False
+        self.dropped = 0
+        self.batches = 0
+        self.failures = 0
+
+    @property
+    def pending(self) -> int:
+        return self._queued - self._committed
+
+    def add(self, record: AuditIn) -> None:
+        """Queues one record (synchronous; never blocks)."""
+        if len(self._queue) >= self._max_queued:
+            if self.dropped == 0 or self.dropped % 1000 == 0:
+                log.error("audit queue full (%d records): the store is not keeping up; dropping", len(self._queue))
+            self.dropped += 1
+            return
+        self._queue.append(record)
+        self._queued += 1
+        self._wake.set()
+
+    async def barrier(self) -> bool:
+        """Waits until every record queued so far is committed; False after ``timeout`` seconds.
+
+        Cancellation: returns to the caller's cancel scope at once (nothing is undone).
+        """
+        target = self._queued
+        if self._committed >= target:
+            return True
+        with trio.move_on_after(self._timeout):
+            while self._committed < target:
+                await self._progress.wait()
+        return self._committed >= target
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Commits batches until cancelled; on cancellation, one last bounded flush runs."""
+        task_status.started()
+        delay = 0.05
+        try:
+            while True:
+                if not self._queue:
+                    await self._wake.wait()
+                    self._wake = trio.Event()
+                    continue
+                if await self._commit_batch():
+                    delay = 0.05
+                else:
+                    await trio.sleep(delay)
+                    delay = min(delay * 2, 2.0)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(self._timeout):
+                while self._queue and await self._commit_batch():
+                    pass
+
+    async def flush(self) -> bool:
+        """Commits what is queued now (for shutdown and tests); False when the store failed."""
+        while self._queue:
+            if not await self._commit_batch():
+                return False
+        return True
+
+    async def _commit_batch(self) -> bool:
+        batch = self._queue[:MAX_BATCH]
+        try:
+            ids = await self._store.append_audit(batch)
+        except StoreError as exc:
+            self.failures += 1
+            if not self._failing:
+                log.error("cannot store %d audit records (will retry): %s", len(batch), exc)
+            self._failing = True
+            return False
+        if self._failing:
+            log.warning("audit records are stored again")
+            self._failing = False
+        del self._queue[: len(batch)]
+        self._committed += len(batch)
+        self.batches += 1
+        progress, self._progress = self._progress, trio.Event()
+        progress.set()
+        for record_id, record in zip(ids, batch, strict=True):
+            row = AuditRow(
+                id=record_id,
+                time=record.time,
+                server=record.server,
+                kind=record.kind,
+                tool=record.tool,
+                name=record.name,
+                outcome=record.outcome,
+                trace_id=record.trace_id,
+                run_id=record.run_id,
+                caller=record.caller,
+                record=record.record,
+            )
+            if self._hub is not None:
+                self._hub.publish("audit", msgspec.to_builtins(row))
+            if self._on_stored is not None:
+                self._on_stored(row)
+        return True

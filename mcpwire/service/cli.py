@@ -1,0 +1,147 @@
+"""``mcpwire serve``: the host as a service (management API, MCP gateway, events, metrics).
+
+    mcpwire serve [--config PATH] [--host 127.0.0.1] [--port 8750] [--db URL] [--stdio]
+                  [--namespacing on|off] [--token-file F] [--allowed-host H] [--cors-origin O]
+                  [--rate-limit N] [--rate-burst N] [--max-body MiB] [--drain-timeout S] [-v]
+
+Exit status: 0 after a clean shutdown (SIGINT or SIGTERM), 2 when it cannot start (bad options,
+a config file that cannot be read, a database that cannot be opened).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+import trio
+
+from ..errors import ConfigError
+from ..redaction import clean_terminal
+from .middleware import TraceFilter
+from .settings import DEFAULT_PORT, TOKEN_ENV_VAR, Settings, SettingsError, read_token
+from .store import StoreError
+
+__all__ = ["main"]
+
+EPILOG = f"""\
+examples:
+  mcpwire serve                                   the servers of mcp.json (or the bundled demo server)
+  mcpwire serve --config team.json --port 9000
+  mcpwire serve --host 0.0.0.0 --token-file /run/secrets/mcpwire --db postgresql://mcp@db/mcpwire
+  mcpwire serve --stdio --namespacing off         one backend as a stdio MCP server, for a desktop client
+
+Listening on anything but loopback needs a token (${TOKEN_ENV_VAR} or --token-file); clients send it
+as 'Authorization: Bearer TOKEN' to /api/v1, /events, /metrics and /mcp.
+"""
+
+
+class SafeFormatter(logging.Formatter):
+    """Log lines with every control character shown as an escape: a server's text cannot forge
+    lines or colour the terminal."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return clean_terminal(super().formatMessage(record), newlines=False)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcpwire serve",
+        description="Run the host as a service: management API (/api/v1), MCP gateway (/mcp), events, metrics.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", metavar="PATH", help="mcp.json to load (default: $MCPWIRE_CONFIG, ./mcp.json, "
+                        "~/.config/mcpwire/mcp.json; none: the bundled demo server)")  # fmt: skip
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)")
+    parser.add_argument("--db", metavar="URL", help="sqlite:///PATH (default: ~/.local/share/mcpwire/service.db) "
+                        "or postgresql://USER@HOST/DB (several replicas)")  # fmt: skip
+    parser.add_argument("--stdio", action="store_true", help="serve the MCP gateway on stdin/stdout instead of HTTP")
+    parser.add_argument("--namespacing", choices=["on", "off"], default="on",
+                        help="prefix tool names with their server's (off: a pure proxy of one backend)")  # fmt: skip
+    parser.add_argument(
+        "--token-file", metavar="FILE", help=f"file whose first line is the token (else ${TOKEN_ENV_VAR})"
+    )
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                        help="a Host header to accept besides loopback names (repeatable; '*': any)")  # fmt: skip
+    parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                        help="a browser origin allowed to call, e.g. https://app.example (repeatable)")  # fmt: skip
+    parser.add_argument("--rate-limit", type=float, default=50.0, metavar="N",
+                        help="calls per second per client address (default 50; 0: no limit)")  # fmt: skip
+    parser.add_argument(
+        "--rate-burst", type=int, default=100, metavar="N", help="calls a client may save up (default 100)"
+    )
+    parser.add_argument(
+        "--max-body", type=float, default=4.0, metavar="MIB", help="largest request body in MiB (default 4)"
+    )
+    parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
+                        help="seconds requests in flight get at shutdown (default 10)")  # fmt: skip
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    if args.max_body <= 0 or args.drain_timeout < 0:
+        raise SettingsError("--max-body must be positive and --drain-timeout not negative")
+    settings = Settings(
+        host=args.host,
+        port=args.port,
+        token=read_token(args.token_file),
+        allowed_hosts=tuple(args.allowed_host),
+        cors_origins=tuple(args.cors_origin),
+        rate_limit=args.rate_limit,
+        rate_burst=args.rate_burst,
+        max_body_bytes=int(args.max_body * 1024 * 1024),
+        drain_timeout=args.drain_timeout,
+        namespacing=args.namespacing == "on",
+    )
+    settings.check()
+    return settings
+
+
+def _logging(verbose: int) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(TraceFilter())
+    handler.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(name)s [%(trace_id)s] %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
+    if verbose == 0:
+        logging.getLogger("mcpwire.server").setLevel(logging.ERROR)
+    if verbose < 2:
+        logging.getLogger("hypercorn.error").setLevel(logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mcpwire serve``."""
+    from .runner import ServeOptions, serve
+
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        settings = _settings(args)
+    except SettingsError as exc:
+        print(f"mcpwire serve: {exc}", file=sys.stderr)
+        return 2
+    _logging(args.verbose)
+    options = ServeOptions(settings=settings, config=args.config, db=args.db, stdio=args.stdio)
+    try:
+        return trio.run(serve, options)
+    except (ConfigError, StoreError, OSError, BaseExceptionGroup) as exc:
+        cause = _sole(exc)
+        if isinstance(cause, ConfigError | StoreError):
+            message = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+        elif isinstance(cause, OSError):
+            message = f"cannot listen on {args.host}:{args.port}: {cause.strerror or cause}"
+        else:
+            raise
+        print(f"mcpwire serve: {clean_terminal(message, newlines=False)}", file=sys.stderr)
+        return 2
+
+
+def _sole(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member groups (a nursery wraps what it raises)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

@@ -1,0 +1,103 @@
+"""HTTP metrics of the service: requests and latency histograms per route, in Prometheus text.
+
+Paths are reduced to their route templates (``/api/v1/servers/{name}``) so a caller cannot grow
+the label set; unknown paths count as ``other``.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from ..host.policies.metrics import escape_label
+
+__all__ = ["BUCKETS", "HttpMetrics", "RouteNamer"]
+
+#: histogram bucket bounds, seconds
+BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_PARAM: Final = re.compile(r"\{[^}]+\}")
+
+
+class RouteNamer:
+    """Maps a request path to the route template it matched."""
+
+    def __init__(self, templates: Iterable[str], prefixes: Iterable[str] = ()) -> None:
+        self._exact: dict[str, str] = {}
+        self._patterns: list[tuple[re.Pattern[str], str]] = []
+        for template in templates:
+            if "{" in template:
+                regex = "^" + _PARAM.sub("[^/]+", re.escape(template).replace(r"\{", "{").replace(r"\}", "}")) + "$"
+                self._patterns.append((re.compile(regex), template))
+            else:
+                self._exact[template] = template
+        self._prefixes = tuple(prefixes)
+
+    def __call__(self, path: str) -> str:
+        hit = self._exact.get(path)
+        if hit is not None:
+            return hit
+        for pattern, template in self._patterns:
+            if pattern.match(path):
+                return template
+        for prefix in self._prefixes:
+            if path == prefix or path.startswith(prefix + "/"):
+                return prefix
+        return "other"
+
+
+@dataclass(slots=True)
+class _Histogram:
+    counts: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
+    total: float = 0.0
+    count: int = 0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect_left(BUCKETS, seconds)] += 1
+        self.total += seconds
+        self.count += 1
+
+
+@dataclass(slots=True)
+class HttpMetrics:
+    namer: RouteNamer
+    requests: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    latency: dict[str, _Histogram] = field(default_factory=dict)
+
+    def observe(self, method: str, path: str, status: int, seconds: float) -> None:
+        route = self.namer(path)
+        key = (route, method if method in _METHODS else "OTHER", status)
+        self.requests[key] = self.requests.get(key, 0) + 1
+        hist = self.latency.get(route)
+        if hist is None:
+            hist = self.latency[route] = _Histogram()
+        hist.observe(seconds)
+
+    def prometheus(self) -> list[str]:
+        lines = [
+            "# HELP mcpwire_http_requests_total HTTP requests answered, by route, method and status.",
+            "# TYPE mcpwire_http_requests_total counter",
+        ]
+        for (route, method, status), n in sorted(self.requests.items()):
+            lines.append(
+                f'mcpwire_http_requests_total{{route="{escape_label(route)}",method="{method}",code="{status}"}} {n}'
+            )
+        lines += [
+            "# HELP mcpwire_http_request_duration_seconds Time until the response started, by route.",
+            "# TYPE mcpwire_http_request_duration_seconds histogram",
+        ]
+        for route, hist in sorted(self.latency.items()):
+            label = escape_label(route)
+            running = 0
+            for bound, count in zip((*BUCKETS, float("inf")), hist.counts, strict=True):
+                running += count
+                le = "+Inf" if bound == float("inf") else repr(bound)
+                lines.append(f'mcpwire_http_request_duration_seconds_bucket{{route="{label}",le="{le}"}} {running}')
+            lines.append(f'mcpwire_http_request_duration_seconds_sum{{route="{label}"}} {hist.total!r}')
+            lines.append(f'mcpwire_http_request_duration_seconds_count{{route="{label}"}} {hist.count}')
+        return lines
+
+
+_METHODS: Final = frozenset({"GET", "POST", "PATCH", "DELETE", "PUT", "OPTIONS", "HEAD"})

@@ -1,0 +1,377 @@
+"""The one ASGI middleware in front of every endpoint (the API, ``/events``, ``/mcp``, the probes).
+
+Theory of operation, in the order a request meets it:
+
+1. A trace id is taken from ``traceparent`` (W3C: its 32-hex trace id) or ``X-Trace-ID`` (when it
+   is a sane token), or made; it goes into ``scope["state"]`` (with the caller's address) for the
+   handlers and the gateway, into a context variable for log lines, and onto the response.
+2. DNS rebinding: the ``Host`` header must name this machine (loopback names, the bound address,
+   or ``allowed_hosts``) when the service listens on loopback; an ``Origin`` must be the page's
+   own origin or one of ``cors_origins``. Refusals are 403 problems.
+3. CORS, only for configured origins (preflights answered here).
+4. The bearer token, compared in constant time, on everything but the public operations.
+5. The body limit: ``Content-Length`` over it is a 413 at once; a chunked body is counted as it
+   is read.
+6. The per-client rate limit on calls (a token bucket per address): 429 with ``Retry-After``.
+7. Durability: the response (and every later chunk of a streamed one) waits until the audit
+   records written so far are committed, so nothing acknowledged can be lost.
+
+Every response gets ``X-Trace-ID`` and ``X-Process-Time``; one access-log line per request
+names method, path (terminal-safe), status, time and trace id.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import math
+import re
+import secrets
+import time
+import urllib.parse
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+
+from ..redaction import clean_terminal, shorten
+from .problems import Problem, ProblemError
+from .settings import LOOPBACK_NAMES, Settings, is_loopback
+
+__all__ = [
+    "TRACE_ID",
+    "BodyTooLarge",
+    "RateLimiter",
+    "ServiceMiddleware",
+    "TraceFilter",
+    "current_trace_id",
+]
+
+log = logging.getLogger("mcpwire.service.access")
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: the current request's trace id, for log lines (see :class:`TraceFilter`)
+TRACE_ID: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar("mcpwire_trace_id", default=None)
+_TRACEPARENT: Final = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+_TRACE_TOKEN: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_ZERO_TRACE: Final = "0" * 32
+_encode = msgspec.json.Encoder().encode
+
+CORS_REQUEST_HEADERS: Final = (
+    "authorization, content-type, last-event-id, mcp-session-id, mcp-protocol-version, traceparent, x-trace-id"
+)
+CORS_EXPOSED_HEADERS: Final = "location, retry-after, x-trace-id, x-process-time, mcp-session-id"
+
+
+def current_trace_id() -> str | None:
+    return TRACE_ID.get()
+
+
+class TraceFilter(logging.Filter):
+    """Adds ``record.trace_id`` (``-`` outside a request) so formats can show it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.trace_id = TRACE_ID.get() or "-"
+        return True
+
+
+class BodyTooLarge(ProblemError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes")
+
+
+def trace_id_from(headers: dict[bytes, bytes]) -> str:
+    """The incoming trace id, or a new one (32 lowercase hex digits, like W3C trace context)."""
+    parent = headers.get(b"traceparent")
+    if parent is not None:
+        match = _TRACEPARENT.match(parent.decode("latin-1").strip().lower())
+        if match and match.group(1) != _ZERO_TRACE:
+            return match.group(1)
+    given = headers.get(b"x-trace-id")
+    if given is not None:
+        text = given.decode("latin-1").strip()
+        if _TRACE_TOKEN.match(text):
+            return text
+    return secrets.token_hex(16)
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+@dataclass(slots=True)
+class RateLimiter:
+    """Token buckets per client: ``rate`` tokens a second, at most ``burst`` saved up.
+
+    At most ``clients`` buckets are kept (the least recently used go first), so memory is
+    bounded whoever calls.
+    """
+
+    rate: float
+    burst: int
+    clients: int = 10_000
+    clock: Callable[[], float] = time.monotonic
+    limited: int = 0
+    _buckets: OrderedDict[str, _Bucket] = field(default_factory=OrderedDict)
+
+    @property
+    def enabled(self) -> bool:
+        return self.rate > 0
+
+    def take(self, client: str) -> float | None:
+        """Takes one token; ``None`` when allowed, else the seconds until a token is there."""
+        if not self.enabled:
+            return None
+        now = self.clock()
+        bucket = self._buckets.pop(client, None)
+        if bucket is None:
+            bucket = _Bucket(tokens=float(self.burst), stamp=now)
+        else:
+            bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.stamp) * self.rate)
+            bucket.stamp = now
+        self._buckets[client] = bucket
+        while len(self._buckets) > self.clients:
+            self._buckets.popitem(last=False)
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return None
+        self.limited += 1
+        return (1.0 - bucket.tokens) / self.rate
+
+
+def _host_name(value: str) -> str:
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class ServiceMiddleware:
+    """See the module's theory of operation.
+
+    Args:
+        app: the app behind it.
+        settings: limits, token, allowed hosts and origins.
+        is_public: ``(method, path)`` that need no token.
+        is_call: ``(method, path)`` that count against the rate limit.
+        barrier: waits until what was audited so far is durable; returns False when it cannot.
+        observe: ``(method, path, status, seconds)`` once per response, for metrics.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        settings: Settings,
+        is_public: Callable[[str, str], bool],
+        is_call: Callable[[str, str], bool],
+        limiter: RateLimiter,
+        barrier: Callable[[], Awaitable[bool]] | None = None,
+        observe: Callable[[str, str, int, float], None] | None = None,
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.is_public = is_public
+        self.is_call = is_call
+        self.limiter = limiter
+        self.barrier = barrier
+        self.observe = observe
+        self.loopback = is_loopback(settings.host)
+        names = {h.lower() for h in settings.allowed_hosts}
+        if settings.host not in ("0.0.0.0", "::", ""):
+            names.add(settings.host.lower())
+            if ":" in settings.host and not settings.host.startswith("["):
+                names.add(f"[{settings.host.lower()}]")
+        self.any_host = "*" in names or (not self.loopback and not settings.allowed_hosts)
+        self.host_names = frozenset(names | LOOPBACK_NAMES)
+        self.cors = frozenset(settings.cors_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # no websockets here
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        began = time.perf_counter()
+        headers = dict(scope.get("headers") or [])
+        trace_id = trace_id_from(headers)
+        client = scope.get("client")
+        caller = client[0] if client else "unknown"
+        state = scope.setdefault("state", {})
+        state["trace_id"] = trace_id
+        state["caller"] = caller
+        token = TRACE_ID.set(trace_id)
+        status = 0
+        response_started = False
+        swallow = False
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        cors_origin = origin if origin and origin in self.cors else None
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, response_started, swallow
+            if swallow:
+                return
+            if message["type"] == "http.response.start":
+                if self.barrier is not None and not await self.barrier():
+                    swallow = True
+                    await self._problem(
+                        send,
+                        scope,
+                        trace_id,
+                        began,
+                        503,
+                        "the audit record of this request could not be stored",
+                        {"X-Trace-ID": trace_id, "X-Process-Time": f"{time.perf_counter() - began:.6f}"},
+                    )
+                    return
+                status = message["status"]
+                response_started = True
+                extra = [
+                    (b"x-trace-id", trace_id.encode()),
+                    (b"x-process-time", f"{time.perf_counter() - began:.6f}".encode()),
+                ]
+                if cors_origin is not None:
+                    extra += [
+                        (b"access-control-allow-origin", cors_origin.encode()),
+                        (b"access-control-expose-headers", CORS_EXPOSED_HEADERS.encode()),
+                        (b"vary", b"Origin"),
+                    ]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            elif (
+                message["type"] == "http.response.body"
+                and self.barrier is not None
+                and message.get("body")
+                and not await self.barrier()
+            ):
+                raise RuntimeError("audit records could not be stored; the response is abandoned")
+            await send(message)
+
+        try:
+            refusal = self._refuse(scope, headers, origin, caller)
+            if refusal is not None:
+                await self._problem(send_wrapper, scope, trace_id, began, *refusal)
+                status = refusal[0]
+                return
+            if cors_origin is not None and scope["method"] == "OPTIONS" and b"access-control-request-method" in headers:
+                await send_wrapper(
+                    {
+                        "type": "http.response.start",
+                        "status": 204,
+                        "headers": [
+                            (b"access-control-allow-methods", b"GET, POST, PATCH, DELETE, OPTIONS"),
+                            (b"access-control-allow-headers", CORS_REQUEST_HEADERS.encode()),
+                            (b"access-control-max-age", b"600"),
+                        ],
+                    }
+                )
+                await send_wrapper({"type": "http.response.body", "body": b""})
+                return
+            try:
+                await self.app(scope, self._limited(receive), send_wrapper)
+            except BodyTooLarge as exc:
+                if response_started:
+                    raise
+                await self._problem(send_wrapper, scope, trace_id, began, exc.status, exc.detail)
+        finally:
+            elapsed = time.perf_counter() - began
+            path = scope.get("path", "")
+            if self.observe is not None:
+                self.observe(scope["method"], path, status, elapsed)
+            log.info(
+                '%s "%s %s" %d %.1fms trace=%s',
+                caller,
+                scope["method"],
+                clean_terminal(shorten(path, 200), newlines=False),
+                status,
+                elapsed * 1000,
+                trace_id,
+            )
+            TRACE_ID.reset(token)
+
+    def _refuse(
+        self, scope: Scope, headers: dict[bytes, bytes], origin: str, caller: str
+    ) -> tuple[int, str, dict[str, str]] | None:
+        method: str = scope["method"]
+        path: str = scope.get("path", "")
+        host = headers.get(b"host", b"").decode("latin-1")
+        if host and not self.any_host and _host_name(host) not in self.host_names:
+            return 403, f"the Host header {shorten(host, 100)!r} is not allowed here (DNS rebinding protection)", {}
+        if origin and origin not in self.cors:
+            parsed = urllib.parse.urlsplit(origin)
+            same = parsed.scheme in ("http", "https") and parsed.netloc.lower() == host.lower() and bool(host)
+            if not same:
+                return 403, f"requests from the origin {shorten(origin, 100)!r} are not allowed", {}
+        if method == "OPTIONS" and origin in self.cors:
+            return None
+        if self.settings.token is not None and not self.is_public(method, path):
+            given = headers.get(b"authorization", b"")
+            scheme, _, value = given.partition(b" ")
+            if scheme.lower() != b"bearer" or not self.settings.token.matches(value.strip()):
+                what = "a wrong token" if given else "no token"
+                return (
+                    401,
+                    f"this endpoint needs the service token as 'Authorization: Bearer ...'; got {what}",
+                    {"WWW-Authenticate": 'Bearer realm="mcpwire"'},
+                )
+        length = headers.get(b"content-length")
+        if length is not None:
+            try:
+                size = int(length)
+            except ValueError:
+                return 400, "the Content-Length header is not a number", {}
+            if size > self.settings.max_body_bytes:
+                return 413, f"the request body is larger than {self.settings.max_body_bytes} bytes", {}
+        if self.limiter.enabled and self.is_call(method, path):
+            wait = self.limiter.take(caller)
+            if wait is not None:
+                seconds = max(1, math.ceil(wait))
+                return 429, f"too many calls from {caller}; retry in {seconds} s", {"Retry-After": str(seconds)}
+        return None
+
+    def _limited(self, receive: Receive) -> Receive:
+        limit = self.settings.max_body_bytes
+        seen = 0
+
+        async def wrapped() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        return wrapped
+
+    async def _problem(
+        self,
+        send: Send,
+        scope: Scope,
+        trace_id: str,
+        began: float,
+        status: int,
+        detail: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        exc = ProblemError(status, detail)
+        body = _encode(
+            Problem(title=exc.title, status=status, detail=detail, instance=scope.get("path"), trace_id=trace_id)
+        )
+        raw: Iterable[tuple[bytes, bytes]] = [
+            (b"content-type", b"application/problem+json"),
+            (b"content-length", str(len(body)).encode()),
+            *((k.lower().encode(), v.encode()) for k, v in (headers or {}).items()),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": list(raw)})
+        await send({"type": "http.response.body", "body": body})

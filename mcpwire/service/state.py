@@ -1,0 +1,226 @@
+"""The running service: the host, the store and everything the handlers share.
+
+Theory of operation: :class:`Service` is built once by :func:`~mcpwire.service.app.build_app` and
+reached by every handler. :meth:`Service.run` is started (by the app's lifespan) in the same trio
+run as the host's actors: it commits audit records, turns host events into ``/events`` events and
+keeps the figures the API shows (when each server connected, whether it has been tried yet).
+Calls waiting for an approval run in its nursery, so an HTTP caller that got a 202 can leave.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from .._version import __version__
+from ..host import Host, ServerStatus
+from .audit import AuditWriter
+from .events import EventHub
+from .metrics import HttpMetrics
+from .middleware import RateLimiter
+from .problems import ProblemError
+from .servers import ServerManager
+from .settings import Settings
+from .store import Store, StoreError
+
+__all__ = ["ApprovalWatch", "CallOutcome", "Service"]
+
+log = logging.getLogger("mcpwire.service")
+
+#: outcomes of approved calls kept for pollers
+KEPT_OUTCOMES: Final = 1000
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    """What became of a call (kept for a poller when it waited for an approval)."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    result: Any = None  #: a ToolCallOut once it succeeded
+    error: str | None = None
+    problem: ProblemError | None = None
+
+
+class ApprovalWatch:
+    """Notices the approval the host opens for one call (matched by the call's ``run_id``)."""
+
+    def __init__(self, queue: Any, run_id: str) -> None:
+        self.run_id = run_id
+        self.approval: Any = None
+        self._event = trio.Event()
+        self._stop = queue.on_change(self._seen) if queue is not None else None
+
+    def _seen(self, approval: Any) -> None:
+        if self.approval is None and approval.context.get("run_id") == self.run_id:
+            self.approval = approval
+            self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop()
+            self._stop = None
+
+
+@dataclass(slots=True)
+class Service:
+    host: Host
+    store: Store
+    settings: Settings
+    servers: ServerManager
+    hub: EventHub
+    audit: AuditWriter
+    limiter: RateLimiter
+    http: HttpMetrics
+    version: str = __version__
+    started_at: float = field(default_factory=time.time)
+    #: when each connected server connected (epoch seconds)
+    connected_since: dict[str, float] = field(default_factory=dict)
+    #: servers that have been tried at least once (connected or failed)
+    tried: set[str] = field(default_factory=set)
+    store_ok: bool = True
+    running: bool = False
+    outcomes: OrderedDict[str, CallOutcome] = field(default_factory=OrderedDict)
+    gateway: Any = None
+    _nursery: trio.Nursery | None = None
+    host_has_context: bool = False
+    _openapi: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # the host takes a call context (trace id, run id, caller) when it has approval queues
+        self.host_has_context = "context" in inspect.signature(self.host.call_tool).parameters
+
+    def watch_approvals(self, run_id: str) -> ApprovalWatch:
+        return ApprovalWatch(getattr(self.host, "approvals", None), run_id)
+
+    def log_unexpected(self, exc: BaseException, what: str) -> None:
+        log.error("%s failed unexpectedly", what, exc_info=exc)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The service's own tasks, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await nursery.start(self.audit.run)
+            await nursery.start(self._pump)
+            self._observe_all()
+            self.running = True
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.running = False
+                self.hub.close()
+
+    def start_soon(self, fn: Any, *args: Any) -> None:
+        """Runs a background task in the service's nursery (calls waiting for approval)."""
+        if self._nursery is None:
+            raise RuntimeError("the service is not running")
+        self._nursery.start_soon(fn, *args)
+
+    def outcome(self, key: str) -> CallOutcome:
+        found = self.outcomes.get(key)
+        if found is None:
+            found = self.outcomes[key] = CallOutcome()
+            while len(self.outcomes) > KEPT_OUTCOMES:
+                self.outcomes.popitem(last=False)
+        return found
+
+    # -- host events ------------------------------------------------------------------------------
+
+    def _observe_all(self) -> None:
+        for info in self.host.list():
+            self._observe(info.name, info.status, info.restart_count)
+
+    def _observe(self, name: str, status: ServerStatus, restarts: int) -> None:
+        if status is ServerStatus.CONNECTED:
+            self.connected_since.setdefault(name, time.time())
+            self.tried.add(name)
+        else:
+            self.connected_since.pop(name, None)
+            if status is ServerStatus.ERROR or restarts > 0:
+                self.tried.add(name)
+
+    async def _pump(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with self.host.events(buffer=1000) as events:
+            task_status.started()
+            async for event in events:
+                if event.kind == "status":
+                    self._observe(event.server, ServerStatus(event.status), event.restart_count)
+                self.hub.publish(event.kind, msgspec.to_builtins(event))
+
+    # -- documents ---------------------------------------------------------------------------------
+
+    def openapi(self) -> dict[str, Any]:
+        if self._openapi is None:
+            from .api import API
+
+            self._openapi = API.openapi()
+        return self._openapi
+
+    def prometheus(self) -> str:
+        """The host's metrics, then the service's own."""
+        hub, audit = self.hub, self.audit
+        pending = getattr(self.host, "approvals", None)
+        lines = [
+            *self.http.prometheus(),
+            "# HELP mcpwire_events_subscribers Clients reading /events.",
+            "# TYPE mcpwire_events_subscribers gauge",
+            f"mcpwire_events_subscribers {hub.subscribers}",
+            "# HELP mcpwire_events_published_total Events published on /events.",
+            "# TYPE mcpwire_events_published_total counter",
+            f"mcpwire_events_published_total {hub.published}",
+            "# HELP mcpwire_events_dropped_clients_total /events clients dropped for falling behind.",
+            "# TYPE mcpwire_events_dropped_clients_total counter",
+            f"mcpwire_events_dropped_clients_total {hub.dropped_clients}",
+            "# HELP mcpwire_audit_pending Audit records queued, not yet committed.",
+            "# TYPE mcpwire_audit_pending gauge",
+            f"mcpwire_audit_pending {audit.pending}",
+            "# HELP mcpwire_audit_dropped_total Audit records dropped because the store could not keep up.",
+            "# TYPE mcpwire_audit_dropped_total counter",
+            f"mcpwire_audit_dropped_total {audit.dropped}",
+            "# HELP mcpwire_rate_limited_total Calls refused by the rate limit.",
+            "# TYPE mcpwire_rate_limited_total counter",
+            f"mcpwire_rate_limited_total {self.limiter.limited}",
+            "# HELP mcpwire_store_up 1 while the database answers.",
+            "# TYPE mcpwire_store_up gauge",
+            f"mcpwire_store_up {int(self.store_ok)}",
+        ]
+        if pending is not None:
+            lines += [
+                "# HELP mcpwire_approvals_waiting Calls of this process waiting for a decision.",
+                "# TYPE mcpwire_approvals_waiting gauge",
+                f"mcpwire_approvals_waiting {sum(1 for o in self.outcomes.values() if not o.done.is_set())}",
+            ]
+        return self.host.prometheus().rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+
+    def begin_shutdown(self) -> None:
+        """Ends the event streams, so draining does not wait for them."""
+        self.hub.close()
+
+    # -- readiness ------------------------------------------------------------------------------------
+
+    def waiting_for(self) -> list[str]:
+        """Enabled servers not yet tried once (readiness waits for them)."""
+        self._observe_all()
+        return [i.name for i in self.host.list() if i.config.enabled and i.name not in self.tried]
+
+    async def check_store(self) -> bool:
+        try:
+            with trio.fail_after(5):
+                await self.store.ping()
+        except (StoreError, trio.TooSlowError) as exc:
+            if self.store_ok:
+                log.error("the store is failing: %s", exc)
+            self.store_ok = False
+        else:
+            self.store_ok = True
+        return self.store_ok

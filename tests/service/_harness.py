@@ -1,0 +1,85 @@
+"""The service under test, for real: a store, a host with real servers, the app under hypercorn's
+trio worker on a loopback port, and an httpx client speaking HTTP to it."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from mcpwire.host import Host
+from mcpwire.service.app import build_app
+from mcpwire.service.runner import load_servers
+from mcpwire.service.settings import Settings
+from mcpwire.service.state import Service
+from mcpwire.service.store import Store, open_store
+
+
+def demo_entry(*flags: str) -> dict[str, Any]:
+    """An mcp.json entry for the bundled demo server (stdio, this interpreter)."""
+    return {"command": sys.executable, "args": ["-m", "mcpwire.testing.demo_server", *flags]}
+
+
+def write_config(path: Path, servers: Mapping[str, Mapping[str, Any]]) -> Path:
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
+
+
+@dataclass
+class Running:
+    url: str
+    client: httpx.AsyncClient
+    service: Service
+    host: Host
+    store: Store
+
+
+@asynccontextmanager
+async def running_service(
+    db_url: str,
+    config: Path | None,
+    *,
+    settings: Settings | None = None,
+    host_options: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+    wait_ready: bool = True,
+) -> AsyncIterator[Running]:
+    settings = settings or Settings(port=0, rate_limit=0)
+    store = await open_store(db_url)
+    try:
+        rows = await store.servers()
+        loaded = load_servers(str(config) if config is not None else None, rows)
+        host = Host(loaded.config, start_timeout=0.0, **dict(host_options or {}))
+        app = build_app(host, store, settings, sources=loaded.sources, rows=rows, base_path=loaded.base_path)
+        service: Service = app.state.service
+        hconfig = Config()
+        hconfig.bind = [f"{settings.host}:{settings.port}"]
+        hconfig.graceful_timeout = 2.0
+        hconfig.accesslog = None
+        async with host, trio.open_nursery() as nursery:
+            shutdown = trio.Event()
+            binds = await nursery.start(functools.partial(serve, app, hconfig, shutdown_trigger=shutdown.wait))
+            url = binds[0]
+            async with httpx.AsyncClient(base_url=url, headers=dict(headers or {}), timeout=30) as client:
+                if wait_ready:
+                    with trio.fail_after(60):
+                        # polling the HTTP endpoint under test is the point here
+                        while (await client.get("/readyz")).status_code != 200:  # noqa: ASYNC110
+                            await trio.sleep(0.05)
+                try:
+                    yield Running(url=url, client=client, service=service, host=host, store=store)
+                finally:
+                    service.begin_shutdown()
+                    shutdown.set()
+    finally:
+        await store.aclose()

@@ -1,0 +1,252 @@
+"""The management API end to end: real HTTP to the app under hypercorn, real demo servers behind
+the host, and a real store (SQLite here; the store's own tests cover PostgreSQL)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from _harness import demo_entry, running_service, write_config
+
+TRACE = re.compile(r"^[0-9a-f]{32}$")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'service.db'}"
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    return write_config(tmp_path / "mcp.json", {"demo": demo_entry(), "legacy": demo_entry("--era", "legacy")})
+
+
+def problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status
+    assert body["traceId"] == response.headers["x-trace-id"]
+    return body
+
+
+async def test_servers_tools_and_a_call(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        servers = (await svc.client.get("/api/v1/servers")).json()["items"]
+        assert [(s["name"], s["status"], s["source"], s["era"]) for s in servers] == [
+            ("demo", "connected", "config", "modern"),
+            ("legacy", "connected", "config", "legacy"),
+        ]
+        demo = servers[0]
+        assert demo["tools"] == 11 and demo["transport"] == "stdio" and demo["revision"] == "2026-07-28"
+        assert demo["uptimeSeconds"] >= 0 and demo["breaker"] == "closed" and demo["lastError"] is None
+        assert demo["target"].endswith("-m mcpwire.testing.demo_server")
+        one = await svc.client.get("/api/v1/servers/legacy")
+        assert one.json()["revision"] == "2025-11-25"
+
+        tools = (await svc.client.get("/api/v1/tools", params={"server": "legacy", "q": "ECHO"})).json()["items"]
+        assert [t["name"] for t in tools] == ["legacy__echo"]
+        assert tools[0]["inputSchema"]["properties"]["text"] == {"type": "string"}
+        assert (await svc.client.get("/api/v1/tools/demo__add")).json()["tool"] == "add"
+
+        reply = await svc.client.post(
+            "/api/v1/tools/demo__echo/call", json={"arguments": {"text": "héllo"}}, headers={"X-Trace-ID": "my-trace.1"}
+        )
+        assert reply.status_code == 200, reply.text
+        body = reply.json()
+        assert body["text"] == "héllo" and body["isError"] is False and body["server"] == "demo"
+        assert body["content"] == [{"type": "text", "text": "héllo"}]
+        assert body["traceId"] == reply.headers["x-trace-id"] == "my-trace.1"
+        assert float(reply.headers["x-process-time"]) > 0
+
+        err = await svc.client.post("/api/v1/tools/demo__fail/call", json={})
+        assert err.status_code == 200 and err.json()["isError"] is True
+
+
+async def test_problems_name_the_bad_field(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        c = svc.client
+        body = problem(await c.post("/api/v1/tools/demo__echo/call", json={"arguments": {}, "argumnets": 1}), 422)
+        assert body["errors"] == [{"in": "body", "path": "$", "message": "Object contains unknown field `argumnets`"}]
+        body = problem(await c.post("/api/v1/tools/demo__echo/call", json={"arguments": []}), 422)
+        assert body["errors"] == [{"in": "body", "path": "$.arguments", "message": "Expected `object`, got `array`"}]
+        body = problem(
+            await c.post(
+                "/api/v1/tools/demo__echo/call",
+                content=b'{"arguments": {',
+                headers={"content-type": "application/json"},
+            ),
+            422,
+        )
+        assert body["errors"][0]["message"].startswith("not valid JSON: ")
+        body = problem(
+            await c.post("/api/v1/tools/demo__echo/call", content=b"{}", headers={"content-type": "text/plain"}), 415
+        )
+        assert body["detail"] == "send the request body as application/json, not text/plain"
+        body = problem(await c.get("/api/v1/audit", params={"limit": "lots"}), 422)
+        assert body["errors"] == [{"in": "query", "path": "limit", "message": "Expected `int`, got `str`"}]
+        body = problem(await c.get("/api/v1/tools/nope__x"), 404)
+        assert body["detail"] == "no tool named 'nope__x'; GET /api/v1/tools lists them"
+        body = problem(await c.post("/api/v1/tools/nope__x/call", json={}), 404)
+        body = problem(await c.get("/api/v1/servers/ghost"), 404)
+        assert body["detail"] == "no server named 'ghost'"
+        body = problem(await c.get("/nowhere"), 404)
+        assert body["detail"] == "nothing at /nowhere; the API is under /api/v1 (see /api/v1/openapi.json)"
+        put = await c.put("/api/v1/servers")
+        body = problem(put, 405)
+        assert set(put.headers["allow"].split(", ")) == {"GET", "HEAD", "POST"}
+        if svc.service.gateway is None:
+            body = problem(await c.post("/mcp", json={}), 503)
+            assert body["title"] == "Gateway unavailable"
+
+
+async def test_post_server_validates_every_field(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        c = svc.client
+        body = problem(await c.post("/api/v1/servers", json={"name": "x", "command": 5}), 422)
+        assert body["errors"] == [{"in": "body", "path": "$.command", "message": "Expected `str | array`, got `int`"}]
+        body = problem(await c.post("/api/v1/servers", json={"name": "bad name", "command": "x"}), 422)
+        assert body["errors"][0]["path"] == "$.name"
+        body = problem(
+            await c.post("/api/v1/servers", json={"name": "x", "url": "ftp://h/", "env": {"A": "${env:NOPE_NOT_SET}"}}),
+            422,
+        )
+        assert body["detail"] == "the server entry for 'x' is invalid"
+        assert sorted((e["path"], e["message"]) for e in body["errors"]) == [
+            ("$.env.A", "environment variable 'NOPE_NOT_SET' is not set (used as ${env:NOPE_NOT_SET})"),
+            ("$.url", "expected an http:// or https:// URL, got 'ftp://h/'"),
+        ]
+        body = problem(await c.post("/api/v1/servers", json={"name": "x"}), 422)
+        assert body["errors"] == [
+            {
+                "in": "body",
+                "path": "$",
+                "message": "expected a 'command' (stdio server) or a 'url' (HTTP server); it has neither",
+            }
+        ]
+        body = problem(await c.post("/api/v1/servers", json={"name": "demo", **demo_entry()}), 409)
+        assert body["detail"] == "a server named 'demo' already exists; PATCH or DELETE it first"
+
+
+async def test_changes_through_the_api_survive_a_restart(db: str, config: Path) -> None:
+    before = await trio.Path(config).read_text()
+    async with running_service(db, config) as svc:
+        c = svc.client
+        added = await c.post("/api/v1/servers", json={"name": "extra", **demo_entry(), "description": "added"})
+        assert added.status_code == 201, added.text
+        assert added.headers["location"] == "/api/v1/servers/extra"
+        assert added.json()["source"] == "api"
+        await svc.host.wait_status("extra", svc.host.get("extra").status.__class__("connected"), timeout=30)
+        assert any(t["name"] == "extra__echo" for t in (await c.get("/api/v1/tools")).json()["items"])
+        patched = await c.patch("/api/v1/servers/legacy", json={"enabled": False})
+        assert patched.status_code == 200, patched.text
+        assert patched.json()["enabled"] is False and patched.json()["status"] == "disconnected"
+        edited = await c.patch("/api/v1/servers/extra", json={"timeout_seconds": 7.5, "disabled_tools": ["fail"]})
+        assert edited.status_code == 200, edited.text
+        assert (await c.delete("/api/v1/servers/demo")).status_code == 204
+        problem(await c.delete("/api/v1/servers/demo"), 404)
+        problem(await c.patch("/api/v1/servers/extra", json={}), 422)
+        body = problem(await c.patch("/api/v1/servers/extra", json={"command": "x"}), 422)
+        assert body["errors"][0]["message"] == "Object contains unknown field `command`"
+    assert await trio.Path(config).read_text() == before  # the user's mcp.json is never rewritten
+    async with running_service(db, config) as svc:
+        servers = {s["name"]: s for s in (await svc.client.get("/api/v1/servers")).json()["items"]}
+        assert set(servers) == {"legacy", "extra"}
+        assert servers["legacy"]["enabled"] is False and servers["legacy"]["source"] == "config"
+        assert servers["extra"]["source"] == "api" and servers["extra"]["description"] == "added"
+        assert svc.host.get("extra").config.policy.timeout_seconds == 7.5
+        tools = [t["name"] for t in (await svc.client.get("/api/v1/tools")).json()["items"]]
+        assert "extra__echo" in tools and "extra__fail" not in tools
+        assert (await svc.client.post("/api/v1/servers/extra/restart")).status_code == 202
+
+
+async def test_trace_ids(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        c = svc.client
+        parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        assert (await c.get("/healthz", headers={"traceparent": parent})).headers["x-trace-id"] == (
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        )
+        made = (await c.get("/healthz", headers={"X-Trace-ID": "bad id\twith spaces"})).headers["x-trace-id"]
+        assert TRACE.match(made)
+        zero = "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
+        assert TRACE.match((await c.get("/healthz", headers={"traceparent": zero})).headers["x-trace-id"])
+        assert (await c.get("/healthz")).headers["x-trace-id"] != (await c.get("/healthz")).headers["x-trace-id"]
+
+
+async def test_metrics_and_probes(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        c = svc.client
+        await c.post("/api/v1/tools/demo__echo/call", json={"arguments": {"text": "x"}})
+        text = (await c.get("/metrics")).text
+        assert 'mcpwire_host_calls_total{server="demo",tool="echo"} 1' in text
+        assert 'mcpwire_http_requests_total{route="/api/v1/tools/{name}/call",method="POST",code="200"} 1' in text
+        assert 'mcpwire_http_request_duration_seconds_bucket{route="/api/v1/tools/{name}/call",le="+Inf"} 1' in text
+        assert 'mcpwire_host_server_up{server="demo"} 1' in text and "mcpwire_store_up 1" in text
+        health = (await c.get("/healthz")).json()
+        assert health["status"] == "ok" and health["uptimeSeconds"] >= 0
+        assert (await c.get("/readyz")).json() == {"ready": True, "waitingFor": [], "store": "ok"}
+
+
+async def test_readiness_waits_for_every_enabled_server(db: str, tmp_path: Path) -> None:
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time, sys\ntime.sleep(30)\n")
+    config = write_config(
+        tmp_path / "mcp.json", {"demo": demo_entry(), "slow": {"command": "python3", "args": [str(slow)]}}
+    )
+    async with running_service(db, config, wait_ready=False) as svc:
+        reply = await svc.client.get("/readyz")
+        assert reply.status_code == 503
+        assert reply.json() == {"ready": False, "waitingFor": ["slow"], "store": "ok"}
+        assert (await svc.client.get("/healthz")).status_code == 200
+
+
+async def test_events_stream_and_resume(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        seen: list[tuple[str, str, dict[str, Any]]] = []
+        async with svc.client.stream("GET", "/events") as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            await svc.client.patch("/api/v1/servers/legacy", json={"enabled": False})
+            with trio.fail_after(20):
+                async for event in _sse(stream):
+                    seen.append(event)
+                    if event[1] == "status" and event[2]["data"]["status"] == "disconnected":
+                        break
+        assert all(kind in ("status", "tools", "audit") for _, kind, _ in seen)
+        first_id = seen[0][0]
+        assert re.match(r"^[0-9a-f]{8}-\d+$", first_id)
+        resumed: list[tuple[str, str, dict[str, Any]]] = []
+        async with svc.client.stream("GET", "/events", headers={"Last-Event-ID": first_id}) as stream:
+            with trio.fail_after(20):
+                async for event in _sse(stream):
+                    resumed.append(event)
+                    if event[0] == seen[-1][0]:
+                        break
+        assert [e[0] for e in resumed] == [e[0] for e in seen[1:]]
+        async with svc.client.stream("GET", "/events", headers={"Last-Event-ID": "deadbeef-3"}) as stream:
+            with trio.fail_after(20):
+                async for event in _sse(stream):
+                    assert event[1] == "reset"
+                    assert event[2]["data"]["reason"] == "the service restarted since the event named"
+                    break
+
+
+async def _sse(stream: httpx.Response) -> Any:
+    import json
+
+    event_id = kind = ""
+    data: list[str] = []
+    async for line in stream.aiter_lines():
+        if line.startswith("id: "):
+            event_id = line[4:]
+        elif line.startswith("event: "):
+            kind = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+        elif line == "" and data:
+            yield event_id, kind, json.loads("\n".join(data))
+            data = []
