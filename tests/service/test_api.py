@@ -12,6 +12,8 @@ import pytest
 import trio
 from _harness import demo_entry, running_service, write_config
 
+from mcpwire.host import ServerStatus
+
 TRACE = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -140,7 +142,7 @@ async def test_changes_through_the_api_survive_a_restart(db: str, config: Path) 
         assert added.status_code == 201, added.text
         assert added.headers["location"] == "/api/v1/servers/extra"
         assert added.json()["source"] == "api"
-        await svc.host.wait_status("extra", svc.host.get("extra").status.__class__("connected"), timeout=30)
+        await svc.host.wait_status("extra", ServerStatus.CONNECTED, timeout=30)
         assert any(t["name"] == "extra__echo" for t in (await c.get("/api/v1/tools")).json()["items"])
         patched = await c.patch("/api/v1/servers/legacy", json={"enabled": False})
         assert patched.status_code == 200, patched.text
@@ -199,6 +201,7 @@ async def test_readiness_waits_for_every_enabled_server(db: str, tmp_path: Path)
         tmp_path / "mcp.json", {"demo": demo_entry(), "slow": {"command": "python3", "args": [str(slow)]}}
     )
     async with running_service(db, config, wait_ready=False) as svc:
+        await svc.host.wait_status("demo", ServerStatus.CONNECTED, timeout=30)
         reply = await svc.client.get("/readyz")
         assert reply.status_code == 503
         assert reply.json() == {"ready": False, "waitingFor": ["slow"], "store": "ok"}
