@@ -1,8 +1,20 @@
-"""The multi-server host: configuration, supervised servers, a namespaced tool registry and
-call policies. ``async with Host.from_config(path) as host: await host.call_tool(...)``."""
+"""The multi-server host: configuration, supervised servers, namespaced tools, prompts and
+resources, call policies, approvals as objects and tool-definition pins.
+``async with Host.from_config(path) as host: await host.call_tool(...)``."""
 
 from __future__ import annotations
 
+from .approvals import (
+    Approval,
+    ApprovalBackend,
+    ApprovalConflict,
+    ApprovalNotPending,
+    ApprovalQueue,
+    ApprovalState,
+    MemoryApprovals,
+    UnknownApproval,
+)
+from .catalog import RegisteredPrompt, RegisteredResource, RegisteredTemplate, UnknownPrompt
 from .config import (
     HostConfig,
     PolicyConfig,
@@ -14,30 +26,41 @@ from .config import (
     parse_config,
     parse_server,
 )
-from .host import (
-    Host,
-    HostEvent,
-    HostEvents,
-    HostStatistics,
-    HostToolResult,
-    ServerInfo,
-    ServerStatistics,
-    ServerStatus,
-)
-from .policies import ApprovalRequest, AuditLog, Risk
+from .events import HostEvent, HostEvents
+from .host import Host, HostToolResult, ToolQuarantined, ToolResultError
+from .pins import MemoryPins, Pin, PinState, PinStore
+from .policies import ApprovalRequest, Approver, AuditLog, AuditRecord, AuditSink, Risk, classify_risk
 from .registry import RegisteredTool, ToolRegistry
 from .render import render_result
+from .servers import HostStatistics, ServerInfo, ServerStatistics, ServerStatus
 
 __all__ = [
+    "Approval",
+    "ApprovalBackend",
+    "ApprovalConflict",
+    "ApprovalNotPending",
+    "ApprovalQueue",
     "ApprovalRequest",
+    "ApprovalState",
+    "Approver",
     "AuditLog",
+    "AuditRecord",
+    "AuditSink",
     "Host",
     "HostConfig",
     "HostEvent",
     "HostEvents",
     "HostStatistics",
     "HostToolResult",
+    "MemoryApprovals",
+    "MemoryPins",
+    "Pin",
+    "PinState",
+    "PinStore",
     "PolicyConfig",
+    "RegisteredPrompt",
+    "RegisteredResource",
+    "RegisteredTemplate",
     "RegisteredTool",
     "Risk",
     "ServerConfig",
@@ -45,8 +68,13 @@ __all__ = [
     "ServerStatistics",
     "ServerStatus",
     "ToolPolicy",
+    "ToolQuarantined",
     "ToolRegistry",
+    "ToolResultError",
     "ToolSettings",
+    "UnknownApproval",
+    "UnknownPrompt",
+    "classify_risk",
     "find_config",
     "load_config",
     "parse_config",

@@ -1,31 +1,27 @@
 """The multi-server host: supervised clients, a live registry and routed, policed calls.
 
-Theory of operation: each enabled server gets a supervisor task in the host's nursery. The
-supervisor connects, lists tools into the :class:`~mcpwire.host.registry.ToolRegistry` (a list is
-idempotent, so it runs under the server's retry policy), then watches the connection
-(notifications, resource subscriptions, periodic health checks) until it ends; it then marks the
-server ``error``, waits a jittered exponential backoff and connects again (a stdio server is
-restarted, an HTTP one reconnected). A failing server is data (its status and error text), never
-an exception in the host nursery; so is an unexpected error raised while serving one server
-(logged with its traceback), since it must not take the other servers down; cancellation and
-``KeyboardInterrupt`` still propagate. Calls resolve the namespaced name, build a
-:class:`~mcpwire.host.policies.CallContext` from the tool's annotations and the server's
-settings, and run through the server's :class:`~mcpwire.host.policies.PolicyStack`; each attempt
-looks up the server's current connection, so a retry after a restart uses the new one.
+Theory of operation: the host keeps one :class:`~mcpwire.host.servers.ServerInfo` per configured
+server and runs each enabled one under a supervisor (:mod:`mcpwire.host.supervisor`), which keeps
+its tools in the :class:`~mcpwire.host.registry.ToolRegistry` and its prompts and resources in the
+:class:`~mcpwire.host.catalog.Catalog`. Calls resolve the namespaced name, build a
+:class:`~mcpwire.host.policies.CallContext` from the tool's annotations, the server's settings and
+the caller's context (trace id, run id, caller), and run through the server's
+:class:`~mcpwire.host.policies.PolicyStack`; each attempt looks up the server's current
+connection, so a retry after a restart uses the new one. Calls that need a decision become
+:class:`~mcpwire.host.approvals.Approval` objects in ``host.approvals`` when the host has a queue.
+Servers can be added, replaced, restarted, enabled and disabled while the host runs; every change
+is a :class:`~mcpwire.host.events.HostEvent`.
 """
 
 from __future__ import annotations
 
 import builtins
-import enum
 import logging
-import math
 import os
-import random
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Iterator, Mapping
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal, Self, TypeVar
@@ -33,15 +29,22 @@ from typing import Any, Final, Literal, Self, TypeVar
 import msgspec
 import trio
 
-from ..client import Client, open_client
 from ..errors import HostError, MCPWireError, ServerGone, ToolExecutionError, UnknownTool
-from ..protocol.types import ReadResourceResult, ToolResult
+from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
+from .approvals import Approval, ApprovalQueue, ApprovalState
+from .catalog import Catalog, RegisteredPrompt, RegisteredResource, RegisteredTemplate
 from .config import HostConfig, ServerConfig, load_config, parse_server
+from .events import EventHub, HostEvent, HostEvents
+from .pins import Pin, PinStore, approved
 from .policies import (
     DEFAULT_APPROVAL_TIMEOUT,
+    DEFAULT_ASK_AT,
     ApprovalPolicy,
     Approver,
+    ArgumentsMode,
     AuditLog,
+    AuditRecord,
+    AuditSink,
     BreakerState,
     CallContext,
     CircuitBreaker,
@@ -51,11 +54,14 @@ from .policies import (
     ResultCache,
     RetryPolicy,
     Risk,
-    ToolStatistics,
+    audit_arguments,
+    summarize_arguments,
 )
 from .policies.metrics import escape_label
 from .registry import DEFAULT_NAME_FORMAT, Provider, RegisteredTool, ToolRegistry
 from .render import render_result
+from .servers import Backoff, HostStatistics, Runtime, ServerInfo, ServerStatistics, ServerStatus
+from .supervisor import DEFAULT_CONNECT_TIMEOUT, ClientFactory, Supervision, describe
 
 __all__ = [
     "Host",
@@ -66,6 +72,8 @@ __all__ = [
     "ServerInfo",
     "ServerStatistics",
     "ServerStatus",
+    "ToolQuarantined",
+    "ToolResultError",
 ]
 
 log = logging.getLogger("mcpwire.host")
@@ -73,123 +81,18 @@ T = TypeVar("T")
 
 DEFAULT_HEALTH_INTERVAL: Final = 30.0
 DEFAULT_START_TIMEOUT: Final = 30.0
-#: most seconds one health check may take
-HEALTH_TIMEOUT: Final = 10.0
-#: a connection that lived this long resets the reconnection backoff
-STABLE_AFTER: Final = 30.0
-#: seconds the shutdown of one server may take before it is abandoned
-STOP_TIMEOUT: Final = 10.0
 
-ClientFactory = Callable[[ServerConfig], AbstractAsyncContextManager[Client]]
+# kept for code that imported them from here
+_Backoff = Backoff
 
 
-class ServerStatus(enum.Enum):
-    DISCONNECTED = "disconnected"  #: not started, stopped or disabled
-    CONNECTING = "connecting"  #: starting or reconnecting
-    CONNECTED = "connected"  #: ready; tools registered
-    ERROR = "error"  #: the last attempt failed or the connection was lost; a retry is scheduled
+class ToolQuarantined(HostError):
+    """The tool's definition changed since it was pinned; approve it with ``Host.approve_pin``."""
 
-
-@dataclass(slots=True)
-class ServerInfo:
-    """Live state of one configured server (the host updates it in place).
-
-    Attributes:
-        last_health_check: wall-clock time (``time.time()``) of the last successful check.
-        restart_count: connection attempts after the first (restarts and reconnects).
-        client: the live connection while ``connected`` (for calls the host does not wrap).
-    """
-
-    name: str
-    config: ServerConfig
-    status: ServerStatus = ServerStatus.DISCONNECTED
-    error: str | None = None
-    tool_count: int = 0
-    era: str | None = None
-    protocol_version: str | None = None
-    last_health_check: float | None = None
-    health_failures: int = 0
-    restart_count: int = 0
-    client: Client | None = field(default=None, repr=False)
-    _scope: trio.CancelScope | None = field(default=None, repr=False)
-    _started: trio.Event = field(default_factory=trio.Event, repr=False)
-    _finished: trio.Event = field(default_factory=trio.Event, repr=False)
-    _end_reason: str | None = field(default=None, repr=False)
-    #: set while connected: ends the connection in order
-    _lost: trio.Event | None = field(default=None, repr=False)
-    _stopping: bool = field(default=False, repr=False)
-    _uris: set[str] = field(default_factory=set, repr=False)
-    _uris_changed: trio.Event = field(default_factory=trio.Event, repr=False)
-    _refresh_lock: trio.Lock = field(default_factory=trio.Lock, repr=False)
-
-    @property
-    def revision(self) -> str | None:
-        """The negotiated protocol revision (same as ``protocol_version``)."""
-        return self.protocol_version
-
-    @property
-    def transport(self) -> str:
-        return self.config.type
-
-
-class HostEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """A change of one server: its status (``kind="status"``) or its tool list (``"tools"``)."""
-
-    server: str
-    kind: Literal["status", "tools"]
-    status: str
-    previous: str | None = None
-    error: str | None = None
-    restart_count: int = 0
-    tool_count: int = 0
-
-
-class HostEvents:
-    """Events of a host from the moment this object is created, until the host closes.
-
-    Iterate it (``async for event in host.events()``) or use it as an async context manager to
-    stop listening early. The buffer is bounded; when it is full, new events are dropped and
-    counted in ``dropped``.
-    """
-
-    def __init__(self, host: Host, buffer: int) -> None:
-        self._host = host
-        self._send, self._recv = trio.open_memory_channel[HostEvent](buffer)
-        self.dropped = 0
-        if host._state == "closed":
-            self._send.close()  # nothing more will happen
-        else:
-            host._listeners.append(self)
-
-    def _offer(self, event: HostEvent) -> None:
-        try:
-            self._send.send_nowait(event)
-        except trio.WouldBlock:
-            self.dropped += 1
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-
-    def close(self) -> None:
-        """Stops listening; iteration ends after the buffered events."""
-        if self in self._host._listeners:
-            self._host._listeners.remove(self)
-        self._send.close()
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> HostEvent:
-        try:
-            return await self._recv.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
-        self._recv.close()
+    def __init__(self, message: str, *, server: str = "", tool: str = "") -> None:
+        super().__init__(message)
+        self.server = server
+        self.tool = tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +107,7 @@ class HostToolResult:
     cached: bool = False
     risk: Risk | None = None
     approval: str = "allow"
+    approval_id: str | None = None
 
     @property
     def is_error(self) -> bool:
@@ -211,83 +115,48 @@ class HostToolResult:
         return self.result.is_error
 
 
-class ServerStatistics(msgspec.Struct, frozen=True, kw_only=True):
-    status: str
-    error: str | None
-    transport: str
-    tools: int
-    era: str | None
-    protocol_version: str | None
-    restarts: int
-    health_failures: int
-    last_health_check: float | None
-    breaker: str
-    cache_hits: int
-    cache_misses: int
-    cache_entries: int
-    calls: dict[str, ToolStatistics]
+class ToolResultError(ToolExecutionError):
+    """The tool reported failure (``isError``) and the host raises those (``raise_tool_errors``).
+
+    ``result`` is what :meth:`Host.call_tool` would have returned.
+    """
+
+    def __init__(self, message: str, *, result: HostToolResult) -> None:
+        super().__init__(message, tool=result.tool, server=result.server)
+        self.result = result
 
 
-class HostStatistics(msgspec.Struct, frozen=True, kw_only=True):
-    servers: dict[str, ServerStatistics]
-    tools: int
-    cache_hits: int
-    cache_misses: int
-    cache_hit_rate: float
-
-
-@dataclass(slots=True)
-class _Backoff:
-    base: float = 0.5
-    cap: float = 30.0
-    rng: random.Random = field(default_factory=random.Random)
-
-    def delay(self, attempt: int) -> float:
-        """Exponential with "equal jitter": uniform in [ceiling/2, ceiling]."""
-        ceiling = min(self.cap, self.base * float(2 ** min(attempt, 30)))
-        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
-
-
-@dataclass(slots=True)
-class _Runtime:
-    stack: PolicyStack[object]
-    cache: ResultCache[object]
-    breaker: CircuitBreaker
-
-
-#: how a server's connection is expected to fail; anything else is logged with its traceback
-_EXPECTED: Final = (MCPWireError, OSError, ValueError, ImportError)
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".splitlines()[0]
-
-
-def _sole(exc: BaseException) -> BaseException:
-    """The one exception inside nested single-member groups (a nursery wraps what it raises)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-class Host:
-    """Many servers behind one tool namespace.
+class Host(Supervision):
+    """Many servers behind one namespace of tools, prompts and resources.
 
     Use ``async with Host.from_config(path) as host:``; leaving the block stops every server.
 
     Args:
         config: the servers (see :func:`~mcpwire.host.config.load_config`).
-        name_format: how tool names are namespaced (``{server}`` and ``{tool}``).
+        name_format: how names are namespaced (``{server}`` and ``{tool}``).
         provider: whose tool-name rules apply: ``openai`` (default), ``anthropic`` or ``mcp``.
-        approver: asked for calls whose decision is ``ask``; without one they are denied.
-        ask_at: calls without a matching rule are asked at or above this risk.
+        approver: asked for calls whose decision is ``ask`` (a call's own approver comes first).
+        approvals: a queue: calls that need a decision become approvals there (listed and
+            decided by anyone), and without an approver they wait in it. Without a queue or an
+            approver, such calls are denied at once.
+        ask_at: calls without a matching rule are asked at or above this risk (HIGH; a server's
+            ``policy.ask_at`` overrides it).
+        critical_confirmations: approvals a CRITICAL call needs (2).
         approval_rules: host-wide ``(server glob, tool glob, allow|deny|ask)``, after each
             server's own ``approval`` settings.
-        approval_timeout: seconds the approver has; silence denies (default 5 minutes).
-        audit: a JSONL audit file (path) or a configured :class:`AuditLog`.
+        approval_timeout: seconds a decision may take; silence denies (default 5 minutes).
+        audit: a JSONL audit file (path), a configured :class:`AuditLog`, or any
+            :class:`~mcpwire.host.policies.AuditSink`.
+        audit_arguments: how records show arguments for a sink that is not an :class:`AuditLog`.
+        pins: pin tool definitions there; a changed definition quarantines the tool.
+        describe_server: exported tool descriptions start with ``[server]``.
+        raise_tool_errors: ``isError`` results raise :class:`ToolResultError` instead of being
+            returned.
         health_interval: seconds between health checks; 0 disables them (a server's
             ``health_interval_seconds`` overrides it).
         start_timeout: how long entering the block waits for the first connections.
+        connect_timeout: most seconds one connection attempt may take, lists included (a
+            server's ``connect_timeout_seconds`` overrides it).
         backoff_base, backoff_cap: reconnection backoff (exponential, jittered), in seconds.
         client_options: extra :func:`~mcpwire.open_client` options for every server.
         client_factory: replaces :func:`~mcpwire.open_client` (tests use fakes).
@@ -300,37 +169,55 @@ class Host:
         name_format: str = DEFAULT_NAME_FORMAT,
         provider: Provider = "openai",
         approver: Approver | None = None,
-        ask_at: Risk = Risk.CRITICAL,
+        approvals: ApprovalQueue | None = None,
+        ask_at: Risk = DEFAULT_ASK_AT,
+        critical_confirmations: int = 2,
         approval_rules: builtins.list[tuple[str, str, Decision]] | None = None,
         approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
-        audit: str | os.PathLike[str] | AuditLog | None = None,
+        audit: str | os.PathLike[str] | AuditSink | None = None,
+        audit_arguments: ArgumentsMode = "redact",
+        pins: PinStore | None = None,
+        describe_server: bool = False,
+        raise_tool_errors: bool = False,
         health_interval: float = DEFAULT_HEALTH_INTERVAL,
         start_timeout: float = DEFAULT_START_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
         client_options: Mapping[str, object] | None = None,
         client_factory: ClientFactory | None = None,
     ) -> None:
         self.config = config or HostConfig()
-        self.registry = ToolRegistry(name_format=name_format, provider=provider)
+        self.registry = ToolRegistry(name_format=name_format, provider=provider, describe_server=describe_server)
+        self.catalog = Catalog(name_format=self.registry.name_format)
         self.metrics = Metrics()
-        self.audit = audit if isinstance(audit, AuditLog) or audit is None else AuditLog(Path(audit))
+        self.audit = audit if isinstance(audit, AuditSink) or audit is None else AuditLog(Path(audit))
+        self._audit_mode: ArgumentsMode = self.audit.arguments if isinstance(self.audit, AuditLog) else audit_arguments
+        self.approvals = approvals
+        self.pins = pins
         self._approver = approver
         self._ask_at = ask_at
+        self._critical_confirmations = critical_confirmations
         self._approval_rules = list(approval_rules or [])
         self._approval_timeout = approval_timeout
+        self._raise_tool_errors = raise_tool_errors
         self._health_interval = health_interval
         self._start_timeout = start_timeout
-        self._backoff = _Backoff(base=backoff_base, cap=backoff_cap)
+        self._connect_timeout = connect_timeout
+        self._backoff = Backoff(base=backoff_base, cap=backoff_cap)
         self._client_options = dict(client_options or {})
         self._client_factory = client_factory
         self._servers: dict[str, ServerInfo] = {}
-        self._runtime: dict[str, _Runtime] = {}
-        self._listeners: builtins.list[HostEvents] = []
+        self._runtime: dict[str, Runtime] = {}
+        self._hub = EventHub()
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._state: Literal["new", "running", "closed"] = "new"
         self._changed = trio.Event()
+        self._unlisten: builtins.list[Any] = []
+        if approvals is not None:
+            self._unlisten.append(approvals.on_change(self._approval_event))
+            self._unlisten.append(approvals.on_change(self._approval_record, local_only=True))
         for server in self.config.servers:
             self._add(server)
 
@@ -343,34 +230,50 @@ class Host:
         name_format: str = DEFAULT_NAME_FORMAT,
         provider: Provider = "openai",
         approver: Approver | None = None,
-        ask_at: Risk = Risk.CRITICAL,
+        approvals: ApprovalQueue | None = None,
+        ask_at: Risk = DEFAULT_ASK_AT,
+        critical_confirmations: int = 2,
         approval_rules: builtins.list[tuple[str, str, Decision]] | None = None,
         approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
-        audit: str | os.PathLike[str] | AuditLog | None = None,
+        audit: str | os.PathLike[str] | AuditSink | None = None,
+        audit_arguments: ArgumentsMode = "redact",
+        pins: PinStore | None = None,
+        describe_server: bool = False,
+        raise_tool_errors: bool = False,
         health_interval: float = DEFAULT_HEALTH_INTERVAL,
         start_timeout: float = DEFAULT_START_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
         client_options: Mapping[str, object] | None = None,
         client_factory: ClientFactory | None = None,
     ) -> Host:
         """A host for the config at ``path``, or found by the search order (see
-        :func:`~mcpwire.host.config.find_config`); no file gives an empty host.
+        :func:`~mcpwire.host.config.find_config`); no file gives an empty host. The options are
+        those of :class:`Host`.
 
         Raises:
-            ConfigError: the file is unreadable, or (``strict``) has any problem.
+            ConfigError: the file is unreadable, every entry in it is invalid, or (``strict``)
+                it has any problem.
         """
         return cls(
             load_config(path, strict=strict),
             name_format=name_format,
             provider=provider,
             approver=approver,
+            approvals=approvals,
             ask_at=ask_at,
+            critical_confirmations=critical_confirmations,
             approval_rules=approval_rules,
             approval_timeout=approval_timeout,
             audit=audit,
+            audit_arguments=audit_arguments,
+            pins=pins,
+            describe_server=describe_server,
+            raise_tool_errors=raise_tool_errors,
             health_interval=health_interval,
             start_timeout=start_timeout,
+            connect_timeout=connect_timeout,
             backoff_base=backoff_base,
             backoff_cap=backoff_cap,
             client_options=client_options,
@@ -412,9 +315,10 @@ class Host:
         with trio.CancelScope(shield=True):
             for name in reversed(builtins.list(self._servers)):
                 await self._stop(self._servers[name])
-        for listener in builtins.list(self._listeners):
-            listener.close()
-        if self.audit is not None:
+        for stop in self._unlisten:
+            stop()
+        self._hub.close()
+        if isinstance(self.audit, AuditLog):
             self.audit.close()
         assert self._nursery is not None and self._exit_stack is not None
         self._nursery.cancel_scope.cancel()
@@ -433,6 +337,14 @@ class Host:
 
     # -- registry of servers -------------------------------------------------------------------
 
+    def _parse(self, name: str, config: ServerConfig | Mapping[str, object]) -> ServerConfig:
+        if not isinstance(config, ServerConfig):
+            base = Path(self.config.path).resolve().parent if self.config.path else None
+            return parse_server(name, config, base_path=base)
+        if config.name != name:
+            return msgspec.structs.replace(config, name=name)
+        return config
+
     def register(self, name: str, config: ServerConfig | Mapping[str, object]) -> ServerInfo:
         """Adds a server at run time and starts it (if enabled and the host is running).
 
@@ -447,12 +359,7 @@ class Host:
             raise HostError(f"cannot register server {name!r}: the host is closed")
         if name in self._servers:
             raise HostError(f"a server named {name!r} is already registered; remove it first")
-        if not isinstance(config, ServerConfig):
-            base = Path(self.config.path).resolve().parent if self.config.path else None
-            config = parse_server(name, config, base_path=base)
-        elif config.name != name:
-            config = msgspec.structs.replace(config, name=name)
-        info = self._add(config)
+        info = self._add(self._parse(name, config))
         if self._state == "running":
             self._start(info)
         return info
@@ -482,6 +389,76 @@ class Host:
         for name in reversed(builtins.list(self._servers)):
             await self.remove(name)
 
+    def _require_running(self, what: str, name: str) -> None:
+        if self._state != "running":
+            state = "not started" if self._state == "new" else "closed"
+            raise HostError(f"cannot {what} server {name!r}: the host is {state} (use 'async with host:')")
+
+    async def _restart(self, info: ServerInfo) -> ServerInfo:
+        with trio.CancelScope(shield=True):
+            await self._stop(info)
+        if info.config.enabled:
+            self._start(info)
+            with trio.move_on_after(self._start_timeout):
+                await info._started.wait()
+        return info
+
+    async def restart(self, name: str) -> ServerInfo:
+        """Stops a server and starts it again; returns once the new attempt connected or failed
+        (at most ``start_timeout`` seconds).
+
+        Raises:
+            HostError: no such server, it is disabled, or the host is not running.
+
+        Cancellation: the stop is shielded and bounded; the wait for the new start is not.
+        """
+        info = self.get(name)
+        self._require_running("restart", name)
+        if not info.config.enabled:
+            raise HostError(f"cannot restart server {name!r}: it is disabled; enable it first")
+        info.restart_count += 1
+        log.info("%s: restarting on request", name)
+        return await self._restart(info)
+
+    async def update(self, name: str, config: ServerConfig | Mapping[str, object]) -> ServerInfo:
+        """Replaces a server's configuration and restarts it with the new one (statistics are
+        kept). Returns as :meth:`restart` does.
+
+        Raises:
+            HostError: no such server.
+            ConfigError: the entry is invalid (every problem is listed).
+        """
+        info = self.get(name)
+        new = self._parse(name, config)
+        with trio.CancelScope(shield=True):
+            await self._stop(info)
+        info.config = new
+        self._runtime[name] = self._make_runtime(new)
+        log.info("%s: configuration replaced", name)
+        if self._state == "running":
+            return await self._restart(info)
+        return info
+
+    async def set_enabled(self, name: str, enabled: bool) -> ServerInfo:
+        """Enables (and starts) or disables (and stops) a server. Enabling returns once the first
+        attempt connected or failed (at most ``start_timeout`` seconds).
+
+        Raises:
+            HostError: no such server.
+        """
+        info = self.get(name)
+        if info.config.enabled == enabled:
+            return info
+        info.config = msgspec.structs.replace(info.config, enabled=enabled)
+        log.info("%s: %s", name, "enabled" if enabled else "disabled")
+        if self._state != "running":
+            return info
+        if not enabled:
+            with trio.CancelScope(shield=True):
+                await self._stop(info)
+            return info
+        return await self._restart(info)
+
     async def wait_status(self, name: str, status: ServerStatus, *, timeout: float = 30.0) -> ServerInfo:
         """Waits until server ``name`` reaches ``status``.
 
@@ -494,12 +471,11 @@ class Host:
         return self.get(name)
 
     def events(self, *, buffer: int = 100) -> HostEvents:
-        """Status and tool-list changes from now on, until the host closes."""
-        return HostEvents(self, buffer)
+        """Every change from now on (see :class:`~mcpwire.host.events.HostEvent`), until the
+        host closes."""
+        return HostEvents(self._hub, buffer)
 
-    def _add(self, config: ServerConfig) -> ServerInfo:
-        info = ServerInfo(name=config.name, config=config)
-        self._servers[config.name] = info
+    def _make_runtime(self, config: ServerConfig) -> Runtime:
         policy = config.policy
         cache: ResultCache[object] = ResultCache(ttl=policy.cache_ttl_seconds, size=policy.cache_size)
         breaker = CircuitBreaker(config.name, policy.breaker_failures, policy.breaker_cooldown_seconds)
@@ -513,264 +489,104 @@ class Host:
                 ask_at=self._ask_at,
                 timeout=self._approval_timeout,
                 trust_annotations=policy.trust_annotations,
+                queue=self.approvals,
+                critical_confirmations=self._critical_confirmations,
             ),
-            audit=self.audit,
+            audit=_Tap(self),
             metrics=self.metrics,
+            audit_arguments=self._audit_mode,
+            audit_patterns=self.audit.patterns if isinstance(self.audit, AuditLog) else None,
         )
-        self._runtime[config.name] = _Runtime(stack=stack, cache=cache, breaker=breaker)
+        return Runtime(stack=stack, cache=cache, breaker=breaker)
+
+    def _add(self, config: ServerConfig) -> ServerInfo:
+        info = ServerInfo(name=config.name, config=config)
+        self._servers[config.name] = info
+        self._runtime[config.name] = self._make_runtime(config)
         if not config.enabled:
             info._started.set()
             info._finished.set()
         return info
 
-    def _start(self, info: ServerInfo) -> None:
-        if not info.config.enabled:
+    # -- approvals and pins ---------------------------------------------------------------------------
+
+    def _approval_event(self, approval: Approval) -> None:
+        if not self._hub.listeners:
             return
-        assert self._nursery is not None
-        info._scope = trio.CancelScope()
-        self._nursery.start_soon(self._supervise, info)
+        info = self._servers.get(approval.server)
+        status = info.status.value if info is not None else ServerStatus.DISCONNECTED.value
+        self._hub.emit(HostEvent(server=approval.server, kind="approval", status=status, approval=approval))
 
-    async def _stop(self, info: ServerInfo) -> None:
-        if info._scope is not None and not info._finished.is_set():
-            info._stopping = True
-            if info._lost is not None:
-                # connected: end the connection in order (the client closes its streams itself)
-                info._lost.set()
-                with trio.move_on_after(STOP_TIMEOUT):
-                    await info._finished.wait()
-            # connecting, backing off, or not done in time: cancel
-            info._scope.cancel()
-            with trio.move_on_after(STOP_TIMEOUT):
-                await info._finished.wait()
-        self._forget_connection(info)
-        self._set(info, ServerStatus.DISCONNECTED, None)
-
-    def _forget_connection(self, info: ServerInfo) -> None:
-        info.client = None
-        self.registry.remove_server(info.name)
-        runtime = self._runtime.get(info.name)
-        if runtime is not None:
-            runtime.cache.clear()
-        info._uris.clear()
-        if info.tool_count:
-            info.tool_count = 0
-            self._emit(info, "tools", None)
-
-    def _emit(self, info: ServerInfo, kind: Literal["status", "tools"], previous: ServerStatus | None) -> None:
-        event = HostEvent(
-            server=info.name,
-            kind=kind,
-            status=info.status.value,
-            previous=None if previous is None else previous.value,
-            error=info.error,
-            restart_count=info.restart_count,
-            tool_count=info.tool_count,
-        )
-        for listener in builtins.list(self._listeners):
-            listener._offer(event)
-
-    def _set(self, info: ServerInfo, status: ServerStatus, error: str | None) -> None:
-        if info.status is status and info.error == error:
-            return
-        previous = info.status
-        info.status = status
-        info.error = error
-        if error:
-            log.warning("%s: %s: %s", info.name, status.value, error)
-        else:
-            log.info("%s: %s", info.name, status.value)
-        self._changed.set()
-        self._changed = trio.Event()
-        self._emit(info, "status", previous)
-
-    # -- supervision -----------------------------------------------------------------------------
-
-    async def _supervise(self, info: ServerInfo) -> None:
-        assert info._scope is not None
-        attempt = 0
-        verb = "restarting" if info.config.type == "stdio" else "reconnecting"
-        try:
-            with info._scope:
-                while True:
-                    self._set(info, ServerStatus.CONNECTING, None)
-                    info._end_reason = None
-                    began = trio.current_time()
-                    connected = False
-                    try:
-                        connected = await self._run_once(info)
-                        error = info._end_reason or "the server closed the connection"
-                    except Exception as exc:
-                        # anything else is a bug, but one that ends this server's connection
-                        # only: the host and its other servers keep running. BaseExceptions
-                        # (cancellation, KeyboardInterrupt) are not caught.
-                        cause = _sole(exc)
-                        if not isinstance(cause, _EXPECTED):
-                            log.error("%s: unexpected error; %s", info.name, verb, exc_info=exc)
-                        error = info._end_reason or _describe(cause)
-                    finally:
-                        info._lost = None
-                        self._forget_connection(info)
-                    if info._stopping:
-                        return
-                    stable = connected and trio.current_time() - began >= STABLE_AFTER
-                    attempt = 0 if stable else attempt + 1
-                    self._set(info, ServerStatus.ERROR, error)
-                    info._started.set()
-                    delay = self._backoff.delay(attempt - 1 if attempt else 0)
-                    log.info("%s: %s in %.2fs", info.name, verb, delay)
-                    await trio.sleep(delay)
-                    info.restart_count += 1
-        finally:
-            info._started.set()
-            info._finished.set()
-
-    def _open(self, config: ServerConfig) -> AbstractAsyncContextManager[Client]:
-        if self._client_factory is not None:
-            return self._client_factory(config)
-        options: dict[str, Any] = {"timeout": config.policy.timeout_seconds, **self._client_options}
-        return open_client(config.to_spec(), **options)
-
-    async def _run_once(self, info: ServerInfo) -> bool:
-        """One connection's lifetime; returns True once it got connected."""
-        async with self._open(info.config) as client:
-            await self._refresh_tools(info, client)
-            era = client.era
-            info.era = None if era is None else str(getattr(era, "value", era))
-            info.protocol_version = client.protocol_version
-            info.client = client
-            # a fresh connection starts with a closed circuit
-            self._runtime[info.name].breaker.success()
-            self._set(info, ServerStatus.CONNECTED, None)
-            info._started.set()
-            lost = info._lost = trio.Event()
-            if info._stopping:
-                return True
-
-            async def closed() -> None:
-                await client.wait_closed()
-                lost.set()
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(closed)
-                nursery.start_soon(self._watch_notifications, info, client)
-                nursery.start_soon(self._watch_resources, info, client)
-                nursery.start_soon(self._health, info, client, lost)
-                await lost.wait()
-                nursery.cancel_scope.cancel()
-        return True
-
-    async def _refresh_tools(self, info: ServerInfo, client: Client) -> None:
-        async with info._refresh_lock:
-            # listing is idempotent: a transient failure is retried under the server's policy
-            ctx = CallContext(server=info.name, tool="tools/list", arguments={}, kind="list")
-            tools = await self._runtime[info.name].stack.retry.run(ctx, client.list_tools)
-            # SEC-10: a tool whose description or schema changes under the same name deserves a look
-            before = {r.tool.name: r.tool for r in self.registry.tools(info.name)}
-            for new in tools:
-                old = before.get(new.name)
-                if old is not None and (old.description, old.input_schema) != (new.description, new.input_schema):
-                    log.warning("%s: tool %r changed its description or inputSchema", info.name, new.name)
-            cfg = info.config
-            self.registry.set_tools(
-                info.name, tools, prefix=cfg.prefix, allowed=cfg.allowed_tools, disabled=cfg.disabled_tools
+    def _approval_record(self, approval: Approval) -> None:
+        if approval.state is ApprovalState.PENDING and approval.confirmations == 0:
+            return  # opened: the call's own record follows
+        context = approval.context
+        self._record(
+            AuditRecord(
+                time=time.time(),
+                kind="approval",
+                server=approval.server,
+                tool=approval.tool,
+                name=approval.name,
+                arguments=audit_arguments(approval.arguments_to_run, self._audit_mode),
+                risk=approval.risk.name,
+                decision=approval.state.value,
+                outcome=approval.state.value,
+                error=approval.reason,
+                trace_id=context.get("trace_id"),
+                run_id=context.get("run_id"),
+                caller=context.get("caller"),
+                approval_id=approval.id,
+                by=approval.decided_by,
             )
-            info.tool_count = self.registry.count(info.name)
-        self._emit(info, "tools", None)
+        )
 
-    async def _watch_notifications(self, info: ServerInfo, client: Client) -> None:
-        async with AsyncExitStack() as stack:
-            if info.era == "modern":
-                # 2026-07-28: list changes arrive only on a subscriptions/listen stream; they are
-                # also delivered to the client's notification stream read below
-                try:
-                    await stack.enter_async_context(
-                        client.subscribe(tools_list_changed=True, resources_list_changed=True, timeout=HEALTH_TIMEOUT)
-                    )
-                except MCPWireError as exc:
-                    log.info("%s: no list-change subscription: %s", info.name, _describe(exc))
-            try:
-                await self._read_notifications(info, client)
-            except MCPWireError as exc:
-                log.info("%s: notification stream ended: %s", info.name, _describe(exc))
+    async def pinned(self) -> builtins.list[Pin]:
+        """Every pin of the host's store (empty when the host does not pin)."""
+        return [] if self.pins is None else await self.pins.all()
 
-    async def _read_notifications(self, info: ServerInfo, client: Client) -> None:
-        async for note in client.notifications():
-            await self._handle(info, client, note.method, note.params)
+    async def approve_pin(self, server: str, tool: str, *, by: str | None = None) -> Pin:
+        """Accepts the changed definition of a quarantined tool: it becomes the pinned one and
+        the tool is listed and callable again.
 
-    async def _handle(self, info: ServerInfo, client: Client, method: str, params: Mapping[str, object]) -> None:
-        cache = self._runtime[info.name].cache
-        if method == "notifications/tools/list_changed":
-            dropped = cache.invalidate(info.name, kind="tool")
-            log.info("%s: tool list changed; %d cached results dropped", info.name, dropped)
-            try:
-                await self._refresh_tools(info, client)
-            except MCPWireError as exc:
-                log.warning("%s: cannot refresh tools: %s", info.name, _describe(exc))
-        elif method == "notifications/resources/updated":
-            uri = params.get("uri")
-            if isinstance(uri, str):
-                cache.invalidate(info.name, kind="resource", name=uri)
-        elif method == "notifications/resources/list_changed":
-            cache.invalidate(info.name, kind="resource")
-
-    async def _watch_resources(self, info: ServerInfo, client: Client) -> None:
-        """Subscribes to the URIs of cached reads, so ``resources/updated`` can invalidate them."""
-        if not client.server_capabilities.flag("resources", "subscribe"):
-            return
-        subscribed: set[str] = set()
-        async with AsyncExitStack() as current:
-            while True:
-                await info._uris_changed.wait()
-                info._uris_changed = trio.Event()
-                wanted = set(info._uris)
-                if wanted <= subscribed:
-                    continue
-                try:
-                    if info.era == "modern":
-                        # LC-30: no resources/subscribe on 2026-07-28; one listen stream carries
-                        # every URI: open the new one, then end the old
-                        fresh = AsyncExitStack()
-                        await fresh.enter_async_context(client.subscribe(sorted(wanted), timeout=HEALTH_TIMEOUT))
-                        await current.aclose()
-                        current.push_async_exit(fresh)
-                        subscribed = wanted
-                    else:
-                        for uri in sorted(wanted - subscribed):
-                            await client.request("resources/subscribe", {"uri": uri}, timeout=HEALTH_TIMEOUT)
-                            subscribed.add(uri)
-                except MCPWireError as exc:
-                    log.info("%s: cannot subscribe to resources: %s", info.name, _describe(exc))
-                    subscribed |= wanted  # do not ask again; entries expire by their TTL
-
-    async def _health(self, info: ServerInfo, client: Client, lost: trio.Event) -> None:
-        # UT-P02: "Implementations SHOULD periodically issue pings to detect connection health";
-        # UT-P03: 2026-07-28 has no ping, so modern servers get server/discover instead
-        interval = info.config.health_interval_seconds
-        if interval is None:
-            interval = self._health_interval
-        if not math.isfinite(interval) or interval <= 0:
-            return
-        method = "server/discover" if info.era == "modern" else "ping"
-        while True:
-            await trio.sleep(interval)
-            try:
-                if info.era == "modern":
-                    await client.discover(timeout=min(HEALTH_TIMEOUT, interval))
-                else:
-                    await client.ping(timeout=min(HEALTH_TIMEOUT, interval))
-            except MCPWireError as exc:
-                info.health_failures += 1
-                info._end_reason = f"health check ({method}) failed: {_describe(exc)}"
-                log.warning("%s: %s; reconnecting", info.name, info._end_reason)
-                lost.set()
-                return
-            info.last_health_check = time.time()
+        Raises:
+            HostError: the host does not pin definitions, or has no pin for that tool.
+        """
+        if self.pins is None:
+            raise HostError("this host does not pin tool definitions; pass pins=MemoryPins() to the Host")
+        pin = await self.pins.get(server, tool)
+        if pin is None:
+            raise HostError(f"no pinned tool {tool!r} on server {server!r}")
+        if not pin.quarantined:
+            return pin
+        pin = approved(pin)
+        await self.pins.put(pin)
+        info = self._servers.get(server)
+        if self.registry.set_quarantined(server, tool, False) and info is not None:
+            info.tool_count = self.registry.count(server)
+            self._emit(info, "tools")
+        if info is not None:
+            self._pin_changed(info, pin, "approved", by=by)
+        return pin
 
     # -- calls ----------------------------------------------------------------------------------------
 
-    def tools(self) -> builtins.list[RegisteredTool]:
-        """Every registered tool, sorted by namespaced name."""
-        return self.registry.tools()
+    def tools(self, server: str | None = None, *, include_quarantined: bool = False) -> builtins.list[RegisteredTool]:
+        """Registered tools sorted by namespaced name, of every server or of one. Quarantined
+        tools (changed since pinned) are left out unless asked for."""
+        return self.registry.tools(server, include_quarantined=include_quarantined)
+
+    def prompts(self, server: str | None = None) -> builtins.list[RegisteredPrompt]:
+        """Prompts of every connected server (or of one), by namespaced name."""
+        return self.catalog.prompts(server)
+
+    def resources(self, server: str | None = None) -> builtins.list[RegisteredResource]:
+        """Resources of every connected server (or of one)."""
+        return self.catalog.resources(server)
+
+    def resource_templates(self, server: str | None = None) -> builtins.list[RegisteredTemplate]:
+        """Resource templates of every connected server (or of one)."""
+        return self.catalog.templates(server)
 
     def cache_for(self, server: str) -> ResultCache[object]:
         """The result cache of one server."""
@@ -781,20 +597,19 @@ class Host:
         self.get(server)
         return self._runtime[server].breaker
 
-    def _live_client(self, info: ServerInfo) -> Client:
-        if info.client is None or info.status is not ServerStatus.CONNECTED:
-            detail = f": {info.error}" if info.error else ""
-            raise ServerGone(f"server {info.name!r} is {info.status.value}{detail}", server=info.name)
-        return info.client
+    def _live_client(self, info: ServerInfo) -> Any:
+        if info.client is not None and info.status is ServerStatus.CONNECTED:
+            return info.client
+        raise ServerGone(_not_connected(info), server=info.name)
 
     @contextmanager
-    def _noting_loss(self, info: ServerInfo, client: Client) -> Iterator[None]:
+    def _noting_loss(self, info: ServerInfo, client: object) -> Iterator[None]:
         """A call that finds the server gone says why the connection ended (e.g. its exit status)."""
         try:
             yield
         except ServerGone as exc:
             if info.client is client and info._end_reason is None:
-                info._end_reason = _describe(exc)
+                info._end_reason = describe(exc)
             raise
 
     def _unknown(self, name: str, exc: UnknownTool) -> UnknownTool:
@@ -804,36 +619,21 @@ class Host:
                 continue
             prefix = head.format(server=info.config.prefix)
             if prefix and name.startswith(prefix):
-                state = info.status.value + (f" ({info.error})" if info.error else "")
-                return UnknownTool(f"{exc}; server {info.name!r} is {state}, so its tools are not registered")
+                return UnknownTool(f"no tool named {name!r}: {_not_connected(info)}, so its tools are not registered")
         return exc
 
-    async def call_tool(
-        self, name: str, arguments: Mapping[str, object] | None = None, *, timeout: float | None = None
-    ) -> HostToolResult:
-        """Calls a namespaced tool through its server's policies.
-
-        Args:
-            name: the namespaced name (as exported), e.g. ``github__create_issue``.
-            arguments: the tool's arguments.
-            timeout: seconds for each attempt, instead of the configured timeout.
-
-        Raises:
-            UnknownTool: no such namespaced tool.
-            ApprovalDenied, CircuitOpen: a policy refused the call.
-            ToolExecutionError: the call failed; names server, tool and cause (``__cause__``).
-
-        ``isError`` results are returned (``is_error`` is true), not raised.
-
-        Cancellation: the call is cancelled on the wire by the client.
-        """
-        try:
-            reg = self.registry.resolve(name)
-        except UnknownTool as exc:
-            raise self._unknown(name, exc) from None
-        info = self.get(reg.server)
+    def _context(
+        self,
+        reg: RegisteredTool,
+        info: ServerInfo,
+        arguments: Mapping[str, object] | None,
+        timeout: float | None,
+        approver: Approver | None,
+        context: Mapping[str, str] | None,
+    ) -> CallContext:
         settings = info.config.policy.for_tool(reg.tool.name)
-        ctx = CallContext(
+        ask_at = settings.ask_at
+        return CallContext(
             server=reg.server,
             tool=reg.tool.name,
             arguments=dict(arguments or {}),
@@ -849,8 +649,60 @@ class Host:
             cache_ttl=settings.cache_ttl_seconds,
             decision=settings.approval,
             risk=None if settings.risk is None else Risk[settings.risk.upper()],
+            ask_at=None if ask_at is None else Risk[ask_at.upper()],
             era=info.era,
+            approver=approver,
+            context=dict(context or {}),
         )
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
+        approver: Approver | None = None,
+        context: Mapping[str, str] | None = None,
+    ) -> HostToolResult:
+        """Calls a namespaced tool through its server's policies.
+
+        Args:
+            name: the namespaced name (as exported), e.g. ``github__create_issue``.
+            arguments: the tool's arguments.
+            timeout: seconds for each attempt, instead of the configured timeout.
+            approver: decides this call if it needs approval, instead of the host's approver
+                (a gateway asks its client this way).
+            context: where the call comes from (``trace_id``, ``run_id``, ``caller``...): kept
+                in its approval and its audit record.
+
+        Raises:
+            UnknownTool: no such namespaced tool (the closest names are suggested).
+            ToolQuarantined: its definition changed since it was pinned.
+            ApprovalDenied, CircuitOpen: a policy refused the call.
+            ToolExecutionError: the call failed; names server, tool and cause (``__cause__``).
+            ToolResultError: the tool reported failure and the host raises those.
+
+        ``isError`` results are returned (``is_error`` is true), not raised, unless the host was
+        made with ``raise_tool_errors=True``.
+
+        Cancellation: the call is cancelled on the wire by the client; an approval it waits for
+        is marked expired.
+        """
+        try:
+            reg = self.registry.resolve(name)
+        except UnknownTool as exc:
+            raise self._unknown(name, exc) from None
+        if reg.quarantined:
+            raise ToolQuarantined(
+                f"tool {reg.tool.name!r} on server {reg.server!r} is quarantined: its definition changed since it "
+                f"was pinned; review the change and approve it (host.approve_pin({reg.server!r}, {reg.tool.name!r}))",
+                server=reg.server,
+                tool=reg.tool.name,
+            )
+        info = self.get(reg.server)
+        ctx = self._context(reg, info, arguments, timeout, approver, context)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s: calling %s with %s", reg.server, reg.tool.name, summarize_arguments(ctx.arguments))
 
         async def invoke(args: Mapping[str, object]) -> object:
             client = self._live_client(info)
@@ -860,7 +712,7 @@ class Host:
         result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
         assert isinstance(result, ToolResult)
         log.info("%s: %s -> %s", reg.server, reg.tool.name, ctx.outcome)
-        return HostToolResult(
+        out = HostToolResult(
             name=reg.name,
             server=reg.server,
             tool=reg.tool.name,
@@ -869,9 +721,57 @@ class Host:
             cached=ctx.outcome == "cache_hit",
             risk=ctx.risk,
             approval=ctx.approval,
+            approval_id=ctx.approval_id,
+        )
+        if self._raise_tool_errors and out.is_error:
+            raise ToolResultError(
+                f"tool {reg.tool.name!r} on server {reg.server!r} reported an error: {_first_line(out.text)}",
+                result=out,
+            )
+        return out
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        context: Mapping[str, str] | None = None,
+    ) -> GetPromptResult:
+        """Renders a namespaced prompt on its server (timed out, retried, behind the breaker).
+
+        Raises:
+            UnknownPrompt: no such namespaced prompt (the closest names are suggested).
+            CircuitOpen: the server's breaker is open.
+            ToolExecutionError: the request failed (names server, prompt and cause).
+        """
+        reg = self.catalog.resolve_prompt(name)
+        info = self.get(reg.server)
+        ctx = CallContext(
+            server=reg.server,
+            tool=reg.prompt.name,
+            arguments=dict(arguments or {}),
+            name=reg.name,
+            kind="prompt",
+            read_only=True,
+            idempotent=True,
+            timeout=info.config.policy.timeout_seconds if timeout is None else timeout,
+            era=info.era,
+            context=dict(context or {}),
         )
 
-    async def read_resource(self, server: str, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+        async def invoke(args: Mapping[str, object]) -> object:
+            client = self._live_client(info)
+            with self._noting_loss(info, client):
+                return await client.get_prompt(reg.prompt.name, arguments, timeout=ctx.timeout)
+
+        result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
+        assert isinstance(result, GetPromptResult)
+        return result
+
+    async def read_resource(
+        self, server: str, uri: str, *, timeout: float | None = None, context: Mapping[str, str] | None = None
+    ) -> ReadResourceResult:
         """Reads a resource through the server's policies (cached, retried, timed out).
 
         Raises:
@@ -890,6 +790,7 @@ class Host:
             idempotent=True,
             timeout=policy.timeout_seconds if timeout is None else timeout,
             era=info.era,
+            context=dict(context or {}),
         )
 
         async def invoke(args: Mapping[str, object]) -> object:
@@ -916,44 +817,60 @@ class Host:
         except HostError:
             raise
         except MCPWireError as exc:
-            what = "tool" if ctx.kind == "tool" else "resource"
+            what = {"tool": "tool", "resource": "resource", "prompt": "prompt"}.get(ctx.kind, ctx.kind)
             raise ToolExecutionError(
-                f"{what} {ctx.tool!r} on server {ctx.server!r} failed: {_describe(exc)}",
+                f"{what} {ctx.tool!r} on server {ctx.server!r} failed: {describe(exc)}",
                 tool=ctx.tool,
                 server=ctx.server,
             ) from exc
 
     # -- statistics ---------------------------------------------------------------------------------
 
+    def server_statistics(self, name: str) -> ServerStatistics:
+        """One server's figures, as an API shows them (a snapshot)."""
+        info = self.get(name)
+        runtime = self._runtime[name]
+        calls = self.metrics.snapshot(name).get(name, {})
+        total, errors, p50, p95 = self.metrics.summary(name)
+        return ServerStatistics(
+            status=info.status.value,
+            enabled=info.config.enabled,
+            error=info.error,
+            last_error=info.last_error,
+            transport=info.config.type,
+            tools=info.tool_count,
+            prompts=info.prompt_count,
+            resources=info.resource_count,
+            resource_templates=info.template_count,
+            era=info.era,
+            protocol_version=info.protocol_version,
+            connected_since=info.connected_since,
+            uptime=info.uptime,
+            restarts=info.restart_count,
+            health_failures=info.health_failures,
+            last_health_check=info.last_health_check,
+            breaker=runtime.breaker.current().value,
+            cache_hits=runtime.cache.hits,
+            cache_misses=runtime.cache.misses,
+            cache_entries=len(runtime.cache),
+            calls_total=total,
+            errors_total=errors,
+            p50=p50,
+            p95=p95,
+            calls=calls,
+        )
+
     def statistics(self) -> HostStatistics:
-        """Servers, breaker states, cache counters and per-tool metrics (a snapshot)."""
-        servers: dict[str, ServerStatistics] = {}
-        hits = misses = 0
-        calls = self.metrics.snapshot()
-        for info in self._servers.values():
-            runtime = self._runtime[info.name]
-            hits += runtime.cache.hits
-            misses += runtime.cache.misses
-            servers[info.name] = ServerStatistics(
-                status=info.status.value,
-                error=info.error,
-                transport=info.config.type,
-                tools=info.tool_count,
-                era=info.era,
-                protocol_version=info.protocol_version,
-                restarts=info.restart_count,
-                health_failures=info.health_failures,
-                last_health_check=info.last_health_check,
-                breaker=runtime.breaker.current().value,
-                cache_hits=runtime.cache.hits,
-                cache_misses=runtime.cache.misses,
-                cache_entries=len(runtime.cache),
-                calls=calls.get(info.name, {}),
-            )
+        """Every server's figures, and the host's totals (a snapshot)."""
+        servers = {name: self.server_statistics(name) for name in self._servers}
+        hits = sum(s.cache_hits for s in servers.values())
+        misses = sum(s.cache_misses for s in servers.values())
         total = hits + misses
         return HostStatistics(
             servers=servers,
             tools=len(self.registry),
+            prompts=len(self.catalog.prompts()),
+            resources=len(self.catalog.resources()),
             cache_hits=hits,
             cache_misses=misses,
             cache_hit_rate=hits / total if total else 0.0,
@@ -962,29 +879,76 @@ class Host:
     def prometheus(self) -> str:
         """Every metric in the Prometheus text exposition format."""
         states = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
-        extra = [
-            "# HELP mcpwire_host_server_up 1 when the server is connected.",
-            "# TYPE mcpwire_host_server_up gauge",
-        ]
         rows = [(escape_label(i.name), i, self._runtime[i.name]) for i in self._servers.values()]
-        extra += [
-            f'mcpwire_host_server_up{{server="{n}"}} {int(i.status is ServerStatus.CONNECTED)}' for n, i, _ in rows
-        ]
-        extra += [
-            "# HELP mcpwire_host_breaker_state Circuit breaker: 0 closed, 1 half-open, 2 open.",
-            "# TYPE mcpwire_host_breaker_state gauge",
-        ]
-        extra += [f'mcpwire_host_breaker_state{{server="{n}"}} {states[r.breaker.current()]}' for n, _, r in rows]
-        extra += [
-            "# HELP mcpwire_host_restarts_total Restarts and reconnects of the server.",
-            "# TYPE mcpwire_host_restarts_total counter",
-        ]
-        extra += [f'mcpwire_host_restarts_total{{server="{n}"}} {i.restart_count}' for n, i, _ in rows]
-        extra += [
-            "# HELP mcpwire_host_cache_lookups_total Result cache lookups by result.",
-            "# TYPE mcpwire_host_cache_lookups_total counter",
-        ]
+
+        def gauge(metric: str, kind: str, help_text: str, values: builtins.list[tuple[str, object]]) -> None:
+            extra.append(f"# HELP {metric} {help_text}")
+            extra.append(f"# TYPE {metric} {kind}")
+            extra.extend(f"{metric}{{{labels}}} {value}" for labels, value in values)
+
+        extra: builtins.list[str] = []
+        gauge(
+            "mcpwire_host_server_up",
+            "gauge",
+            "1 when the server is connected.",
+            [(f'server="{n}"', int(i.status is ServerStatus.CONNECTED)) for n, i, _ in rows],
+        )
+        gauge(
+            "mcpwire_host_breaker_state",
+            "gauge",
+            "Circuit breaker: 0 closed, 1 half-open, 2 open.",
+            [(f'server="{n}"', states[r.breaker.current()]) for n, _, r in rows],
+        )
+        gauge(
+            "mcpwire_host_restarts_total",
+            "counter",
+            "Restarts and reconnects of the server.",
+            [(f'server="{n}"', i.restart_count) for n, i, _ in rows],
+        )
+        gauge(
+            "mcpwire_host_tools",
+            "gauge",
+            "Tools the server exposes through the host.",
+            [(f'server="{n}"', i.tool_count) for n, i, _ in rows],
+        )
+        cache_rows: builtins.list[tuple[str, object]] = []
         for n, _, r in rows:
-            extra.append(f'mcpwire_host_cache_lookups_total{{server="{n}",result="hit"}} {r.cache.hits}')
-            extra.append(f'mcpwire_host_cache_lookups_total{{server="{n}",result="miss"}} {r.cache.misses}')
+            cache_rows.append((f'server="{n}",result="hit"', r.cache.hits))
+            cache_rows.append((f'server="{n}",result="miss"', r.cache.misses))
+        gauge("mcpwire_host_cache_lookups_total", "counter", "Result cache lookups by result.", cache_rows)
         return self.metrics.prometheus(extra)
+
+
+class _Tap:
+    """The stacks' audit sink: the host's sink, and the event listeners."""
+
+    __slots__ = ("_host",)
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def write(self, record: AuditRecord) -> None:
+        self._host._record(record)
+
+    def __repr__(self) -> str:
+        return repr(self._host.audit)
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "(no text)"
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def _not_connected(info: ServerInfo) -> str:
+    """Why a server cannot take calls, as a sentence about it."""
+    name = info.name
+    if info.status is ServerStatus.CONNECTING:
+        since = f"; its last attempt failed: {info.last_error}" if info.restart_count and info.last_error else ""
+        return f"server {name!r} is still connecting{since}"
+    if info.status is ServerStatus.ERROR:
+        return f"server {name!r} is not connected ({info.error}); the host keeps retrying in the background"
+    if not info.config.enabled:
+        return f"server {name!r} is disabled"
+    if info.status is ServerStatus.CONNECTED:  # connected, but its connection is gone this instant
+        return f"server {name!r} lost its connection; the host is reconnecting"
+    return f"server {name!r} is not running (the host was not started, or the server was stopped)"

@@ -17,11 +17,13 @@ keeps the plain name. Every name maps back to its (server, tool).
 from __future__ import annotations
 
 import copy
+import dataclasses
+import difflib
 import fnmatch
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -42,6 +44,8 @@ log = logging.getLogger("mcpwire.host.registry")
 
 DEFAULT_NAME_FORMAT: Final = "{server}__{tool}"
 HASH_LENGTH: Final = 6
+#: known names listed in an error message
+SHOWN: Final = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,8 @@ class RegisteredTool:
     server: str
     tool: Tool
     namespaced: str = ""  #: the name the format gave, before it was made legal
+    #: its definition changed since it was pinned: hidden from lists and refused by calls
+    quarantined: bool = False
 
     @property
     def original(self) -> tuple[str, str]:
@@ -121,10 +127,12 @@ class ToolRegistry:
     Args:
         name_format: ``{server}`` and ``{tool}`` placeholders.
         provider: whose name rules apply (``openai``, ``anthropic`` or ``mcp``).
+        describe_server: exported descriptions start with ``[server]``.
     """
 
     name_format: str = DEFAULT_NAME_FORMAT
     provider: Provider = "openai"
+    describe_server: bool = False
     _by_server: dict[str, dict[str, RegisteredTool]] = field(default_factory=dict)
     _by_name: dict[str, RegisteredTool] = field(default_factory=dict)
     _by_namespaced: dict[str, RegisteredTool] = field(default_factory=dict)
@@ -147,8 +155,10 @@ class ToolRegistry:
         prefix: str | None = None,
         allowed: Sequence[str] | None = None,
         disabled: Sequence[str] = (),
+        quarantined: Collection[str] = (),
     ) -> list[str]:
-        """Replaces ``server``'s tools; returns (and logs) a warning for each skipped one."""
+        """Replaces ``server``'s tools; returns (and logs) a warning for each skipped one.
+        Tools named in ``quarantined`` are registered but hidden (see :meth:`tools`)."""
         self.remove_server(server)
         rules = NAME_RULES[self.provider]
         warnings: list[str] = []
@@ -186,7 +196,9 @@ class ToolRegistry:
                 if name in self._by_name or name in mine:  # pragma: no cover - a 24-bit hash collision
                     warnings.append(f"server {server!r}: skipping tool {tool.name!r}: no free name for {wanted!r}")
                     continue
-            reg = RegisteredTool(name=name, server=server, tool=tool, namespaced=wanted)
+            reg = RegisteredTool(
+                name=name, server=server, tool=tool, namespaced=wanted, quarantined=tool.name in quarantined
+            )
             mine[name] = reg
             mine_namespaced[wanted] = reg
         for warning in warnings:
@@ -206,15 +218,37 @@ class ToolRegistry:
         self._by_name.clear()
         self._by_namespaced.clear()
 
+    def set_quarantined(self, server: str, tool: str, quarantined: bool) -> bool:
+        """Hides or shows one registered tool; False when it is not registered."""
+        reg = self._by_server.get(server, {}).get(tool)
+        if reg is None:
+            return False
+        new = dataclasses.replace(reg, quarantined=quarantined)
+        self._by_server[server][tool] = new
+        self._by_name[new.name] = new
+        self._by_namespaced[new.namespaced] = new
+        return True
+
     def resolve(self, name: str) -> RegisteredTool:
         """The tool behind a name (the legal one, or the namespaced form before it was made
-        legal). Raises UnknownTool."""
+        legal), quarantined or not.
+
+        Raises:
+            UnknownTool: naming the closest known names ("did you mean ...?"), or some of them.
+        """
         reg = self._by_name.get(name) or self._by_namespaced.get(name)
         if reg is not None:
             return reg
-        known = sorted(self._by_name)
-        shown = ", ".join(known[:10]) + (f" (and {len(known) - 10} more)" if len(known) > 10 else "")
-        raise UnknownTool(f"no tool named {name!r}; known tools: {shown or 'none'}")
+        known = [r.name for r in self.tools()]
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        if close:
+            hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+        elif known:
+            hint = f"{len(known)} known tools: " + ", ".join(known[:SHOWN])
+            hint += f" (and {len(known) - SHOWN} more)" if len(known) > SHOWN else ""
+        else:
+            hint = "no tools are registered"
+        raise UnknownTool(f"no tool named {name!r}; {hint}")
 
     def name_for(self, server: str, tool: str) -> str:
         """The namespaced name of ``server``'s ``tool`` (the reverse of :meth:`resolve`)."""
@@ -223,17 +257,18 @@ class ToolRegistry:
         except KeyError:
             raise UnknownTool(f"server {server!r} has no tool {tool!r} in the registry") from None
 
-    def tools(self, server: str | None = None) -> list[RegisteredTool]:
-        """Registered tools sorted by name, of every server or of one."""
-        if server is not None:
-            return sorted(self._by_server.get(server, {}).values(), key=lambda r: r.name)
-        return sorted(self._by_name.values(), key=lambda r: r.name)
+    def tools(self, server: str | None = None, *, include_quarantined: bool = False) -> list[RegisteredTool]:
+        """Registered tools sorted by name, of every server or of one (quarantined ones only
+        when asked)."""
+        pool = self._by_server.get(server, {}).values() if server is not None else self._by_name.values()
+        return sorted((r for r in pool if include_quarantined or not r.quarantined), key=lambda r: r.name)
 
     def count(self, server: str) -> int:
-        return len(self._by_server.get(server, {}))
+        """Visible (not quarantined) tools of one server."""
+        return sum(not r.quarantined for r in self._by_server.get(server, {}).values())
 
     def __len__(self) -> int:
-        return len(self._by_name)
+        return sum(not r.quarantined for r in self._by_name.values())
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
@@ -249,7 +284,7 @@ class ToolRegistry:
             params.setdefault("properties", {})
             function: dict[str, Any] = {
                 "name": reg.name,
-                "description": _description(reg),
+                "description": self.description(reg),
                 "parameters": strict_schema(params) if strict else params,
             }
             if strict:
@@ -262,7 +297,7 @@ class ToolRegistry:
     def to_anthropic(self) -> list[dict[str, Any]]:
         """Messages API ``tools`` entries."""
         return [
-            {"name": r.name, "description": _description(r), "input_schema": copy.deepcopy(r.tool.input_schema)}
+            {"name": r.name, "description": self.description(r), "input_schema": copy.deepcopy(r.tool.input_schema)}
             for r in self.tools()
         ]
 
@@ -270,12 +305,13 @@ class ToolRegistry:
         """A description of every tool for a system prompt: name, server, description and
         parameters."""
         lines = [f"## {title}", ""]
-        if not self._by_name:
+        visible = self.tools()
+        if not visible:
             lines.append("No tools are available.")
-        for r in self.tools():
+        for r in visible:
             lines.append(f"### `{r.name}`")
             lines.append("")
-            desc = _description(r)
+            desc = self.description(r)
             if desc:
                 lines += [desc, ""]
             lines.append(f"Server: `{r.server}`, tool `{r.tool.name}`.")
@@ -283,6 +319,11 @@ class ToolRegistry:
             lines += ["", "Parameters:", *params] if params else ["", "No parameters."]
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
+
+    def description(self, reg: RegisteredTool) -> str:
+        """The description exported for ``reg`` (with its title, and ``[server]`` when asked)."""
+        text = _description(reg)
+        return f"[{reg.server}] {text}".rstrip() if self.describe_server else text
 
 
 def _description(reg: RegisteredTool) -> str:

@@ -20,9 +20,15 @@ from mcpwire.client import ServerNotification
 from mcpwire.errors import ConnectError, RPCError, ServerGone
 from mcpwire.host import ServerConfig
 from mcpwire.protocol.types import (
+    GetPromptResult,
     JSONObject,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
     ReadResourceResult,
+    Resource,
     ResourceContents,
+    ResourceTemplate,
     ServerCapabilities,
     TextContent,
     Tool,
@@ -47,10 +53,30 @@ def default_tools() -> list[Tool]:
     ]
 
 
+def default_resources() -> list[Resource]:
+    return [Resource(uri="file:///docs/a.txt", name="a.txt"), Resource(uri="file:///docs/b.txt", name="b.txt")]
+
+
+#: what a server advertises by default: tools and subscribable resources
+DEFAULT_CAPABILITIES = ServerCapabilities(
+    tools={"listChanged": True}, resources={"subscribe": True, "listChanged": True}
+)
+
+
 @dataclass
 class FakeServer:
     name: str
     tools: list[Tool] = field(default_factory=default_tools)
+    capabilities: ServerCapabilities = DEFAULT_CAPABILITIES
+    prompts: list[Prompt] = field(
+        default_factory=lambda: [Prompt(name="greet", arguments=[PromptArgument(name="who", required=True)])]
+    )
+    resources: list[Resource] = field(default_factory=default_resources)
+    templates: list[ResourceTemplate] = field(
+        default_factory=lambda: [ResourceTemplate(uri_template="file:///docs/{name}", name="doc")]
+    )
+    #: resources/templates/list is not a method of this server
+    no_templates: bool = False
     era: str = "legacy"
     #: the next N connections are refused
     refuse: int = 0
@@ -100,7 +126,7 @@ class FakeClient:
 
     @property
     def server_capabilities(self) -> ServerCapabilities:
-        return ServerCapabilities(tools={"listChanged": True}, resources={"subscribe": True, "listChanged": True})
+        return self.server.capabilities
 
     def push(self, method: str, params: JSONObject | None = None) -> None:
         """A notification from the server."""
@@ -109,6 +135,29 @@ class FakeClient:
     def crash(self) -> None:
         self.closed.set()
         self._send.close()
+
+    async def list_prompts(self) -> list[Prompt]:
+        self.server.requests.append(("prompts/list", {}))
+        return list(self.server.prompts)
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+    ) -> GetPromptResult:
+        self.server.requests.append(("prompts/get", {"name": name, "arguments": dict(arguments or {})}))
+        if self.server.call_error is not None:
+            raise self.server.call_error
+        who = (arguments or {}).get("who", "")
+        return GetPromptResult(messages=[PromptMessage(role="user", content={"type": "text", "text": f"hi {who}"})])
+
+    async def list_resources(self) -> list[Resource]:
+        self.server.requests.append(("resources/list", {}))
+        return list(self.server.resources)
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        self.server.requests.append(("resources/templates/list", {}))
+        if self.server.no_templates:
+            raise RPCError(-32601, "Method not found", method="resources/templates/list")
+        return list(self.server.templates)
 
     async def list_tools(self) -> list[Tool]:
         self.server.list_calls += 1
@@ -156,10 +205,16 @@ class FakeClient:
         resources: Sequence[str] = (),
         *,
         tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
         resources_list_changed: bool = False,
         timeout: float | None = None,
     ) -> AsyncIterator[None]:
-        record: JSONObject = {"resources": list(resources), "tools": tools_list_changed, "open": True}
+        record: JSONObject = {
+            "resources": list(resources),
+            "tools": tools_list_changed,
+            "prompts": prompts_list_changed,
+            "open": True,
+        }
         self.server.subscriptions.append(record)
         try:
             yield None

@@ -48,7 +48,7 @@ def test_servers(config: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_tools_and_export(config: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main("tools", ["--config", config]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.split()[:2] == ["d__echo", "MEDIUM"] and "Return the text unchanged." in line for line in lines)
+    assert any(line.split()[:2] == ["d__echo", "LOW"] and "Return the text unchanged." in line for line in lines)
     assert main("tools", ["--config", config, "--json", "--name-format", "mcp_{server}_{tool}"]) == 0
     tools = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
     assert tools["mcp_d_echo"]["tool"] == "echo" and tools["mcp_d_echo"]["inputSchema"]["required"] == ["text"]
@@ -129,7 +129,10 @@ def test_configuration_errors_exit_2(
     bad = tmp_path / "bad.json"
     bad.write_text("{oops")
     assert main("servers", ["--config", str(bad)]) == 2
-    assert capsys.readouterr().err.startswith(f"mcpwire servers: cannot read config file '{bad}'")
+    assert capsys.readouterr().err == (
+        f"mcpwire servers: config file '{bad}' is not valid JSON: line 1, column 2: "
+        "Expecting property name enclosed in double quotes\n"
+    )
     partly = _write(tmp_path / "partly.json", {"ok": {"command": "x", "enabled": False}, "bad": {"url": "ftp://x"}})
     assert main("servers", ["--config", partly]) == 0
     assert (

@@ -42,6 +42,8 @@ def _entry(**policy: object) -> dict[str, object]:
 
 def _host(factory: Factory, servers: dict[str, object], **options: object) -> Host:
     options.setdefault("health_interval", 0)
+    # these tests are about other policies: only CRITICAL calls ask (the approval tests say otherwise)
+    options.setdefault("ask_at", Risk.CRITICAL)
     return Host(_config(servers), client_factory=factory, **options)  # type: ignore[arg-type]
 
 
@@ -83,7 +85,11 @@ async def test_refused_connections_back_off_exponentially(autojump_clock: trio.t
         info = host.get("a")
         assert info.status is ServerStatus.ERROR
         assert info.error == "ConnectError: cannot connect to 'a': connection refused"
-        with pytest.raises(UnknownTool, match=r"server 'a' is error \(ConnectError: .*\), so its tools are not"):
+        with pytest.raises(
+            UnknownTool,
+            match=r"^no tool named 'a__get_thing': server 'a' is not connected \(ConnectError: cannot connect to 'a': "
+            r"connection refused\); the host keeps retrying in the background, so its tools are not registered$",
+        ):
             await host.call_tool("a__get_thing")
         await host.wait_status("a", ServerStatus.CONNECTED, timeout=60)
         assert info.restart_count == 3
@@ -235,7 +241,7 @@ async def test_approval_rules_approver_and_timeout(autojump_clock: trio.testing.
             await trio.sleep_forever()
         if request.arguments.get("q") == "edit":
             return {"q": "edited"}
-        return request.arguments.get("q") == "yes"
+        return request.arguments.get("q") in ("yes", "edited")
 
     server = FakeServer("a")
     factory = Factory(server)
@@ -322,7 +328,7 @@ async def test_modern_ttl_hints_and_listen_subscriptions(autojump_clock: trio.te
         await trio.sleep(2)  # the server's ttlMs, shorter than the configured TTL, expired
         assert await host.read_resource("m", "demo://x") != one
         # one subscriptions/listen stream carries the cached URIs
-        assert {"resources": ["demo://x"], "tools": False, "open": True} in server.subscriptions
+        assert {"resources": ["demo://x"], "tools": False, "prompts": False, "open": True} in server.subscriptions
         server.ttl_ms = None  # UT-X04: absent on a 2026-07-28 result means 0: not cached
         await host.read_resource("m", "demo://y")
         await host.read_resource("m", "demo://y")
@@ -443,9 +449,12 @@ async def test_an_unexpected_error_ends_one_server_not_the_host(
     async with _host(factory, {"good": _entry(), "bad": _entry()}, backoff_base=1) as host:
         assert host.get("good").status is ServerStatus.CONNECTED
         assert (host.get("bad").status, host.get("bad").error) == (ServerStatus.ERROR, "RuntimeError: a bug")
-        (record,) = [r for r in caplog.records if r.levelno == logging.ERROR]
-        assert record.name == "mcpwire.host" and record.getMessage() == "bad: unexpected error; restarting"
-        assert record.exc_info is not None
+        errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert [r.getMessage() for r in errors] == [
+            "bad: unexpected error; restarting",
+            "bad: error: RuntimeError: a bug",  # the failure itself, at ERROR too
+        ]
+        assert errors[0].name == "mcpwire.host" and errors[0].exc_info is not None
         await host.wait_status("bad", ServerStatus.CONNECTED)  # restarted like any failed server
         assert (await host.call_tool("good__get_thing")).text.startswith("get_thing(")
 

@@ -286,29 +286,63 @@ def test_risk_from_names() -> None:
     assert [name_risk(n) for n in ("delete_file", "deleteFile", "files.delete", "run-shell", "execute_command")] == [
         Risk.CRITICAL
     ] * 5
-    assert [name_risk(n) for n in ("transfer_funds", "make_payment", "drop_table", "remove_item")] == [
+    assert [name_risk(n) for n in ("transfer_funds", "make_payment", "drop_table", "remove_item", "git_reset")] == [
         Risk.CRITICAL
-    ] * 4
-    assert [name_risk(n) for n in ("write_file", "updateRecord", "create_issue", "upload")] == [Risk.HIGH] * 4
-    assert [name_risk(n) for n in ("list_dir", "search", "fetch_url")] == [Risk.MEDIUM] * 3
+    ] * 5
+    assert [name_risk(n) for n in ("write_file", "updateRecord", "create_issue", "upload", "toggle-logging")] == [
+        Risk.HIGH
+    ] * 5
+    assert [name_risk(n) for n in ("fetch_url", "browse", "web_search", "read_query")] == [Risk.MEDIUM] * 4
+    assert [name_risk(n) for n in ("list_dir", "search", "get_status", "convert_time", "echo")] == [Risk.LOW] * 5
     # words, not substrings
-    assert [name_risk(n) for n in ("settings", "get_address", "dropbox_info", "echo")] == [
-        None,
-        Risk.MEDIUM,
-        None,
-        None,
-    ]
+    assert [name_risk(n) for n in ("settings", "dropbox", "addresses", "gzip-file-as-resource")] == [None] * 4
 
 
-def test_risk_from_annotations_is_untrusted_by_default() -> None:
-    assert classify_risk("echo") is Risk.MEDIUM
-    assert classify_risk("echo", read_only=True) is Risk.LOW
-    assert classify_risk("echo", read_only=True, open_world=True) is Risk.MEDIUM
-    assert classify_risk("echo", read_only=False, destructive=False) is Risk.HIGH
-    assert classify_risk("echo", read_only=False) is Risk.CRITICAL  # destructiveHint defaults to true
-    assert classify_risk("list_things", destructive=True) is Risk.CRITICAL  # hints may raise the risk
-    assert classify_risk("delete_file", read_only=True) is Risk.CRITICAL  # but not lower it
-    assert classify_risk("delete_file", read_only=True, trust_annotations=True) is Risk.LOW
+@pytest.mark.parametrize(
+    ("name", "risk"),
+    [
+        # "add" is arithmetic with values only, a change otherwise
+        ("add", Risk.LOW),
+        ("add_time", Risk.LOW),
+        ("addTime", Risk.LOW),
+        ("add_numbers", Risk.LOW),
+        ("add_task", Risk.HIGH),
+        ("add_observations", Risk.HIGH),
+        ("add_user_to_group", Risk.HIGH),
+        # a changing word after a read word names a thing, unless it is a bare verb
+        ("list_posts", Risk.LOW),
+        ("get_commit", Risk.LOW),
+        ("read_deleted_items", Risk.LOW),
+        ("get_task_result", Risk.LOW),
+        ("get_and_delete", Risk.CRITICAL),
+        ("find_and_replace", Risk.HIGH),
+        ("create_post", Risk.HIGH),
+        ("post_message", Risk.HIGH),
+        ("git_commit", Risk.HIGH),
+        ("run_task", Risk.HIGH),
+        ("disable_task", Risk.HIGH),
+        ("remove_task", Risk.CRITICAL),
+    ],
+)
+def test_risk_keywords_tuned_on_real_names(name: str, risk: Risk) -> None:
+    assert name_risk(name) is risk
+
+
+def test_risk_from_annotations_first_then_names() -> None:
+    assert classify_risk("frobnicate") is Risk.MEDIUM  # nothing known
+    assert classify_risk("echo") is Risk.LOW  # the name alone
+    assert classify_risk("frobnicate", read_only=True) is Risk.MEDIUM  # openWorldHint defaults to true
+    assert classify_risk("frobnicate", read_only=True, open_world=False) is Risk.LOW
+    assert classify_risk("frobnicate", read_only=False, destructive=False) is Risk.HIGH
+    assert classify_risk("frobnicate", read_only=False) is Risk.CRITICAL  # destructiveHint defaults to true
+    assert classify_risk("frobnicate", idempotent=True) is Risk.MEDIUM  # no deciding hint: the name decides
+    # annotations come first, in both directions
+    assert classify_risk("list_things", destructive=True) is Risk.CRITICAL
+    assert classify_risk("get_thing", read_only=False, destructive=False) is Risk.HIGH
+    assert classify_risk("create_directory", read_only=True, open_world=False) is Risk.LOW
+    # ...but an untrusted server cannot put a critical name below HIGH
+    assert classify_risk("delete_file", read_only=True, open_world=False) is Risk.HIGH
+    assert classify_risk("delete_file", read_only=True, open_world=False, trust_annotations=True) is Risk.LOW
 
 
 async def test_approval_rules_approver_and_timeout(autojump_clock: trio.testing.MockClock) -> None:
@@ -322,36 +356,63 @@ async def test_approval_rules_approver_and_timeout(autojump_clock: trio.testing.
             await trio.sleep(1000)
         if req.tool == "delete_broken":
             raise RuntimeError("the approval service is down")
-        return req.tool == "delete_ok"
+        if req.tool == "delete_second_thoughts":
+            return req.confirmation == 1
+        return req.tool in ("delete_ok", "write_ok")
 
     approval = ApprovalPolicy(rules=[("s", "drop_*", "deny"), ("*", "safe_*", "allow")], approver=approver)
     s = stack(approval=approval)
     f = Flaky(0)
-    assert await s.run(ctx("echo"), f) == "ok1"  # MEDIUM: below the CRITICAL threshold
-    c = ctx("delete_ok")
-    assert await s.run(c, f) == "ok2" and c.approval == "approved" and c.risk is Risk.CRITICAL
-    assert seen[0].reason == "risk CRITICAL is at or above CRITICAL"
+    assert await s.run(ctx("echo"), f) == "ok1"  # LOW: below the HIGH threshold
+    assert await s.run(ctx("frobnicate"), f) == "ok2" and not seen  # MEDIUM: below it too
+    c = ctx("write_ok")
+    assert await s.run(c, f) == "ok3" and c.approval == "approved" and c.risk is Risk.HIGH
+    assert [(r.reason, r.confirmation, r.confirmations_needed) for r in seen] == [
+        ("risk HIGH is at or above HIGH", 1, 1)
+    ]
+    seen.clear()
+    c = ctx("delete_ok")  # CRITICAL: asked twice
+    assert await s.run(c, f) == "ok4" and c.approval == "approved" and c.risk is Risk.CRITICAL
+    assert [(r.confirmation, r.confirmations_needed, r.id) for r in seen] == [(1, 2, None), (2, 2, None)]
+    with pytest.raises(
+        ApprovalDenied, match=r"^tool 'delete_second_thoughts' on server 's' was denied by the approver"
+    ):
+        await s.run(ctx("delete_second_thoughts"), f)
+    seen.clear()
     c = ctx("delete_modified")
     await s.run(c, f)
+    # the edit counts as the first confirmation of the new arguments; the second confirms them
+    assert [dict(r.arguments) for r in seen] == [{"a": 1}, {"a": 2}]
     assert f.seen[-1] == {"a": 2} and c.approval == "approved_modified"
     with pytest.raises(ApprovalDenied, match=r"^tool 'drop_x' on server 's' is denied by the rule \('s', 'drop_\*'\)"):
         await s.run(ctx("drop_x"), f)
     with pytest.raises(ApprovalDenied, match=r"^tool 'delete_no' on server 's' was denied by the approver"):
         await s.run(ctx("delete_no"), f)
+    start = trio.current_time()
     with pytest.raises(ApprovalDenied, match=r"^tool 'delete_slow' on server 's': no approval within 300s; denied$"):
         await s.run(ctx("delete_slow"), f)
-    assert trio.current_time() == pytest.approx(300)
+    assert trio.current_time() - start == pytest.approx(300)
     with pytest.raises(ApprovalDenied, match=r"the approver failed \(RuntimeError: the approval service is down\)"):
         await s.run(ctx("delete_broken"), f)
-    assert await s.run(ctx("safe_delete"), f) == "ok4"
+    assert await s.run(ctx("safe_delete"), f) == "ok6"
     with pytest.raises(ApprovalDenied, match=r"denied by the server's approval setting for 'echo'"):
         await s.run(ctx("echo", decision="deny"), f)
-    strict = stack(approval=ApprovalPolicy(ask_at=Risk.HIGH, timeout=1))
-    with pytest.raises(ApprovalDenied, match=r"needs approval \(risk HIGH is at or above HIGH\) but no approver"):
-        await strict.run(ctx("write_file"), f)
+    strict = stack(approval=ApprovalPolicy(ask_at=Risk.MEDIUM, timeout=1))
+    with pytest.raises(ApprovalDenied, match=r"needs approval \(risk MEDIUM is at or above MEDIUM\) but no approver"):
+        await strict.run(ctx("frobnicate"), f)
     with pytest.raises(ApprovalDenied, match="no approver"):
         await strict.run(ctx("echo", risk=Risk.HIGH), f)  # a configured risk replaces the inferred one
-    assert f.calls == 4
+    # a server's own threshold comes before the policy's
+    assert await strict.run(ctx("frobnicate", ask_at=Risk.HIGH), f) == "ok7"
+    per_call: list[str] = []
+
+    async def mine(req: ApprovalRequest) -> bool:
+        per_call.append(req.name)
+        return True
+
+    assert await strict.run(ctx("frobnicate", approver=mine, name="s__frobnicate"), f) == "ok8"
+    assert per_call == ["s__frobnicate"]
+    assert f.calls == 8
 
 
 # -- audit ------------------------------------------------------------------------------------------

@@ -112,6 +112,7 @@ def config(
             "memory": {
                 "command": _require(NPM_BIN / "mcp-server-memory"),
                 "env": {"MEMORY_FILE_PATH": "${env:HOST_TEST_MEMORY}"},
+                "policy": {"approval": {"create_*": "allow"}},  # HIGH: asked by default
             },
             "time": {"command": _require(PY_BIN / "mcp-server-time"), "args": ["--local-timezone", "UTC"]},
             "web": {

@@ -43,7 +43,7 @@ def test_namespacing_reverse_map_and_filters(caplog: pytest.LogCaptureFixture) -
     assert reg.resolve("db__search").original == ("db", "search")
     assert reg.name_for("db", "search") == "db__search"
     with pytest.raises(
-        UnknownTool, match=r"^no tool named 'db__drop'; known tools: db__read_a, db__read_b, db__search$"
+        UnknownTool, match=r"^no tool named 'db__drop'; 3 known tools: db__read_a, db__read_b, db__search$"
     ):
         reg.resolve("db__drop")
     with pytest.raises(UnknownTool, match=r"^server 'db' has no tool 'drop' in the registry$"):

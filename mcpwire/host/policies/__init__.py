@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .approval import (
     DEFAULT_APPROVAL_TIMEOUT,
+    DEFAULT_ASK_AT,
     ApprovalPolicy,
     ApprovalRequest,
     Approver,
@@ -16,7 +17,17 @@ from .approval import (
     classify_risk,
     name_risk,
 )
-from .audit import DEFAULT_SECRET_KEYS, AuditLog, hash_arguments, redact
+from .audit import (
+    DEFAULT_SECRET_KEYS,
+    ArgumentsMode,
+    AuditLog,
+    AuditRecord,
+    AuditSink,
+    audit_arguments,
+    hash_arguments,
+    redact,
+    summarize_arguments,
+)
 from .breaker import BreakerState, CircuitBreaker
 from .cache import ResultCache, hinted_ttl
 from .context import CallContext, Decision, Risk
@@ -27,12 +38,16 @@ from .timeout import DEFAULT_TIMEOUT, run_with_timeout
 
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
+    "DEFAULT_ASK_AT",
     "DEFAULT_SECRET_KEYS",
     "DEFAULT_TIMEOUT",
     "ApprovalPolicy",
     "ApprovalRequest",
     "Approver",
+    "ArgumentsMode",
     "AuditLog",
+    "AuditRecord",
+    "AuditSink",
     "BreakerState",
     "CallContext",
     "CircuitBreaker",
@@ -44,6 +59,7 @@ __all__ = [
     "Risk",
     "ToolStatistics",
     "annotation_risk",
+    "audit_arguments",
     "classify_risk",
     "hash_arguments",
     "hinted_ttl",
@@ -51,4 +67,5 @@ __all__ = [
     "name_risk",
     "redact",
     "run_with_timeout",
+    "summarize_arguments",
 ]

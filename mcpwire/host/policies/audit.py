@@ -1,10 +1,13 @@
-"""The audit log: append-only JSON Lines, one record per call, rotated by size.
+"""Audit: one :class:`AuditRecord` per call (and per approval decision and tool-definition
+change), written to any :class:`AuditSink`; :class:`AuditLog` is the JSON Lines file sink.
 
-Each record holds the time, server, tool (and namespaced name), the arguments (redacted by key
-patterns, hashed, or in full), the risk and approval decision, the latency, the outcome and the
-error. Records are written synchronously to a file kept open without buffering: an append to a
-local file costs microseconds, and a record is in the file before the call returns, so none is
-lost when the process dies.
+Each call record holds the time, server, tool (and namespaced name), the arguments (redacted by
+key patterns, hashed, or in full: :func:`audit_arguments`), the risk and approval decision, the
+latency, the outcome and the error, and where the call came from (``trace_id``, ``run_id``,
+``caller``). A sink's ``write`` is synchronous and must be fast (a service queues the record); the
+JSONL log writes to a file kept open without buffering: an append to a local file costs
+microseconds, and a record is in the file before the call returns, so none is lost when the
+process dies. The file is rotated by size.
 """
 
 from __future__ import annotations
@@ -18,11 +21,29 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Final, Literal
+from typing import BinaryIO, Final, Literal, Protocol, cast, runtime_checkable
 
+import msgspec
+
+from ...protocol.types import JSONValue
+from ...redaction import REDACTED as MASK
+from ...redaction import clean_terminal, is_secret_name
 from .context import CallContext
 
-__all__ = ["DEFAULT_SECRET_KEYS", "AuditLog", "hash_arguments", "redact"]
+__all__ = [
+    "DEFAULT_SECRET_KEYS",
+    "ArgumentsMode",
+    "AuditLog",
+    "AuditRecord",
+    "AuditSink",
+    "audit_arguments",
+    "hash_arguments",
+    "redact",
+    "summarize_arguments",
+]
+
+#: how arguments appear in records: secret-looking keys' values replaced, one digest, or as given
+ArgumentsMode = Literal["redact", "hash", "full"]
 
 log = logging.getLogger("mcpwire.host.policies.audit")
 
@@ -67,6 +88,135 @@ def _compiled(patterns: Sequence[str]) -> list[re.Pattern[str]]:
     return [re.compile(p, re.IGNORECASE) for p in patterns]
 
 
+#: a value that looks like a credential whatever its key (API keys, tokens, JWTs)
+_SECRET_VALUE: Final = re.compile(
+    r"^(sk-|sk_|pk_|rk_|ghp_|gho_|ghs_|github_pat_|xox[abprs]-|AKIA|ASIA|AIza|glpat-|eyJ)|^[A-Za-z0-9_\-+/=]{32,}$"
+)
+#: characters of a string value shown in a summary
+SUMMARY_CHARS: Final = 40
+
+
+def summarize_arguments(arguments: Mapping[str, object], patterns: Sequence[re.Pattern[str]] | None = None) -> str:
+    """One line describing arguments for a debug log: short scalar values, the size of long
+    strings, lists and objects; values under secret-looking keys, and values that look like
+    credentials, are shown as ``***``."""
+    pats = _compiled(DEFAULT_SECRET_KEYS) if patterns is None else patterns
+    parts: list[str] = []
+    for key, value in arguments.items():
+        name = clean_terminal(str(key), newlines=False)
+        if any(p.search(str(key)) for p in pats) or is_secret_name(str(key)):
+            shown = MASK
+        elif isinstance(value, str):
+            if _SECRET_VALUE.search(value):
+                shown = MASK
+            elif len(value) > SUMMARY_CHARS:
+                shown = f"str({len(value)})"
+            else:
+                shown = repr(clean_terminal(value, newlines=False))
+        elif isinstance(value, bool) or value is None or isinstance(value, int | float):
+            shown = json.dumps(value)
+        elif isinstance(value, Mapping):
+            shown = f"object({len(value)})"
+        elif isinstance(value, list | tuple):
+            shown = f"list({len(value)})"
+        else:
+            shown = type(value).__name__
+        parts.append(f"{name}={shown}")
+    return ", ".join(parts) or "no arguments"
+
+
+def audit_arguments(
+    arguments: Mapping[str, object], mode: ArgumentsMode = "redact", patterns: Sequence[re.Pattern[str]] | None = None
+) -> JSONValue:
+    """``arguments`` as a record shows them (see :data:`ArgumentsMode`)."""
+    if mode == "hash":
+        return hash_arguments(arguments)
+    shown = dict(arguments) if mode == "full" else redact(arguments, patterns)
+    return cast("JSONValue", shown)
+
+
+class AuditRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One audited event.
+
+    ``kind`` is ``tool``, ``resource`` or ``prompt`` for calls through the policies, ``approval``
+    for a decision on a queued approval, and ``pin`` for a tool definition first seen, changed
+    (with ``diff``) or approved. ``tool`` is the tool's name on its server (the URI for a read,
+    the prompt's name). ``time`` is epoch seconds.
+    """
+
+    time: float
+    kind: str
+    server: str
+    tool: str
+    name: str | None = None
+    arguments: JSONValue = None
+    risk: str | None = None
+    decision: str | None = None
+    latency_ms: float | None = None
+    outcome: str = ""
+    error: str | None = None
+    trace_id: str | None = None
+    run_id: str | None = None
+    caller: str | None = None
+    approval_id: str | None = None
+    #: who decided (approval records)
+    by: str | None = None
+    #: a unified diff of the old and new definition (pin records)
+    diff: str | None = None
+
+    @classmethod
+    def for_call(
+        cls,
+        ctx: CallContext,
+        *,
+        latency: float,
+        error: str | None = None,
+        arguments: ArgumentsMode = "redact",
+        patterns: Sequence[re.Pattern[str]] | None = None,
+    ) -> AuditRecord:
+        """The record of one call that went through the policies."""
+        context = ctx.context
+        return cls(
+            time=time.time(),
+            kind=ctx.kind,
+            server=ctx.server,
+            tool=ctx.tool,
+            name=ctx.name or None,
+            arguments=audit_arguments(ctx.arguments, arguments, patterns),
+            risk=ctx.risk.name if ctx.risk is not None else None,
+            decision=ctx.approval or None,
+            latency_ms=round(latency * 1000, 3),
+            outcome=ctx.outcome,
+            error=error,
+            trace_id=context.get("trace_id"),
+            run_id=context.get("run_id"),
+            caller=context.get("caller"),
+            approval_id=ctx.approval_id,
+        )
+
+
+@runtime_checkable
+class AuditSink(Protocol):
+    """Where audit records go. ``write`` is synchronous and fast; it may raise ``OSError``."""
+
+    def write(self, record: AuditRecord) -> None: ...
+
+
+#: keys every JSONL call record has (null when empty); others appear only when set
+_JSONL_KEYS: Final = (
+    "server",
+    "kind",
+    "tool",
+    "name",
+    "arguments",
+    "risk",
+    "decision",
+    "latency_ms",
+    "outcome",
+    "error",
+)
+
+
 @dataclass(slots=True)
 class AuditLog:
     """Append-only JSONL, rotated to ``.1`` ... ``.N`` when a record would pass ``max_bytes``.
@@ -96,33 +246,30 @@ class AuditLog:
             raise ValueError(f"arguments must be 'redact', 'hash' or 'full', not {self.arguments!r}")
         self._patterns = _compiled(self.secret_keys)
 
-    def _arguments(self, arguments: Mapping[str, object]) -> object:
-        if self.arguments == "hash":
-            return hash_arguments(arguments)
-        if self.arguments == "full":
-            return dict(arguments)
-        return redact(arguments, self._patterns)
+    @property
+    def patterns(self) -> list[re.Pattern[str]]:
+        """The compiled ``secret_keys``."""
+        return self._patterns
 
     def record(self, ctx: CallContext, *, latency: float, error: str | None = None) -> None:
-        """Appends one record. Raises OSError when the file cannot be written."""
-        now = time.time()
-        line = json.dumps(
-            {
-                "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
-                "server": ctx.server,
-                "kind": ctx.kind,
-                "tool": ctx.tool,
-                "name": ctx.name or None,
-                "arguments": self._arguments(ctx.arguments),
-                "risk": ctx.risk.name if ctx.risk is not None else None,
-                "decision": ctx.approval or None,
-                "latency_ms": round(latency * 1000, 3),
-                "outcome": ctx.outcome,
-                "error": error,
-            },
-            default=str,
-            ensure_ascii=False,
+        """Appends the record of one call, its arguments shown as this log's ``arguments`` says.
+        Raises OSError when the file cannot be written."""
+        self.write(
+            AuditRecord.for_call(ctx, latency=latency, error=error, arguments=self.arguments, patterns=self._patterns)
         )
+
+    def write(self, record: AuditRecord) -> None:
+        """Appends one record (its arguments as given). Raises OSError when the file cannot be
+        written."""
+        now = record.time
+        fields: dict[str, object] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+        }
+        values = msgspec.structs.asdict(record)
+        if record.kind in ("tool", "resource", "prompt"):
+            fields.update((key, values[key]) for key in _JSONL_KEYS)
+        fields.update((k, v) for k, v in values.items() if k != "time" and k not in fields and v is not None)
+        line = json.dumps(fields, default=str, ensure_ascii=False)
         data = (line + "\n").encode()
         fh = self._open()
         if self._size and self._size + len(data) > self.max_bytes:

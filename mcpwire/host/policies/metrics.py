@@ -42,18 +42,19 @@ class _Series:
 
     def snapshot(self) -> ToolStatistics:
         ordered = sorted(self.latencies)
-
-        def pick(q: float) -> float:  # nearest rank
-            return ordered[max(1, math.ceil(q * len(ordered))) - 1] if ordered else 0.0
-
         return ToolStatistics(
             calls=self.calls,
             errors=self.errors,
             cache_hits=self.cache_hits,
-            p50=pick(0.5),
-            p95=pick(0.95),
-            p99=pick(0.99),
+            p50=_rank(ordered, 0.5),
+            p95=_rank(ordered, 0.95),
+            p99=_rank(ordered, 0.99),
         )
+
+
+def _rank(ordered: list[float], q: float) -> float:
+    """The nearest-rank percentile of sorted values (0.0 for none)."""
+    return ordered[max(1, math.ceil(q * len(ordered))) - 1] if ordered else 0.0
 
 
 @dataclass(slots=True)
@@ -77,6 +78,18 @@ class Metrics:
     def forget(self, server: str) -> None:
         for key in [k for k in self.series if k[0] == server]:
             del self.series[key]
+
+    def summary(self, server: str) -> tuple[int, int, float, float]:
+        """``(calls, errors, p50, p95)`` of one server, over every tool's recent window."""
+        calls = errors = 0
+        latencies: list[float] = []
+        for (srv, _), s in self.series.items():
+            if srv == server:
+                calls += s.calls
+                errors += s.errors
+                latencies.extend(s.latencies)
+        ordered = sorted(latencies)
+        return calls, errors, _rank(ordered, 0.5), _rank(ordered, 0.95)
 
     def snapshot(self, server: str | None = None) -> dict[str, dict[str, ToolStatistics]]:
         """``{server: {tool: statistics}}``, optionally for one server."""

@@ -11,8 +11,9 @@ call counts once; the timeout bounds each attempt. Metrics and the audit record 
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -20,7 +21,7 @@ import trio
 
 from ...errors import ApprovalDenied
 from .approval import ApprovalPolicy
-from .audit import AuditLog
+from .audit import ArgumentsMode, AuditLog, AuditRecord, AuditSink
 from .breaker import CircuitBreaker
 from .cache import ResultCache, hinted_ttl
 from .context import CallContext
@@ -46,8 +47,11 @@ class PolicyStack(Generic[T]):
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     cache: ResultCache[T] | None = None
     approval: ApprovalPolicy | None = None
-    audit: AuditLog | None = None
+    audit: AuditSink | None = None
     metrics: Metrics | None = None
+    #: how records show arguments (an :class:`AuditLog` sink uses its own setting)
+    audit_arguments: ArgumentsMode = "redact"
+    audit_patterns: Sequence[re.Pattern[str]] | None = None
 
     def cacheable(self, ctx: CallContext) -> bool:
         """Whether a result may be answered from the cache: resource reads, and tools annotated
@@ -58,6 +62,8 @@ class PolicyStack(Generic[T]):
             return False
         if ctx.cacheable is not None:
             return ctx.cacheable
+        if ctx.kind == "prompt":
+            return False
         if ctx.kind != "tool" or ctx.read_only:
             return True
         return bool(ctx.idempotent) and ctx.destructive is False
@@ -120,7 +126,7 @@ class PolicyStack(Generic[T]):
         finally:
             latency = time.perf_counter() - start
             if self.metrics is not None:
-                name = ctx.tool if ctx.kind == "tool" else "resources/read"
+                name = {"tool": ctx.tool, "resource": "resources/read", "prompt": "prompts/get"}.get(ctx.kind, ctx.tool)
                 self.metrics.observe(
                     ctx.server,
                     name,
@@ -129,7 +135,16 @@ class PolicyStack(Generic[T]):
                     cache_hit=ctx.outcome == "cache_hit",
                 )
             if self.audit is not None:
-                try:
-                    self.audit.record(ctx, latency=latency, error=error)
-                except OSError as exc:
-                    log.warning("audit log %s is not writable: %s", self.audit.path, exc)
+                self._audit(self.audit, ctx, latency, error)
+
+    def _audit(self, sink: AuditSink, ctx: CallContext, latency: float, error: str | None) -> None:
+        patterns: Sequence[re.Pattern[str]] | None
+        if isinstance(sink, AuditLog):
+            mode, patterns = sink.arguments, sink.patterns
+        else:
+            mode, patterns = self.audit_arguments, self.audit_patterns
+        record = AuditRecord.for_call(ctx, latency=latency, error=error, arguments=mode, patterns=patterns)
+        try:
+            sink.write(record)
+        except Exception as exc:  # a failing sink must not fail the call it records
+            log.warning("audit sink %r cannot write: %s: %s", sink, type(exc).__name__, exc)

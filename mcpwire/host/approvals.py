@@ -1,0 +1,508 @@
+"""Approvals as objects: a call that needs a person's decision becomes an :class:`Approval` with
+an id and a state, kept in an :class:`ApprovalQueue` that any part of a program can list and
+decide.
+
+Theory of operation: the approval policy opens an approval (``PENDING``) when a call's decision is
+"ask", then waits for it. A decision comes from :meth:`ApprovalQueue.decide` (a person, through the
+command line, an API or the library) or from an approver callable that the policy runs alongside
+(the command line's prompt, the gateway's elicitation); whichever lands first wins, since a
+decision is only taken while the approval is still pending. A CRITICAL call needs two
+confirmations: the first leaves it pending with ``confirmations == 1``; editing the arguments
+restarts the count, so the arguments that run are the ones confirmed twice. Silence past
+``expires_at`` makes it ``EXPIRED``, which denies the call; so does the caller giving up (the call
+was cancelled).
+
+Approvals live in an :class:`ApprovalBackend`. The default keeps them in memory
+(:class:`MemoryApprovals`, bounded). A service passes its store instead, so approvals survive a
+restart and several processes share them: the waiting process then polls
+:meth:`ApprovalBackend.changed_since` at a bounded interval, so a decision made in another process
+releases the waiting call within ``poll_interval`` seconds. Each saved change carries a version one
+higher than the last; a shared backend refuses a stale one (:class:`ApprovalConflict`), so two
+processes deciding the same approval at once cannot both win.
+
+Times are epoch seconds (``clock``, :func:`time.time` by default). Waits are bounded twice: by the
+wall clock (``expires_at``, which another process can see) and by a trio deadline taken when the
+wait starts, so a wait ends even when the two clocks disagree.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Final, Protocol, runtime_checkable
+
+import msgspec
+import trio
+
+from ..errors import HostError
+from ..protocol.types import JSONObject
+from .policies.context import Risk
+
+__all__ = [
+    "DEFAULT_POLL_INTERVAL",
+    "Approval",
+    "ApprovalBackend",
+    "ApprovalConflict",
+    "ApprovalNotPending",
+    "ApprovalQueue",
+    "ApprovalState",
+    "MemoryApprovals",
+    "UnknownApproval",
+]
+
+log = logging.getLogger("mcpwire.host.approvals")
+
+#: seconds between polls of a shared backend while a call waits
+DEFAULT_POLL_INTERVAL: Final = 0.5
+#: decided approvals an in-memory backend keeps
+DEFAULT_KEEP: Final = 1000
+#: approvals whose last version a queue remembers (so a change is announced once)
+NOTIFIED_KEPT: Final = 10_000
+
+
+class ApprovalState(enum.Enum):
+    PENDING = "pending"  #: waiting for a decision (or for a second confirmation)
+    APPROVED = "approved"  #: the call may run (with ``final_arguments`` when edited)
+    DENIED = "denied"  #: someone said no
+    EXPIRED = "expired"  #: no decision in time, or the caller gave up; the call is denied
+
+
+class UnknownApproval(HostError):
+    """No approval has that id."""
+
+
+class ApprovalNotPending(HostError):
+    """The approval was already decided or has expired, so it cannot be decided again."""
+
+
+class ApprovalConflict(HostError):
+    """A backend refused a change because another one was saved first (a stale version)."""
+
+
+class Approval(msgspec.Struct, frozen=True, kw_only=True):
+    """One call waiting for (or past) a decision.
+
+    Attributes:
+        id: unique and unguessable.
+        tool: the tool's name on its server; ``name`` is the namespaced name the caller used.
+        arguments: what the caller asked for; ``final_arguments`` is set when a decision edited
+            them (the call then runs with those).
+        reason: the decider's reason (for a denial, or given with an approval).
+        why: why the call needed approval (the rule, or its risk against the threshold).
+        created_at, expires_at, decided_at: epoch seconds.
+        decided_by: who took the last decision; ``confirmed_by`` lists each confirmation.
+        confirmations, confirmations_needed: a CRITICAL call needs two.
+        context: where the call came from (``trace_id``, ``run_id``, ``caller``...).
+        version: one more with each saved change (for backends shared between processes).
+    """
+
+    id: str
+    state: ApprovalState
+    risk: Risk
+    server: str
+    tool: str
+    name: str
+    arguments: JSONObject
+    final_arguments: JSONObject | None = None
+    reason: str | None = None
+    why: str = ""
+    created_at: float
+    expires_at: float
+    decided_at: float | None = None
+    decided_by: str | None = None
+    confirmations: int = 0
+    confirmations_needed: int = 1
+    confirmed_by: tuple[str, ...] = ()
+    context: dict[str, str] = msgspec.field(default_factory=dict)
+    version: int = 1
+
+    @property
+    def pending(self) -> bool:
+        return self.state is ApprovalState.PENDING
+
+    @property
+    def arguments_to_run(self) -> JSONObject:
+        """The arguments the call runs with once approved."""
+        return self.arguments if self.final_arguments is None else self.final_arguments
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict (state and risk as lower-case words), for APIs and stores."""
+        data: dict[str, object] = msgspec.to_builtins(self)
+        data["state"] = self.state.value
+        data["risk"] = self.risk.name.lower()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Approval:
+        """The inverse of :meth:`to_dict` (also accepts the risk as its number).
+
+        Raises:
+            msgspec.ValidationError: a field is missing or of the wrong type.
+        """
+        values = dict(data)
+        risk = values.get("risk")
+        if isinstance(risk, str):
+            try:
+                values["risk"] = Risk[risk.upper()].value
+            except KeyError:
+                raise msgspec.ValidationError(f"unknown risk level {risk!r} - at `$.risk`") from None
+        return msgspec.convert(values, cls)
+
+
+@runtime_checkable
+class ApprovalBackend(Protocol):
+    """Where approvals are kept. Every method may block (a database), so every one is async.
+
+    ``changed_since(cursor)`` returns the approvals saved after ``cursor`` (oldest first) and the
+    cursor to pass next time; ``None`` means "from now": no approvals, only the current cursor.
+    Cursors are opaque strings. A backend shared between processes should refuse, with
+    :class:`ApprovalConflict`, a save whose ``version`` is not one more than the stored one (a
+    new approval has version 1).
+    """
+
+    async def save(self, approval: Approval) -> None: ...
+
+    async def load(self, id: str) -> Approval | None: ...
+
+    async def pending(self) -> list[Approval]: ...
+
+    async def changed_since(self, cursor: str | None) -> tuple[list[Approval], str]: ...
+
+
+class MemoryApprovals:
+    """Approvals in memory: every pending one, and the last ``keep`` decided ones.
+
+    Enforces versions as a shared backend must, so one instance may serve several queues (tests
+    use it so for two "processes").
+    """
+
+    def __init__(self, *, keep: int = DEFAULT_KEEP) -> None:
+        self._items: OrderedDict[str, Approval] = OrderedDict()
+        self._log: list[tuple[int, str]] = []  # (sequence, id), for changed_since
+        self._sequence = 0
+        self._keep = keep
+
+    async def save(self, approval: Approval) -> None:
+        old = self._items.get(approval.id)
+        expected = 1 if old is None else old.version + 1
+        if approval.version != expected:
+            raise ApprovalConflict(
+                f"approval {approval.id} changed elsewhere (stored version "
+                f"{0 if old is None else old.version}, saving {approval.version})"
+            )
+        self._items[approval.id] = approval
+        self._items.move_to_end(approval.id)
+        self._sequence += 1
+        self._log.append((self._sequence, approval.id))
+        self._trim()
+
+    def _trim(self) -> None:
+        decided = [k for k, a in self._items.items() if not a.pending]
+        for key in decided[: max(0, len(decided) - self._keep)]:
+            del self._items[key]
+        if len(self._log) > 4 * (self._keep + len(self._items)):
+            self._log = self._log[len(self._log) // 2 :]
+
+    async def load(self, id: str) -> Approval | None:
+        return self._items.get(id)
+
+    async def pending(self) -> list[Approval]:
+        return [a for a in self._items.values() if a.pending]
+
+    async def changed_since(self, cursor: str | None) -> tuple[list[Approval], str]:
+        if cursor is None:
+            return [], str(self._sequence)
+        after = int(cursor)
+        ids = dict.fromkeys(i for seq, i in self._log if seq > after)
+        return [self._items[i] for i in ids if i in self._items], str(self._sequence)
+
+
+class ApprovalQueue:
+    """Approvals of one host (or shared by several, through a backend).
+
+    Args:
+        backend: where approvals live; in memory by default. With a backend given, waits also
+            poll it, so decisions made by other processes are seen.
+        poll_interval: seconds between those polls.
+        clock: epoch seconds (tests pass their own).
+
+    Every method is async because a backend may block. Listeners (:meth:`on_change`) hear of each
+    approval opened, confirmed, decided or expired, here or (while something waits) elsewhere.
+    """
+
+    def __init__(
+        self,
+        backend: ApprovalBackend | None = None,
+        *,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if poll_interval <= 0:
+            raise ValueError(f"poll_interval must be a positive number of seconds, not {poll_interval!r}")
+        self.backend: ApprovalBackend = MemoryApprovals() if backend is None else backend
+        self.shared = backend is not None
+        self.poll_interval = poll_interval
+        self._clock = clock
+        self._known: dict[str, Approval] = {}  # approvals someone here waits for
+        self._waiting: dict[str, int] = {}
+        self._notified: OrderedDict[str, int] = OrderedDict()  # id -> the last version heard of
+        self._events: dict[str, trio.Event] = {}
+        self._listeners: list[tuple[Callable[[Approval], None], bool]] = []
+        self._cursor: str | None = None
+        self._poll_lock = trio.Lock()
+
+    # -- listening ------------------------------------------------------------------------------
+
+    def on_change(self, listener: Callable[[Approval], None], *, local_only: bool = False) -> Callable[[], None]:
+        """Calls ``listener(approval)`` on every change seen (only those made through this queue
+        with ``local_only``); returns a function that stops it."""
+        entry = (listener, local_only)
+        self._listeners.append(entry)
+
+        def stop() -> None:
+            if entry in self._listeners:
+                self._listeners.remove(entry)
+
+        return stop
+
+    def _changed(self, approval: Approval, *, local: bool = False) -> None:
+        if self._notified.get(approval.id, 0) >= approval.version:
+            return  # seen already (a poll returns our own saves too), or an older copy
+        self._notified[approval.id] = approval.version
+        self._notified.move_to_end(approval.id)
+        if len(self._notified) > NOTIFIED_KEPT:
+            self._notified.popitem(last=False)
+        if approval.id in self._known:
+            self._known[approval.id] = approval
+        event = self._events.pop(approval.id, None)
+        if event is not None:
+            event.set()
+        for listener, local_only in list(self._listeners):
+            if local_only and not local:
+                continue
+            try:
+                listener(approval)
+            except Exception:
+                log.exception("an approval listener failed")
+
+    async def _save(self, approval: Approval) -> Approval:
+        await self.backend.save(approval)
+        self._changed(approval, local=True)
+        return approval
+
+    # -- the API --------------------------------------------------------------------------------
+
+    async def open(
+        self,
+        *,
+        server: str,
+        tool: str,
+        name: str,
+        arguments: Mapping[str, object],
+        risk: Risk,
+        why: str = "",
+        timeout: float,
+        confirmations_needed: int = 1,
+        context: Mapping[str, str] | None = None,
+    ) -> Approval:
+        """Opens a pending approval that expires ``timeout`` seconds from now."""
+        if timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        await self._follow()
+        now = self._clock()
+        approval = Approval(
+            id="apv_" + secrets.token_urlsafe(12),
+            state=ApprovalState.PENDING,
+            risk=risk,
+            server=server,
+            tool=tool,
+            name=name,
+            arguments=dict(arguments),  # type: ignore[arg-type]
+            why=why,
+            created_at=now,
+            expires_at=now + timeout,
+            confirmations_needed=max(1, confirmations_needed),
+            context=dict(context or {}),
+        )
+        return await self._save(approval)
+
+    async def get(self, id: str) -> Approval:
+        """The approval ``id`` as it is now (an overdue pending one is marked expired).
+
+        Raises:
+            UnknownApproval: no such approval.
+        """
+        approval = await self.backend.load(id)
+        if approval is None:
+            raise UnknownApproval(f"no approval with id {id!r}")
+        if approval.pending and self._clock() >= approval.expires_at:
+            approval = await self._expire(approval, "no decision before it expired")
+        elif approval.id in self._known and approval != self._known[approval.id]:
+            self._changed(approval)
+        return approval
+
+    async def pending(self) -> list[Approval]:
+        """Every pending approval, oldest first (overdue ones are marked expired and left out)."""
+        out: list[Approval] = []
+        now = self._clock()
+        for approval in sorted(await self.backend.pending(), key=lambda a: a.created_at):
+            if now >= approval.expires_at:
+                await self._expire(approval, "no decision before it expired")
+            else:
+                out.append(approval)
+        return out
+
+    async def decide(
+        self,
+        id: str,
+        *,
+        approve: bool,
+        arguments: Mapping[str, object] | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> Approval:
+        """Approves or denies ``id``; approving with ``arguments`` runs the call with those.
+
+        A CRITICAL call needs ``confirmations_needed`` approvals: until then it stays pending.
+        New arguments restart the count. A denial is final at once.
+
+        Raises:
+            UnknownApproval: no such approval.
+            ApprovalNotPending: it was already decided or has expired.
+        """
+        current = await self.get(id)
+        if not current.pending:
+            when = "" if current.decided_at is None else " at " + _iso(current.decided_at)
+            who = f" by {current.decided_by}" if current.decided_by else ""
+            raise ApprovalNotPending(f"approval {id} is already {current.state.value}{who}{when}")
+        now = self._clock()
+        if not approve:
+            update = msgspec.structs.replace(
+                current,
+                state=ApprovalState.DENIED,
+                reason=reason,
+                decided_at=now,
+                decided_by=by,
+                version=current.version + 1,
+            )
+        else:
+            final = current.final_arguments
+            count = current.confirmations + 1
+            confirmed = (*current.confirmed_by, by or "")
+            if arguments is not None and dict(arguments) != current.arguments_to_run:
+                final = dict(arguments)  # type: ignore[arg-type]
+                count, confirmed = 1, (by or "",)  # changed arguments need their own confirmations
+            done = count >= current.confirmations_needed
+            update = msgspec.structs.replace(
+                current,
+                state=ApprovalState.APPROVED if done else ApprovalState.PENDING,
+                final_arguments=final,
+                reason=reason if reason is not None else current.reason,
+                decided_at=now if done else None,
+                decided_by=by,
+                confirmations=count,
+                confirmed_by=confirmed,
+                version=current.version + 1,
+            )
+        try:
+            return await self._save(update)
+        except ApprovalConflict:
+            latest = await self.get(id)
+            raise ApprovalNotPending(
+                f"approval {id} was changed by someone else meanwhile; it is now {latest.state.value}"
+            ) from None
+
+    async def wait(self, id: str, *, timeout: float) -> Approval:
+        """Waits until ``id`` is decided or expires (then marks it expired), for at most
+        ``timeout`` seconds; after that it returns the approval as it is (maybe still pending).
+
+        Raises:
+            UnknownApproval: no such approval.
+
+        Cancellation: only the wait ends; the approval stays as it is.
+        """
+        await self._follow()
+        approval = await self.get(id)
+        self._waiting[id] = self._waiting.get(id, 0) + 1
+        self._known[id] = approval
+        try:
+            now = trio.current_time()
+            until_expiry = now + max(0.0, approval.expires_at - self._clock())
+            give_up = now + max(0.0, timeout)
+            while approval.pending:
+                deadline = min(until_expiry, give_up)
+                if trio.current_time() >= deadline:
+                    if deadline == until_expiry:
+                        approval = await self._expire(approval, "no decision before it expired")
+                    break
+                event = self._events.setdefault(id, trio.Event())
+                step = min(deadline, trio.current_time() + self.poll_interval) if self.shared else deadline
+                with trio.move_on_at(step):
+                    await event.wait()
+                if self.shared:
+                    await self.poll()
+                approval = self._known[id]
+            return approval
+        finally:
+            self._waiting[id] -= 1
+            if not self._waiting[id]:
+                del self._waiting[id]
+                self._known.pop(id, None)
+
+    async def withdraw(self, id: str, reason: str) -> Approval | None:
+        """Marks a still-pending approval expired (its caller gave up); ``None`` when unknown."""
+        try:
+            approval = await self.backend.load(id)
+        except Exception:  # a backend failing here must not hide why the caller stopped
+            log.exception("cannot withdraw approval %s", id)
+            return None
+        if approval is None or not approval.pending:
+            return approval
+        try:
+            return await self._expire(approval, reason)
+        except (ApprovalConflict, ApprovalNotPending):
+            return await self.backend.load(id)
+
+    async def _follow(self) -> None:
+        """Takes the backend's cursor once, before anything here could miss a change made elsewhere."""
+        if self.shared and self._cursor is None:
+            async with self._poll_lock:
+                if self._cursor is None:
+                    _, self._cursor = await self.backend.changed_since(None)
+
+    async def poll(self) -> list[Approval]:
+        """Reads the changes saved since the last poll (by any process); returns them."""
+        if self._poll_lock.locked():
+            async with self._poll_lock:  # another task is polling: its result serves us too
+                return []
+        async with self._poll_lock:
+            changes, self._cursor = await self.backend.changed_since(self._cursor)
+        for approval in changes:
+            self._changed(approval)
+        return changes
+
+    async def _expire(self, approval: Approval, reason: str) -> Approval:
+        update = msgspec.structs.replace(
+            approval,
+            state=ApprovalState.EXPIRED,
+            reason=reason,
+            decided_at=self._clock(),
+            decided_by=None,
+            version=approval.version + 1,
+        )
+        try:
+            return await self._save(update)
+        except ApprovalConflict:
+            latest = await self.backend.load(approval.id)
+            if latest is None:  # pragma: no cover - a backend that lost it
+                raise UnknownApproval(f"no approval with id {approval.id!r}") from None
+            self._changed(latest)
+            return latest
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
