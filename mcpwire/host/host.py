@@ -18,7 +18,6 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import time
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
@@ -31,11 +30,12 @@ import trio
 
 from ..errors import HostError, MCPWireError, ServerGone, ToolExecutionError, UnknownTool
 from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
-from .approvals import Approval, ApprovalQueue, ApprovalState
+from .approvals import ApprovalQueue
 from .catalog import Catalog, RegisteredPrompt, RegisteredResource, RegisteredTemplate
 from .config import HostConfig, ServerConfig, load_config, parse_server
 from .events import EventHub, HostEvent, HostEvents
-from .pins import Pin, PinStore, approved
+from .oversight import Oversight
+from .pins import PinStore
 from .policies import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_ASK_AT,
@@ -45,7 +45,6 @@ from .policies import (
     AuditLog,
     AuditRecord,
     AuditSink,
-    BreakerState,
     CallContext,
     CircuitBreaker,
     Decision,
@@ -54,14 +53,13 @@ from .policies import (
     ResultCache,
     RetryPolicy,
     Risk,
-    audit_arguments,
     summarize_arguments,
 )
-from .policies.metrics import escape_label
 from .registry import DEFAULT_NAME_FORMAT, Provider, RegisteredTool, ToolRegistry
 from .render import render_result
+from .reporting import Reporting
 from .servers import Backoff, HostStatistics, Runtime, ServerInfo, ServerStatistics, ServerStatus
-from .supervisor import DEFAULT_CONNECT_TIMEOUT, ClientFactory, Supervision, describe
+from .supervisor import DEFAULT_CONNECT_TIMEOUT, ClientFactory, describe
 
 __all__ = [
     "Host",
@@ -126,7 +124,7 @@ class ToolResultError(ToolExecutionError):
         self.result = result
 
 
-class Host(Supervision):
+class Host(Oversight, Reporting):
     """Many servers behind one namespace of tools, prompts and resources.
 
     Use ``async with Host.from_config(path) as host:``; leaving the block stops every server.
@@ -508,67 +506,6 @@ class Host(Supervision):
             info._finished.set()
         return info
 
-    # -- approvals and pins ---------------------------------------------------------------------------
-
-    def _approval_event(self, approval: Approval) -> None:
-        if not self._hub.listeners:
-            return
-        info = self._servers.get(approval.server)
-        status = info.status.value if info is not None else ServerStatus.DISCONNECTED.value
-        self._hub.emit(HostEvent(server=approval.server, kind="approval", status=status, approval=approval))
-
-    def _approval_record(self, approval: Approval) -> None:
-        if approval.state is ApprovalState.PENDING and approval.confirmations == 0:
-            return  # opened: the call's own record follows
-        context = approval.context
-        self._record(
-            AuditRecord(
-                time=time.time(),
-                kind="approval",
-                server=approval.server,
-                tool=approval.tool,
-                name=approval.name,
-                arguments=audit_arguments(approval.arguments_to_run, self._audit_mode),
-                risk=approval.risk.name,
-                decision=approval.state.value,
-                outcome=approval.state.value,
-                error=approval.reason,
-                trace_id=context.get("trace_id"),
-                run_id=context.get("run_id"),
-                caller=context.get("caller"),
-                approval_id=approval.id,
-                by=approval.decided_by,
-            )
-        )
-
-    async def pinned(self) -> builtins.list[Pin]:
-        """Every pin of the host's store (empty when the host does not pin)."""
-        return [] if self.pins is None else await self.pins.all()
-
-    async def approve_pin(self, server: str, tool: str, *, by: str | None = None) -> Pin:
-        """Accepts the changed definition of a quarantined tool: it becomes the pinned one and
-        the tool is listed and callable again.
-
-        Raises:
-            HostError: the host does not pin definitions, or has no pin for that tool.
-        """
-        if self.pins is None:
-            raise HostError("this host does not pin tool definitions; pass pins=MemoryPins() to the Host")
-        pin = await self.pins.get(server, tool)
-        if pin is None:
-            raise HostError(f"no pinned tool {tool!r} on server {server!r}")
-        if not pin.quarantined:
-            return pin
-        pin = approved(pin)
-        await self.pins.put(pin)
-        info = self._servers.get(server)
-        if self.registry.set_quarantined(server, tool, False) and info is not None:
-            info.tool_count = self.registry.count(server)
-            self._emit(info, "tools")
-        if info is not None:
-            self._pin_changed(info, pin, "approved", by=by)
-        return pin
-
     # -- calls ----------------------------------------------------------------------------------------
 
     def tools(self, server: str | None = None, *, include_quarantined: bool = False) -> builtins.list[RegisteredTool]:
@@ -823,100 +760,6 @@ class Host(Supervision):
                 tool=ctx.tool,
                 server=ctx.server,
             ) from exc
-
-    # -- statistics ---------------------------------------------------------------------------------
-
-    def server_statistics(self, name: str) -> ServerStatistics:
-        """One server's figures, as an API shows them (a snapshot)."""
-        info = self.get(name)
-        runtime = self._runtime[name]
-        calls = self.metrics.snapshot(name).get(name, {})
-        total, errors, p50, p95 = self.metrics.summary(name)
-        return ServerStatistics(
-            status=info.status.value,
-            enabled=info.config.enabled,
-            error=info.error,
-            last_error=info.last_error,
-            transport=info.config.type,
-            tools=info.tool_count,
-            prompts=info.prompt_count,
-            resources=info.resource_count,
-            resource_templates=info.template_count,
-            era=info.era,
-            protocol_version=info.protocol_version,
-            connected_since=info.connected_since,
-            uptime=info.uptime,
-            restarts=info.restart_count,
-            health_failures=info.health_failures,
-            last_health_check=info.last_health_check,
-            breaker=runtime.breaker.current().value,
-            cache_hits=runtime.cache.hits,
-            cache_misses=runtime.cache.misses,
-            cache_entries=len(runtime.cache),
-            calls_total=total,
-            errors_total=errors,
-            p50=p50,
-            p95=p95,
-            calls=calls,
-        )
-
-    def statistics(self) -> HostStatistics:
-        """Every server's figures, and the host's totals (a snapshot)."""
-        servers = {name: self.server_statistics(name) for name in self._servers}
-        hits = sum(s.cache_hits for s in servers.values())
-        misses = sum(s.cache_misses for s in servers.values())
-        total = hits + misses
-        return HostStatistics(
-            servers=servers,
-            tools=len(self.registry),
-            prompts=len(self.catalog.prompts()),
-            resources=len(self.catalog.resources()),
-            cache_hits=hits,
-            cache_misses=misses,
-            cache_hit_rate=hits / total if total else 0.0,
-        )
-
-    def prometheus(self) -> str:
-        """Every metric in the Prometheus text exposition format."""
-        states = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
-        rows = [(escape_label(i.name), i, self._runtime[i.name]) for i in self._servers.values()]
-
-        def gauge(metric: str, kind: str, help_text: str, values: builtins.list[tuple[str, object]]) -> None:
-            extra.append(f"# HELP {metric} {help_text}")
-            extra.append(f"# TYPE {metric} {kind}")
-            extra.extend(f"{metric}{{{labels}}} {value}" for labels, value in values)
-
-        extra: builtins.list[str] = []
-        gauge(
-            "mcpwire_host_server_up",
-            "gauge",
-            "1 when the server is connected.",
-            [(f'server="{n}"', int(i.status is ServerStatus.CONNECTED)) for n, i, _ in rows],
-        )
-        gauge(
-            "mcpwire_host_breaker_state",
-            "gauge",
-            "Circuit breaker: 0 closed, 1 half-open, 2 open.",
-            [(f'server="{n}"', states[r.breaker.current()]) for n, _, r in rows],
-        )
-        gauge(
-            "mcpwire_host_restarts_total",
-            "counter",
-            "Restarts and reconnects of the server.",
-            [(f'server="{n}"', i.restart_count) for n, i, _ in rows],
-        )
-        gauge(
-            "mcpwire_host_tools",
-            "gauge",
-            "Tools the server exposes through the host.",
-            [(f'server="{n}"', i.tool_count) for n, i, _ in rows],
-        )
-        cache_rows: builtins.list[tuple[str, object]] = []
-        for n, _, r in rows:
-            cache_rows.append((f'server="{n}",result="hit"', r.cache.hits))
-            cache_rows.append((f'server="{n}",result="miss"', r.cache.misses))
-        gauge("mcpwire_host_cache_lookups_total", "counter", "Result cache lookups by result.", cache_rows)
-        return self.metrics.prometheus(extra)
 
 
 class _Tap:
