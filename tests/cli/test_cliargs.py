@@ -273,7 +273,11 @@ def test_a_name_is_an_entry_of_the_given_config(tmp_path: Path) -> None:
 
 def test_a_config_whose_entries_are_all_invalid_is_refused(tmp_path: Path) -> None:
     config = _write_config(tmp_path / "bad.json", {"a": {"comand": "x"}, "b": {"url": "ftp://x"}})
-    with pytest.raises(UsageError, match=r"^.*bad\.json: no valid server entry: \$\.mcpServers\.a: "):
+    with pytest.raises(
+        UsageError,
+        match=r"^.*bad\.json: every server entry \(2\) is invalid:\n  "
+        r"\$\.mcpServers\.a\.comand: unknown key; did you mean 'command'\?\n",
+    ):
         _resolve(["--config", str(config), "a"])
 
 

@@ -219,7 +219,7 @@ async def test_events_stream_and_resume(db: str, config: Path) -> None:
                     seen.append(event)
                     if event[1] == "status" and event[2]["data"]["status"] == "disconnected":
                         break
-        assert all(kind in ("status", "tools", "audit") for _, kind, _ in seen)
+        assert all(kind in ("status", "tools", "prompts", "resources", "audit") for _, kind, _ in seen)
         first_id = seen[0][0]
         assert re.match(r"^[0-9a-f]{8}-\d+$", first_id)
         resumed: list[tuple[str, str, dict[str, Any]]] = []
