@@ -19,7 +19,7 @@ from typing import Final
 
 from ..errors import HostError
 from ..protocol.types import Prompt, Resource, ResourceTemplate
-from .registry import DEFAULT_NAME_FORMAT, NAME_RULES, legal_name
+from .registry import DEFAULT_NAME_FORMAT, NAME_RULES, did_you_mean, legal_name
 
 __all__ = ["Catalog", "RegisteredPrompt", "RegisteredResource", "RegisteredTemplate", "UnknownPrompt"]
 
@@ -166,7 +166,7 @@ class Catalog:
         known = sorted(self._prompt_names)
         close = difflib.get_close_matches(name, known, n=3)
         if close:
-            hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+            hint = did_you_mean(close)
         elif known:
             hint = (
                 "known prompts: "

@@ -53,6 +53,7 @@ from .policies import (
     ResultCache,
     RetryPolicy,
     Risk,
+    classify_risk,
     summarize_arguments,
 )
 from .registry import DEFAULT_NAME_FORMAT, Provider, RegisteredTool, ToolRegistry
@@ -513,6 +514,27 @@ class Host(Oversight, Reporting):
         tools (changed since pinned) are left out unless asked for."""
         return self.registry.tools(server, include_quarantined=include_quarantined)
 
+    def tool_risk(self, name: str) -> Risk:
+        """The risk a call of this namespaced tool is judged at: its configured ``risk``, else
+        its annotations and name (see :mod:`mcpwire.host.policies.approval`).
+
+        Raises:
+            UnknownTool: no such namespaced tool.
+        """
+        reg = self.registry.resolve(name)
+        info = self.get(reg.server)
+        configured = info.config.policy.for_tool(reg.tool.name).risk
+        if configured is not None:
+            return Risk[configured.upper()]
+        return classify_risk(
+            reg.tool.name,
+            read_only=reg.read_only,
+            destructive=reg.destructive,
+            idempotent=reg.idempotent,
+            open_world=reg.open_world,
+            trust_annotations=info.config.policy.trust_annotations,
+        )
+
     def prompts(self, server: str | None = None) -> builtins.list[RegisteredPrompt]:
         """Prompts of every connected server (or of one), by namespaced name."""
         return self.catalog.prompts(server)
@@ -662,7 +684,7 @@ class Host(Oversight, Reporting):
         )
         if self._raise_tool_errors and out.is_error:
             raise ToolResultError(
-                f"tool {reg.tool.name!r} on server {reg.server!r} reported an error: {_first_line(out.text)}",
+                f"tool {reg.tool.name!r} on server {reg.server!r} reported an error: {_first_line(result.text())}",
                 result=out,
             )
         return out

@@ -37,6 +37,7 @@ __all__ = [
     "NameRules",
     "RegisteredTool",
     "ToolRegistry",
+    "did_you_mean",
     "legal_name",
 ]
 
@@ -242,7 +243,7 @@ class ToolRegistry:
         known = [r.name for r in self.tools()]
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         if close:
-            hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+            hint = did_you_mean(close)
         elif known:
             hint = f"{len(known)} known tools: " + ", ".join(known[:SHOWN])
             hint += f" (and {len(known) - SHOWN} more)" if len(known) > SHOWN else ""
@@ -324,6 +325,13 @@ class ToolRegistry:
         """The description exported for ``reg`` (with its title, and ``[server]`` when asked)."""
         text = _description(reg)
         return f"[{reg.server}] {text}".rstrip() if self.describe_server else text
+
+
+def did_you_mean(names: Sequence[str]) -> str:
+    """``did you mean 'a'?``, ``did you mean 'a' or 'b'?``, ``did you mean 'a', 'b' or 'c'?``"""
+    quoted = [repr(n) for n in names]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f"did you mean {listed}?"
 
 
 def _description(reg: RegisteredTool) -> str:

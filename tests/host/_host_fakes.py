@@ -77,6 +77,8 @@ class FakeServer:
     )
     #: resources/templates/list is not a method of this server
     no_templates: bool = False
+    #: method -> raised by every list of that kind (prompts/list, resources/list)
+    list_failures: dict[str, Exception] = field(default_factory=dict)
     era: str = "legacy"
     #: the next N connections are refused
     refuse: int = 0
@@ -138,6 +140,8 @@ class FakeClient:
 
     async def list_prompts(self) -> list[Prompt]:
         self.server.requests.append(("prompts/list", {}))
+        if "prompts/list" in self.server.list_failures:
+            raise self.server.list_failures["prompts/list"]
         return list(self.server.prompts)
 
     async def get_prompt(
@@ -151,6 +155,8 @@ class FakeClient:
 
     async def list_resources(self) -> list[Resource]:
         self.server.requests.append(("resources/list", {}))
+        if "resources/list" in self.server.list_failures:
+            raise self.server.list_failures["resources/list"]
         return list(self.server.resources)
 
     async def list_resource_templates(self) -> list[ResourceTemplate]:

@@ -320,3 +320,107 @@ def test_strict_load_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r": the server list is invalid:\n") as err:
         load_config(path)
     assert err.value.problems == ("$.mcpServers: expected an object mapping server names to entries, got a list",)
+
+
+def test_spec07_local_and_remote_entries() -> None:
+    cfg = parse_config(
+        {
+            "mcpServers": {
+                "local": {
+                    "type": "local",
+                    "command": ["npx", "-y", "@modelcontextprotocol/server-memory"],
+                    "environment": {"MEMORY_FILE_PATH": "/tmp/m.json", "DEBUG": True, "PORT": 8080, "RATIO": 0.5},
+                    "enabled": True,
+                },
+                "remote": {"type": "remote", "url": "https://mcp.example.com/mcp", "headers": {"X-Team": 7}},
+            }
+        },
+        environ={},
+    )
+    local, remote = cfg.servers
+    assert (local.type, local.command, local.args) == ("stdio", "npx", ("-y", "@modelcontextprotocol/server-memory"))
+    # numbers and booleans become their JSON text, as a shell would pass them
+    assert dict(local.env) == {"MEMORY_FILE_PATH": "/tmp/m.json", "DEBUG": "true", "PORT": "8080", "RATIO": "0.5"}
+    spec = local.to_spec()
+    assert isinstance(spec, StdioServer) and spec.env["PORT"] == "8080"
+    assert (remote.type, remote.url, dict(remote.headers)) == ("http", "https://mcp.example.com/mcp", {"X-Team": "7"})
+    assert cfg.problems == ()
+
+
+def test_misspelt_keys_get_a_did_you_mean() -> None:
+    cfg = parse_config(
+        {
+            "mcpServers": {
+                "typo": {"comand": "npx", "args": ["x"]},
+                "policy": {"command": "x", "policy": {"retrys": 1, "tools": {"t": {"aproval": "ask"}}}},
+                "timeout": {"command": "x", "timeout_second": 5},
+                "vendor": {"command": "x", "x-vendor-extension": {"anything": 1}},
+            }
+        }
+    )
+    assert [s.name for s in cfg.servers] == ["vendor"]  # keys of other tools are ignored
+    assert cfg.problems == (
+        "$.mcpServers.typo.comand: unknown key; did you mean 'command'?",
+        "$.mcpServers.typo: expected a 'command' (stdio server) or a 'url' (HTTP server); it has neither",
+        "$.mcpServers.policy.policy.retrys: unknown key; did you mean 'retries'?",
+        "$.mcpServers.policy.policy.tools.t.aproval: unknown key; did you mean 'approval'?",
+        "$.mcpServers.timeout.timeout_second: unknown key; did you mean 'timeout_seconds'?",
+    )
+
+
+def test_truncated_json_names_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text('{\n  "mcpServers": {\n    "a": {"command": "x"')
+    with pytest.raises(
+        ConfigError,
+        match=r"^config file '.*mcp\.json' is not valid JSON: line 3, column 25: Expecting ',' delimiter "
+        r"\(the file ends early; is it truncated\?\)$",
+    ):
+        load_config(path)
+    path.write_text('{"mcpServers": {"a": {"command": "x",}}}')
+    with pytest.raises(ConfigError, match=r"line 1, column 38: Expecting property name enclosed in double quotes$"):
+        load_config(path)
+
+
+def test_every_entry_invalid_is_an_error_not_an_empty_host(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"a": {"url": "ftp://x"}, "b": {"command": 3}}}))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == (
+        f"{path}: every server entry (2) is invalid:\n"
+        "  $.mcpServers.a.url: expected an http:// or https:// URL, got 'ftp://x'\n"
+        "  $.mcpServers.b.command: expected a string or a non-empty list of strings, got a number"
+    )
+    path.write_text(json.dumps({"mcpServers": {}}))
+    assert load_config(path).servers == ()  # no entries is not an error
+
+
+def test_connect_timeout_and_approval_thresholds() -> None:
+    cfg = parse_config(
+        {
+            "mcpServers": {
+                "a": {
+                    "command": "x",
+                    "connect_timeout_seconds": 90,
+                    "timeout_seconds": 10,
+                    "policy": {"ask_at": "Medium", "tools": {"read_*": {"ask_at": "critical"}}},
+                },
+                "b": {"command": "x", "startup_timeout_seconds": 15},
+                "c": {"command": "x", "connect_timeout_seconds": 0},
+                "d": {"command": "x", "policy": {"ask_at": "sometimes"}},
+            }
+        }
+    )
+    a, b = cfg.servers
+    assert (a.connect_timeout_seconds, a.policy.timeout_seconds, b.connect_timeout_seconds) == (90.0, 10.0, 15.0)
+    assert (a.policy.ask_at, a.policy.for_tool("write").ask_at, a.policy.for_tool("read_x").ask_at) == (
+        "medium",
+        "medium",
+        "critical",
+    )
+    assert b.policy.for_tool("t").ask_at is None
+    assert cfg.problems == (
+        "$.mcpServers.c.connect_timeout_seconds: expected a positive number of seconds, got 0",
+        "$.mcpServers.d.policy.ask_at: expected 'low', 'medium', 'high' or 'critical', got 'sometimes'",
+    )
