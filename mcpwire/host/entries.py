@@ -25,6 +25,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from ..protocol.versions import LEGACY_REVISIONS, MODERN_REVISIONS, is_known
 from .settings import Decision, PolicyConfig, ServerConfig, ToolPolicy, Transport
 
 __all__ = ["KNOWN_KEYS", "Expander", "kind", "parse_entry"]
@@ -40,7 +41,7 @@ KNOWN_KEYS: Final = frozenset(
         "type", "transport", "command", "args", "env", "environment", "cwd", "url", "headers", "auth",
         "enabled", "disabled", "timeout_seconds", "timeout", "connect_timeout_seconds",
         "startup_timeout_seconds", "description", "allowed_tools", "disabled_tools", "namespace", "policy",
-        "health_interval_seconds", "envFile", "alwaysAllow", "autoApprove",
+        "health_interval_seconds", "envFile", "alwaysAllow", "autoApprove", "era", "protocol_version",
     }
 )  # fmt: skip
 _STDIO_TYPES: Final = ("stdio", "local")
@@ -300,6 +301,13 @@ def parse_entry(path: str, name: str, entry: object, expand: Expander, problems:
         health = None
     connect_key = "connect_timeout_seconds" if "connect_timeout_seconds" in entry else "startup_timeout_seconds"
     connect = e.positive(connect_key)
+    era = entry.get("era")
+    if era is not None and era not in ("auto", "legacy", "modern"):
+        problems.append(f"{path}.era: expected 'auto', 'legacy' or 'modern', got {era!r}")
+    revision = e.string("protocol_version")
+    if revision is not None and not is_known(revision):
+        known = ", ".join((*MODERN_REVISIONS, *LEGACY_REVISIONS))
+        problems.append(f"{path}.protocol_version: expected one of {known}, got {revision!r}")
     allowed = e.strings("allowed_tools")
     disabled = e.strings("disabled_tools") or ()
     cwd = e.string("cwd")
@@ -331,6 +339,8 @@ def parse_entry(path: str, name: str, entry: object, expand: Expander, problems:
         namespace=namespace,
         health_interval_seconds=None if health is None else float(health),
         connect_timeout_seconds=connect,
+        era=None if era in (None, "auto") else era,
+        protocol_version=revision,
         policy=policy,
     )
 

@@ -28,6 +28,7 @@ from typing import Any, Final, Literal, Self, TypeVar
 import msgspec
 import trio
 
+from ..client import ProgressCallback
 from ..errors import HostError, MCPWireError, ServerGone, ToolExecutionError, UnknownTool
 from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
 from .approvals import ApprovalQueue
@@ -622,6 +623,7 @@ class Host(Oversight, Reporting):
         timeout: float | None = None,
         approver: Approver | None = None,
         context: Mapping[str, str] | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> HostToolResult:
         """Calls a namespaced tool through its server's policies.
 
@@ -633,6 +635,8 @@ class Host(Oversight, Reporting):
                 (a gateway asks its client this way).
             context: where the call comes from (``trace_id``, ``run_id``, ``caller``...): kept
                 in its approval and its audit record.
+            on_progress: called with each progress notification of the call (a gateway passes
+                them on); a cached result has none.
 
         Raises:
             UnknownTool: no such namespaced tool (the closest names are suggested).
@@ -666,7 +670,7 @@ class Host(Oversight, Reporting):
         async def invoke(args: Mapping[str, object]) -> object:
             client = self._live_client(info)
             with self._noting_loss(info, client):
-                return await client.call_tool(reg.tool.name, args, timeout=ctx.timeout)
+                return await client.call_tool(reg.tool.name, args, timeout=ctx.timeout, on_progress=on_progress)
 
         result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
         assert isinstance(result, ToolResult)

@@ -143,6 +143,11 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: most seconds one connection attempt may take (start, handshake, first lists);
     #: ``None``: the host's default. The call timeout is ``policy.timeout_seconds``.
     connect_timeout_seconds: float | None = None
+    #: pin the protocol era (``legacy``: ``initialize`` sessions; ``modern``: 2026-07-28);
+    #: ``None`` detects it
+    era: Literal["legacy", "modern"] | None = None
+    #: ask for this protocol revision instead of the newest of the era
+    protocol_version: str | None = None
     policy: PolicyConfig = msgspec.field(default_factory=PolicyConfig)
 
     @property

@@ -250,6 +250,10 @@ class Supervision:
         options: dict[str, Any] = {"timeout": config.policy.timeout_seconds, **self._client_options}
         if config.connect_timeout_seconds is not None:
             options["connect_timeout"] = config.connect_timeout_seconds
+        if config.era is not None:
+            options["era"] = config.era
+        if config.protocol_version is not None:
+            options["protocol_version"] = config.protocol_version
         return open_client(config.to_spec(), **options)
 
     async def _run_once(self, info: ServerInfo) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import trio
 import trio.lowlevel
 
-from mcpwire.client import ServerNotification
+from mcpwire.client import Progress, ProgressCallback, ServerNotification
 from mcpwire.errors import ConnectError, RPCError, ServerGone
 from mcpwire.host import ServerConfig
 from mcpwire.protocol.types import (
@@ -172,9 +172,16 @@ class FakeClient:
         return list(self.server.tools)
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, object], *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, object],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ToolResult:
         self.server.calls.append((self.number, name, dict(arguments)))  # type: ignore[arg-type]
+        if on_progress is not None:
+            await on_progress(Progress(1, 2, "halfway"))  # type: ignore[misc]
         if self.closed.is_set():
             raise ServerGone("the connection is closed", server=self.server.name)
         if self.server.crash_on_call:

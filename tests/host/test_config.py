@@ -424,3 +424,20 @@ def test_connect_timeout_and_approval_thresholds() -> None:
         "$.mcpServers.c.connect_timeout_seconds: expected a positive number of seconds, got 0",
         "$.mcpServers.d.policy.ask_at: expected 'low', 'medium', 'high' or 'critical', got 'sometimes'",
     )
+
+
+def test_era_and_revision_pins() -> None:
+    cfg = parse_config(
+        {
+            "mcpServers": {
+                "a": {"command": "x", "era": "legacy", "protocol_version": "2025-06-18"},
+                "b": {"command": "x", "era": "auto"},
+                "c": {"command": "x", "era": "ancient"},
+                "d": {"command": "x", "protocol_version": "2023-01-01"},
+            }
+        }
+    )
+    a, b = cfg.servers
+    assert (a.era, a.protocol_version, b.era, b.protocol_version) == ("legacy", "2025-06-18", None, None)
+    assert cfg.problems[0] == "$.mcpServers.c.era: expected 'auto', 'legacy' or 'modern', got 'ancient'"
+    assert cfg.problems[1].startswith("$.mcpServers.d.protocol_version: expected one of 2026-07-28, 2025-11-25,")

@@ -116,3 +116,30 @@ async def test_resources_updated_invalidates_a_cached_read(tmp_path: Path) -> No
         assert len(cache) == 0
         await host.read_resource("a", uri)
         assert (cache.hits, cache.misses) == (0, 2)
+
+
+async def test_the_era_and_revision_pinned_in_the_config(tmp_path: Path) -> None:
+    path = _config(
+        tmp_path,
+        {
+            "old": _demo("old", era="legacy", protocol_version="2025-06-18"),
+            "new": _demo("new", era="modern"),
+            "auto": _demo("auto"),
+        },
+    )
+    async with Host.from_config(path, health_interval=0) as host:
+        found = {i.name: (i.era, i.protocol_version) for i in host.list()}
+    assert found == {"old": ("legacy", "2025-06-18"), "new": ("modern", "2026-07-28"), "auto": ("modern", "2026-07-28")}
+
+
+async def test_progress_of_a_call_reaches_the_caller(tmp_path: Path) -> None:
+    path = _config(tmp_path, {"a": _demo("a")})
+    seen: list[tuple[float, float | None]] = []
+
+    async def progress(update: mcpwire.Progress) -> None:
+        seen.append((update.progress, update.total))
+
+    async with Host.from_config(path, health_interval=0) as host:
+        slow = next(t for t in host.tools() if t.tool.name == "slow")
+        await host.call_tool(slow.name, {"seconds": 0.2, "steps": 2}, on_progress=progress)
+    assert seen and seen[-1][1] is not None
