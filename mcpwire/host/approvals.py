@@ -40,7 +40,8 @@ import trio
 
 from ..errors import HostError
 from ..protocol.types import JSONObject
-from .policies.context import Risk
+from .policies.approval import DEFAULT_APPROVAL_TIMEOUT
+from .policies.context import ApprovalRequest, Risk
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL",
@@ -298,18 +299,16 @@ class ApprovalQueue:
 
     async def open(
         self,
+        request: ApprovalRequest,
         *,
-        server: str,
-        tool: str,
-        name: str,
-        arguments: Mapping[str, object],
-        risk: Risk,
-        why: str = "",
-        timeout: float,
-        confirmations_needed: int = 1,
+        timeout: float = DEFAULT_APPROVAL_TIMEOUT,
         context: Mapping[str, str] | None = None,
     ) -> Approval:
-        """Opens a pending approval that expires ``timeout`` seconds from now."""
+        """Opens a pending approval for ``request`` that expires ``timeout`` seconds from now.
+
+        ``context`` (trace id, run id, caller) is added to the request's own. The request's
+        ``reason`` becomes the approval's ``why``; its ``confirmations_needed`` is kept.
+        """
         if timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         await self._follow()
@@ -317,16 +316,16 @@ class ApprovalQueue:
         approval = Approval(
             id="apv_" + secrets.token_urlsafe(12),
             state=ApprovalState.PENDING,
-            risk=risk,
-            server=server,
-            tool=tool,
-            name=name,
-            arguments=dict(arguments),  # type: ignore[arg-type]
-            why=why,
+            risk=request.risk,
+            server=request.server,
+            tool=request.tool,
+            name=request.name,
+            arguments=dict(request.arguments),  # type: ignore[arg-type]
+            why=request.reason,
             created_at=now,
             expires_at=now + timeout,
-            confirmations_needed=max(1, confirmations_needed),
-            context=dict(context or {}),
+            confirmations_needed=max(1, request.confirmations_needed),
+            context={**request.context, **(context or {})},
         )
         return await self._save(approval)
 

@@ -50,17 +50,17 @@ def _queue(**kw: object) -> tuple[ApprovalQueue, Clock]:
 
 
 async def _open(queue: ApprovalQueue, *, risk: Risk = Risk.HIGH, needed: int = 1, timeout: float = 60) -> Approval:
-    return await queue.open(
-        server="fs",
-        tool="write_file",
-        name="fs__write_file",
-        arguments={"path": "/tmp/x", "text": "hi"},
-        risk=risk,
-        why="risk HIGH is at or above HIGH",
-        timeout=timeout,
+    request = ApprovalRequest(
+        "fs",
+        "write_file",
+        "fs__write_file",
+        {"path": "/tmp/x", "text": "hi"},
+        risk,
+        "risk HIGH is at or above HIGH",
         confirmations_needed=needed,
-        context={"trace_id": "t-1", "caller": "alice"},
+        context={"trace_id": "t-1"},
     )
+    return await queue.open(request, timeout=timeout, context={"caller": "alice"})
 
 
 # -- the queue alone ------------------------------------------------------------------------------

@@ -332,24 +332,13 @@ class ApprovalPolicy:
     async def _through_queue(
         self, ctx: CallContext, queue: ApprovalQueue, approver: Approver | None, risk: Risk, reason: str, where: str
     ) -> tuple[str, Mapping[str, object]]:
-        approval = await queue.open(
-            server=ctx.server,
-            tool=ctx.tool,
-            name=ctx.name or ctx.tool,
-            arguments=ctx.arguments,
-            risk=risk,
-            why=reason,
-            timeout=self.timeout,
-            confirmations_needed=self.confirmations(risk),
-            context=ctx.context,
-        )
+        request = self._request(ctx, risk, reason, ctx.arguments)
+        approval = await queue.open(request, timeout=self.timeout)
         ctx.approval_id = approval.id
         try:
             async with trio.open_nursery() as nursery:
                 if approver is not None:
-                    nursery.start_soon(
-                        _relay, approver, queue, self._request(ctx, risk, reason, ctx.arguments), approval
-                    )
+                    nursery.start_soon(_relay, approver, queue, request, approval)
                 final = await queue.wait(approval.id, timeout=self.timeout)
                 nursery.cancel_scope.cancel()
             if final.pending:  # the clocks disagree: our own bound is what counts
