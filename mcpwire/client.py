@@ -67,6 +67,7 @@ from .protocol.methods import METHODS
 from .protocol.pending import PendingRequest
 from .protocol.session import (
     AnswerReceived,
+    AnswerUnreadable,
     ClientSession,
     NotificationReceived,
     ProgressReceived,
@@ -100,6 +101,7 @@ from .protocol.types import (
     decode_tools,
 )
 from .protocol.versions import LEGACY_REVISIONS, MODERN_REVISIONS, V2025_06_18, V2025_11_25, Era, era_of, is_known
+from .redaction import redact_url
 from .transports import HttpServer, StdioServer, as_server
 
 if TYPE_CHECKING:
@@ -134,6 +136,9 @@ COMPACT_DEADLINES_AT: Final = 1024
 #: generic path's second look at the result costs little)
 ONE_PASS_MIN_BYTES: Final = 16 * 1024
 MAX_PAGES: Final = 10_000
+#: what one listing (every page of tools/list, resources/list, ...) may add up to, by default
+DEFAULT_MAX_LIST_ITEMS: Final = 100_000
+DEFAULT_MAX_LIST_BYTES: Final = 64 * 1024 * 1024
 NOISE_WARNINGS_PER_MINUTE: Final = 5
 #: Answers with an id no request has that are logged, per client; the rest are only counted.
 STRAY_WARNINGS: Final = 5
@@ -170,6 +175,10 @@ ServerSpec = StdioServer | HttpServer
 _ERA_CACHE: dict[tuple[object, ...], Era] = {}
 """Era verdicts, per server command and working directory (stdio) or per URL (HTTP), for the life
 of the process (LC-44); written and read only with ``era_cache=True``."""
+
+_PARITY_CHECKED: set[tuple[object, ...]] = set()
+"""Servers whose 2026-07-28 lists were cross-checked against the legacy era and found to be
+what they serve (see :meth:`Client._cross_check_legacy`): not checked again in this process."""
 
 _HTTP_KIND_CACHE: dict[str, str] = {}
 """Which HTTP transport answered a URL (``"streamable-http"`` or ``"sse"``), beside its era.
@@ -421,12 +430,16 @@ class Client:
         sampling: SamplingHandler | None = None,
         elicitation: ElicitationHandler | None = None,
         max_input_rounds: int = 10,
+        max_list_items: int = DEFAULT_MAX_LIST_ITEMS,
+        max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
         validate_output: bool = True,
         era_cache: bool = True,
         server_stream: bool = True,
     ) -> None:
         if timeout <= 0 or max_timeout <= 0 or connect_timeout <= 0 or probe_timeout <= 0:
             raise ValueError("timeouts must be positive numbers of seconds")
+        if max_list_items < 1 or max_list_bytes < 1:
+            raise ValueError("max_list_items and max_list_bytes must be positive")
         if protocol_version is not None and not is_known(protocol_version):
             raise ValueError(
                 f"unknown protocol_version {protocol_version!r}; mcpwire speaks "
@@ -449,6 +462,8 @@ class Client:
         self._sampling = sampling
         self._elicitation = elicitation
         self._max_input_rounds = max_input_rounds
+        self._max_list_items = max_list_items
+        self._max_list_bytes = max_list_bytes
         self._validate_output = validate_output
         self._use_era_cache = era_cache
         self._requested_era = era or "auto"
@@ -473,6 +488,8 @@ class Client:
         self._session_ready = trio.Event()
         self._session_ready.set()
         self._generation = 0  # counts sessions established (a renewal is needed once per loss)
+        #: an auto-detected 2026-07-28 connection whose empty lists are not yet cross-checked
+        self._parity_pending = False
         self._want_server_stream = server_stream
         self._lost: BaseException | None = None
         self._closed = trio.Event()
@@ -657,7 +674,11 @@ class Client:
             await self._restart_transport()
             decided = await self._detect(*self._detection_mode())
         await self._establish(decided)
-        if self._use_era_cache and self._protocol_version is None and self._requested_era == "auto":
+        auto = self._protocol_version is None and self._requested_era == "auto"
+        self._parity_pending = (
+            auto and decided.era is Era.MODERN and not (self._use_era_cache and self._cache_key() in _PARITY_CHECKED)
+        )
+        if self._use_era_cache and auto:
             _ERA_CACHE[self._cache_key()] = decided.era
             if isinstance(self.spec, HttpServer) and self.spec.transport == "auto":
                 _HTTP_KIND_CACHE[self.spec.url] = self._http_kind
@@ -679,7 +700,9 @@ class Client:
             entry.waiter.set()
         await self._start_transport()
 
-    async def _detect(self, mode: str, legacy: tuple[str, ...], modern: tuple[str, ...]) -> Decided:
+    async def _detect(
+        self, mode: str, legacy: tuple[str, ...], modern: tuple[str, ...], *, sse_fallback: bool = True
+    ) -> Decided:
         detector = EraDetector(mode, legacy, modern)
         send, recv = trio.open_memory_channel[_Waiter](math.inf)
         roles: dict[int, tuple[str, PendingRequest[_Waiter]]] = {}
@@ -766,8 +789,7 @@ class Client:
                     actions = detector.on_exit()
                     if (actions and isinstance(actions[-1], Failed)) or not actions:
                         raise ServerGone(
-                            f"server '{self.label}' exited during the handshake"
-                            + (f" ({'; '.join(detector.errors)})" if detector.errors else ""),
+                            self._exit_during_handshake(outcome, detector),
                             server=self.label,
                             returncode=outcome.returncode,
                             stderr_tail=outcome.stderr_tail,
@@ -781,12 +803,18 @@ class Client:
                             break
                 elif isinstance(outcome, AuthError):
                     raise outcome  # a challenge, not an era signal (LC-46)
+                elif isinstance(outcome, RemoteProtocolError):  # an answer that cannot be read
+                    if role == "discover":
+                        actions = detector.on_discover_error(0, str(outcome), None)
+                    else:
+                        actions = detector.on_initialize_error(0, str(outcome), None)
                 elif isinstance(outcome, HTTPStatusError | ServerGone) and self._is_http:
                     status = outcome.status if isinstance(outcome, HTTPStatusError) else 0
                     if role == "discover":
                         actions = detector.on_discover_error(0, f"HTTP {status or 'stream closed'}", None)
                     elif (
                         status in (400, 404, 405)
+                        and sse_fallback
                         and isinstance(self.spec, HttpServer)
                         and self.spec.transport == "auto"
                         and self._http_kind != "sse"
@@ -795,7 +823,20 @@ class Client:
                         log.info("%s: initialize answered HTTP %s; trying the HTTP+SSE transport", self.label, status)
                         detector.errors.append(f"initialize answered HTTP {status}")
                         self._http_kind = "sse"
-                        await self._restart_transport(count=False)
+                        try:
+                            await self._restart_transport(count=False)
+                        except HTTPStatusError as exc:
+                            if isinstance(exc, AuthError):
+                                raise
+                            raise HTTPStatusError(
+                                f"server '{self.label}' answered the POST of 'initialize' to "
+                                f"{redact_url(self.spec.url)} with HTTP {status}, and the HTTP+SSE GET with "
+                                f"HTTP {exc.status}: no MCP endpoint answers at that URL (is the path right? "
+                                "Streamable HTTP servers often serve /mcp, HTTP+SSE ones /sse)",
+                                status=status,
+                                server=self.label,
+                                method="initialize",
+                            ) from exc
                         roles.clear()
                         detector.discover_pending = False
                         actions = [SendInitialize(initialize_version)]
@@ -818,6 +859,22 @@ class Client:
         for _role, entry in roles.values():
             self._session.table.abandon(entry.id)
         return decided
+
+    def _exit_during_handshake(self, gone: ServerGone, detector: EraDetector) -> str:
+        """Why connecting failed when the server exited: a server that wrote nothing at all to
+        stdout crashed on start (its stderr, attached, says why), whatever it was sent."""
+        transport = self._transport
+        if isinstance(self.spec, StdioServer) and transport is not None and transport.bytes_received == 0:
+            status = f" with status {gone.returncode}" if gone.returncode is not None else ""
+            again = (
+                " (started twice: a restart, in case the server/discover probe had made it exit, ended the same way)"
+                if detector.restarted
+                else ""
+            )
+            return f"server '{self.label}' crashed on start: it exited{status} before answering anything{again}"
+        return f"server '{self.label}' exited during the handshake" + (
+            f" ({'; '.join(detector.errors)})" if detector.errors else ""
+        )
 
     async def _send_handshake(
         self,
@@ -914,6 +971,19 @@ class Client:
         for event in events:
             if isinstance(event, AnswerReceived):
                 self._resolve(event.entry.waiter, event.message)
+            elif isinstance(event, AnswerUnreadable):
+                self._violations += 1
+                entry = event.entry
+                log.warning(
+                    "%s: unreadable answer to '%s' (id %s): %s", self.label, entry.method, entry.id, event.reason
+                )
+                self._resolve(
+                    entry.waiter,
+                    InvalidResponse(
+                        f"server '{self.label}' answered '{entry.method}' (id {entry.id}) with a message that "
+                        f"cannot be read: {event.reason}"
+                    ),
+                )
             elif isinstance(event, ProgressReceived):
                 waiter = event.entry.waiter
                 if waiter.progress is not None:
@@ -1642,11 +1712,25 @@ class Client:
         seen: set[str] = set()
         cursor: str | None = None
         modern = self.era is Era.MODERN
+        size = 0
         for _ in range(MAX_PAGES):
             params = {"cursor": cursor} if cursor is not None else None
             raw = await self._request(method, params, timeout=timeout)
+            # Each page is bounded by max_message_bytes; the whole listing by these, so a
+            # server cannot make one list call hold 10,000 pages of it in memory.
+            size += len(raw)
+            if size > self._max_list_bytes:
+                raise RemoteProtocolError(
+                    f"server '{self.label}' returned more than {self._max_list_bytes} bytes while paginating "
+                    f"'{method}' (page {len(seen) + 1}); raise max_list_bytes if it legitimately lists that much"
+                )
             page = _decode(raw, kind, method, self.label)
             items.extend(getattr(page, key))
+            if len(items) > self._max_list_items:
+                raise RemoteProtocolError(
+                    f"server '{self.label}' returned more than {self._max_list_items} items while paginating "
+                    f"'{method}' (page {len(seen) + 1}); raise max_list_items if it legitimately lists that many"
+                )
             cursor = page.next_cursor
             # 2026-07-28 pagination: "an empty string is a valid cursor" (UT-N02); legacy
             # servers that send "" mean the end.
@@ -1659,9 +1743,100 @@ class Client:
             seen.add(cursor)
         raise RemoteProtocolError(f"server '{self.label}' returned more than {MAX_PAGES} pages for '{method}'")
 
+    async def _cross_check_legacy(self, listed: str, timeout: float | None) -> bool:
+        """Era parity: True when this connection switched to the legacy era, so that the caller
+        lists again.
+
+        Some dual-era servers answer ``server/discover`` but serve nothing in 2026-07-28: a proxy
+        whose backend connects only for handshake sessions (FastMCP 4.1's) lists no tools,
+        prompts or resources there, and every one of them with a pinned legacy revision. Users
+        expect the same tools in auto mode as with a legacy pin, so the first time an
+        auto-detected 2026-07-28 connection lists nothing for a capability the server declares,
+        the client looks at the other declared lists; when they are all empty too, it sends
+        ``initialize``. A server that accepts it carries on in the legacy era, and that verdict
+        is cached for the server like any era verdict (the next connection starts in the legacy
+        era); a server that refuses it is a 2026-07-28 server with nothing to list, and stays as
+        it was. Over stdio the server is restarted for the handshake. Once per connection, and
+        once per server per process when the era cache is on; never with a pinned era or
+        revision, and never while other requests or subscriptions are in flight (the check
+        waits for a quieter moment).
+        """
+        if not self._parity_pending or self.era is not Era.MODERN:
+            return False
+        if len(self._session.table) or self._subscriptions:
+            return False
+        self._parity_pending = False
+        caps = self.server_capabilities
+        others = [
+            (method, kind, key)
+            for method, kind, key, declared in (
+                ("tools/list", _ToolsPage, "tools", caps.tools),
+                ("prompts/list", _PromptsPage, "prompts", caps.prompts),
+                ("resources/list", _ResourcesPage, "resources", caps.resources),
+            )
+            if declared is not None and method != listed
+        ]
+        for method, kind, key in others:
+            if await self._pages(method, kind, key, timeout):
+                self._parity_checked()
+                return False  # it serves this era: it simply has none of what was listed
+        return await self._switch_to_legacy(listed)
+
+    def _parity_checked(self) -> None:
+        if self._use_era_cache:
+            _PARITY_CHECKED.add(self._cache_key())
+
+    async def _switch_to_legacy(self, listed: str) -> bool:
+        """Sends ``initialize`` (over stdio to a restarted server, over HTTP as a new session); on
+        success the connection goes on in the legacy era. Calls made meanwhile wait for the
+        outcome (bounded)."""
+        session = self._session
+        revision = session.revision
+        assert revision is not None
+        saved = (revision.version, session.server_capabilities, session.server_info, session.instructions)
+        ready = trio.Event()
+        self._session_ready = ready
+        session.begin_connecting()
+        try:
+            try:
+                if isinstance(self.spec, StdioServer):
+                    # A fresh process: a stdio server may refuse a handshake on a connection that
+                    # already served 2026-07-28 requests (FastMCP's does, with -32022).
+                    await self._restart_transport()
+                elif self._transport is not None:
+                    self._transport.negotiated(LEGACY_REVISIONS[0], False)  # its answer opens a session
+                decided = await self._detect("legacy", LEGACY_REVISIONS, MODERN_REVISIONS, sse_fallback=False)
+            except (RemoteProtocolError, TransportError) as exc:
+                if isinstance(exc, ServerGone) or self._lost is not None:
+                    session.state = SessionState.CLOSED  # the connection died meanwhile
+                    self.connection_lost(exc)
+                    raise
+                log.debug("%s: no legacy session to compare with: %s", self.label, exc)
+                session.capabilities = self._capabilities(saved[0])
+                session.established(*saved)
+                if self._transport is not None:
+                    self._transport.negotiated(saved[0], True)
+                self._parity_checked()
+                return False
+            await self._establish(decided)
+        finally:
+            ready.set()
+        log.info(
+            "%s: the server listed nothing for '%s' in %s but accepts %s; using the legacy era",
+            self.label,
+            listed,
+            saved[0],
+            decided.version,
+        )
+        if self._use_era_cache:
+            _ERA_CACHE[self._cache_key()] = Era.LEGACY
+        return True
+
     async def list_tools(self, *, timeout: float | None = None) -> list[Tool]:
         """Every tool, following pagination. Invalid tool definitions are dropped with a warning (TL-02)."""
         raw_items = await self._pages("tools/list", _ToolsPage, "tools", timeout)
+        if not raw_items and await self._cross_check_legacy("tools/list", timeout):
+            raw_items = await self._pages("tools/list", _ToolsPage, "tools", timeout)
         tools, problems = decode_tools(raw_items)
         if self._transport is not None and self._transport.wants_headers:
             kept: list[Tool] = []
@@ -1792,7 +1967,10 @@ class Client:
     # -- resources --------------------------------------------------------------------------------
 
     async def list_resources(self, *, timeout: float | None = None) -> list[Resource]:
-        return await self._pages("resources/list", _ResourcesPage, "resources", timeout)
+        resources: list[Resource] = await self._pages("resources/list", _ResourcesPage, "resources", timeout)
+        if not resources and await self._cross_check_legacy("resources/list", timeout):
+            resources = await self._pages("resources/list", _ResourcesPage, "resources", timeout)
+        return resources
 
     async def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
         return await self._pages("resources/templates/list", _TemplatesPage, "resource_templates", timeout)
@@ -1907,7 +2085,10 @@ class Client:
     # -- prompts ------------------------------------------------------------------------------------
 
     async def list_prompts(self, *, timeout: float | None = None) -> list[Prompt]:
-        return await self._pages("prompts/list", _PromptsPage, "prompts", timeout)
+        prompts: list[Prompt] = await self._pages("prompts/list", _PromptsPage, "prompts", timeout)
+        if not prompts and await self._cross_check_legacy("prompts/list", timeout):
+            prompts = await self._pages("prompts/list", _PromptsPage, "prompts", timeout)
+        return prompts
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None

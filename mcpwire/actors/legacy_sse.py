@@ -23,13 +23,13 @@ from urllib.parse import urljoin, urlsplit
 
 import trio
 
-from ..errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, ServerGone
+from ..errors import ConnectError, FrameTooLarge, HTTPStatusError, ServerGone
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import RequestId
 from ..protocol.sse import SSEDecoder, is_event_stream
 from ..transports import HttpServer
 from .base import MessageSink
-from .streamable_http import _backoff, body_chunks, open_http_client, open_stream, read_body
+from .http_common import auth_error, backoff, body_chunks, describe_error, open_http_client, open_stream, read_body
 
 if TYPE_CHECKING:
     import httpx
@@ -108,7 +108,7 @@ class LegacySSETransport:
     async def run(self, *, task_status: trio.TaskStatus[LegacySSETransport] = trio.TASK_STATUS_IGNORED) -> None:
         """Connects (waits for the ``endpoint`` event), then reads the stream until closed."""
         if self._http is None:
-            self._http = open_http_client()
+            self._http = open_http_client(self.spec.url)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch_close, nursery.cancel_scope)
@@ -164,7 +164,9 @@ class LegacySSETransport:
                         raise ConnectError(f"server '{self.label}' sent no endpoint event within {ENDPOINT_TIMEOUT:g}s")
             except (httpx.TransportError, FrameTooLarge) as exc:
                 if not started:
-                    raise ConnectError(f"cannot reach the SSE stream of server '{self.label}': {exc}") from exc
+                    raise ConnectError(
+                        f"cannot reach the SSE stream of server '{self.label}': {describe_error(exc)}"
+                    ) from exc
                 dropped = exc
                 if isinstance(exc, FrameTooLarge):
                     log.warning("%s: SSE stream dropped: %s", self.label, exc)
@@ -178,7 +180,7 @@ class LegacySSETransport:
             failures += 1
             if not started or failures > self._reconnects:
                 break
-            await trio.sleep(_backoff(failures))
+            await trio.sleep(backoff(failures))
         if not self._closing:
             self._sink.connection_lost(ServerGone(f"server '{self.label}' closed the SSE stream", server=self.label))
 
@@ -191,13 +193,7 @@ class LegacySSETransport:
     def _check_status(self, response: httpx.Response) -> None:
         status = response.status_code
         if status in (401, 403):
-            challenge = response.headers.get("www-authenticate", "")
-            raise AuthError(
-                f"server '{self.label}' answered HTTP {status}" + (f"; challenge: {challenge}" if challenge else ""),
-                status=status,
-                challenge=challenge,
-                server=self.label,
-            )
+            raise auth_error(self.spec, self.label, status, response.headers.get("www-authenticate", ""))
         ctype = response.headers.get("content-type", "")
         if status != 200 or not is_event_stream(ctype):
             raise HTTPStatusError(
@@ -235,18 +231,12 @@ class LegacySSETransport:
                 # bounded: a server cannot make the client buffer an endless answer (HT-S03).
                 self.bytes_received += len(await read_body(response, self._max))
         except httpx.TransportError as exc:
-            raise ServerGone(f"cannot POST to server '{self.label}': {exc}", server=self.label) from exc
+            raise ServerGone(f"cannot POST to server '{self.label}': {describe_error(exc)}", server=self.label) from exc
 
     def _check_post(self, response: httpx.Response) -> None:
         status = response.status_code
         if status in (401, 403):
-            challenge = response.headers.get("www-authenticate", "")
-            raise AuthError(
-                f"server '{self.label}' answered HTTP {status}" + (f"; challenge: {challenge}" if challenge else ""),
-                status=status,
-                challenge=challenge,
-                server=self.label,
-            )
+            raise auth_error(self.spec, self.label, status, response.headers.get("www-authenticate", ""))
         if status >= 400:
             raise HTTPStatusError(
                 f"server '{self.label}' answered the POST with HTTP {status}", status=status, server=self.label

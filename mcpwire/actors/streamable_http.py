@@ -32,15 +32,13 @@ events are bounded by ``max_message_bytes`` (HT-S03).
 from __future__ import annotations
 
 import logging
-import random
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from contextlib import aclosing, asynccontextmanager
-from typing import TYPE_CHECKING, Final, cast
+from collections.abc import Callable, Mapping
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 from ..errors import (
-    AuthError,
     ConnectError,
     FrameTooLarge,
     HTTPStatusError,
@@ -52,8 +50,19 @@ from ..errors import (
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.jsonrpc import ErrorResponse, Message, NotProtocol, RequestId, Response
 from ..protocol.sse import SSEDecoder, is_event_stream, media_type
+from ..redaction import redact_url
 from ..transports import HttpServer
 from .base import MessageSink
+from .http_common import (
+    auth_error,
+    backoff,
+    body_chunks,
+    close_response,
+    describe_error,
+    open_http_client,
+    open_stream,
+    read_body,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -73,70 +82,6 @@ SEND_ATTEMPTS: Final = 3
 RESUME_ATTEMPTS: Final = 5
 DEFAULT_RETRY_MS: Final = 1000
 GET_STREAM_ATTEMPTS: Final = 5
-RESPONSE_CLOSE_TIMEOUT: Final = 2.0  # seconds to close a streamed response, even when cancelled
-
-
-def open_http_client() -> httpx.AsyncClient:
-    """The client used when none is injected: no read timeout (streams are long-lived; the
-    MCP client bounds every request itself), bounded connect and write."""
-    import httpx
-
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0), follow_redirects=False
-    )
-
-
-def body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """The body's chunks, as the async generator httpx makes them: used under ``aclosing`` so
-    that leaving a stream early (the answer came, an error) releases it at once, not at GC."""
-    return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
-
-
-@asynccontextmanager
-async def open_stream(
-    http: httpx.AsyncClient, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None
-) -> AsyncIterator[httpx.Response]:
-    """``http.stream(...)``, but the response is closed even when the caller is cancelled: a
-    close interrupted by the cancellation would leave its socket to the garbage collector."""
-    response = await http.send(http.build_request(method, url, headers=headers, content=content), stream=True)
-    try:
-        yield response
-    finally:
-        await close_response(response)
-
-
-async def close_response(response: httpx.Response) -> None:
-    """Closes a streamed response; shielded and bounded."""
-    if response.is_closed:  # read to the end (the usual answer): nothing left to release
-        return
-    with trio.CancelScope(shield=True), trio.move_on_after(RESPONSE_CLOSE_TIMEOUT):
-        await response.aclose()
-
-
-async def read_body(response: httpx.Response, limit: int) -> bytes:
-    """The whole body of a streamed response, never more than ``limit`` bytes in memory (HT-S03).
-
-    Raises:
-        FrameTooLarge: the declared or the actual length exceeds ``limit``; the rest is not read.
-    """
-    declared = response.headers.get("content-length")
-    length = int(declared) if declared is not None and declared.isascii() and declared.isdigit() else None
-    if length is not None and length > limit:
-        raise FrameTooLarge(length, limit)
-    if length is not None and response.headers.get("content-encoding", "identity") == "identity":
-        # h11 frames the body by its declared length, and nothing inflates it: bounded.
-        return await response.aread()
-    buffer = bytearray()
-    async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
-        async for chunk in pieces:
-            buffer += chunk
-            if len(buffer) > limit:
-                raise FrameTooLarge(len(buffer), limit)
-    return bytes(buffer)
-
-
-def _backoff(attempt: int, base: float = 0.25, cap: float = 5.0) -> float:
-    return float(min(cap, base * 2**attempt) * (0.5 + random.random() / 2))
 
 
 class _Answered:
@@ -203,7 +148,7 @@ class StreamableHTTPTransport:
 
     async def run(self, *, task_status: trio.TaskStatus[StreamableHTTPTransport] = trio.TASK_STATUS_IGNORED) -> None:
         if self._http is None:
-            self._http = open_http_client()
+            self._http = open_http_client(self.url)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -367,15 +312,16 @@ class StreamableHTTPTransport:
                 unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
                 if attempt < SEND_ATTEMPTS and not self._closing and (unsent or self._may_repeat(request_id)):
                     log.info("%s: POST failed (%r); sending it again", self.label, exc)
-                    await trio.sleep(_backoff(attempt))
+                    await trio.sleep(backoff(attempt))
                     attempt += 1
                     continue
+                url = redact_url(self.url)
                 if unsent:
-                    raise ConnectError(f"cannot reach server '{self.label}' at {self.url}: {exc}") from exc
+                    raise ConnectError(f"cannot reach server '{self.label}' at {url}: {describe_error(exc)}") from exc
                 what = f"request id {request_id}" if request_id is not None else "a message"
                 raise ConnectError(
-                    f"the connection to server '{self.label}' at {self.url} broke before it answered {what} ({exc}); "
-                    "it was not sent again, since the server may already have acted on it"
+                    f"the connection to server '{self.label}' at {url} broke before it answered {what} "
+                    f"({describe_error(exc)}); it was not sent again, since the server may already have acted on it"
                 ) from exc
             try:
                 status = response.status_code
@@ -383,7 +329,7 @@ class StreamableHTTPTransport:
                     status == UNAVAILABLE_STATUS or (status in GATEWAY_STATUSES and self._may_repeat(request_id))
                 ):
                     log.info("%s: HTTP %s; sending it again", self.label, status)
-                    await trio.sleep(_backoff(attempt))
+                    await trio.sleep(backoff(attempt))
                     attempt += 1
                     continue
                 await self._handle_response(response, request_id, opens_session, sent_session)
@@ -421,15 +367,7 @@ class StreamableHTTPTransport:
             self._session_opened(response.headers.get("mcp-session-id") or None)
         ctype = media_type(response.headers.get("content-type", ""))
         if status in (401, 403):
-            challenge = response.headers.get("www-authenticate", "")
-            how = "the configured credentials were refused" if self.spec.has_auth else "no credentials are configured"
-            raise AuthError(
-                f"server '{self.label}' answered HTTP {status} ({how})"
-                + (f"; challenge: {challenge}" if challenge else ""),
-                status=status,
-                challenge=challenge,
-                server=self.label,
-            )
+            raise auth_error(self.spec, self.label, status, response.headers.get("www-authenticate", ""))
         if status == 404 and sent_session is not None and not self.modern:
             # HT-L12: "When a client receives HTTP 404 in response to a request containing an
             # MCP-Session-Id, it MUST start a new session". Every request that carried the lost
@@ -449,10 +387,22 @@ class StreamableHTTPTransport:
         body = await self._read_body(response)
         if ctype == "application/json" and body and not body.isspace():
             message = self._sink.classify(body)
+            if isinstance(message, NotProtocol) and request_id is not None and message.answer_id == request_id:
+                self._sink.message_received(message)  # our answer, unreadable: the call fails with why
+                return
             # A JSON-RPC answer, even on 4xx: 2026-07-28 answers -32020/-32021/-32022 with
             # 400 and -32601 with 404, and the client acts on the error (LC-43, LC-47).
             if not isinstance(message, NotProtocol) and (200 <= status < 300 or isinstance(message, ErrorResponse)):
-                if isinstance(message, ErrorResponse) and message.id is None and request_id is not None:
+                if (
+                    isinstance(message, ErrorResponse)
+                    and request_id is not None
+                    and message.id != request_id
+                    and (message.id is None or not 200 <= status < 300)
+                ):
+                    # An error status answers this POST, whatever id its body names: null when
+                    # the server could not read ours (JR-09), or one of its own - Python SDK 1.x
+                    # servers answer a request without a session id with 400 and the id
+                    # "server-error". Left unmatched, the request would wait its whole timeout.
                     message = ErrorResponse(request_id, message.code, message.message, message.data)
                 self._sink.message_received(message)
                 return
@@ -511,7 +461,7 @@ class StreamableHTTPTransport:
         delay = (retry_ms if retry_ms is not None else DEFAULT_RETRY_MS) / 1000
         refused: int | None = None
         for attempt in range(RESUME_ATTEMPTS):
-            await trio.sleep(delay if attempt == 0 else max(delay, _backoff(attempt)))
+            await trio.sleep(delay if attempt == 0 else max(delay, backoff(attempt)))
             headers = self._session_headers({"Accept": "text/event-stream", "Last-Event-ID": last_id})
             decoder = SSEDecoder(self._max)
             try:
@@ -602,4 +552,4 @@ class StreamableHTTPTransport:
             if self._closing:
                 return
             retry = decoder.retry / 1000 if decoder.retry is not None else None
-            await trio.sleep(retry if retry is not None else _backoff(failures))
+            await trio.sleep(retry if retry is not None else backoff(failures))

@@ -15,6 +15,7 @@ JR-08 (exactly one of ``result``/``error``, integer codes), JR-09 (an error may 
 
 from __future__ import annotations
 
+import re
 from typing import Final, TypeAlias
 
 import msgspec
@@ -22,6 +23,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 __all__ = [
     "DECODE_ERRORS",
+    "answer_id",
     "Batch",
     "ErrorResponse",
     "Message",
@@ -85,10 +87,17 @@ class ErrorResponse(msgspec.Struct, frozen=True):
 
 
 class NotProtocol(msgspec.Struct, frozen=True):
-    """Input that is not a JSON-RPC message; ``reason`` says why."""
+    """Input that is not a JSON-RPC message; ``reason`` says why.
+
+    ``answer_id`` is set when the input still reads as an answer (a ``"jsonrpc": "2.0"`` object
+    with ``result`` or ``error``, or an object too deeply nested or otherwise undecodable whose
+    top-level ``id`` can be found): the request it answers can then fail at once instead of
+    waiting for its timeout.
+    """
 
     line: bytes
     reason: str
+    answer_id: RequestId | None = None
 
 
 class Batch(msgspec.Struct, frozen=True):
@@ -149,9 +158,10 @@ def _from_envelope(env: _Envelope, line: bytes) -> Request | Notification | Resp
     if env.jsonrpc != "2.0":
         return NotProtocol(line, 'no "jsonrpc": "2.0" member')
     msg_id = env.id
+    answer_id = msg_id if isinstance(msg_id, int | str) and not isinstance(msg_id, bool) else None
     if not isinstance(env.method, UnsetType):
         if env.result or env.error:
-            return NotProtocol(line, "a message with both a method and a result or error")
+            return NotProtocol(line, "a message with both a method and a result or error", answer_id)
         if isinstance(msg_id, UnsetType):
             return Notification(env.method, env.params)
         if msg_id is None:
@@ -159,11 +169,11 @@ def _from_envelope(env: _Envelope, line: bytes) -> Request | Notification | Resp
         return Request(msg_id, env.method, env.params)
     if env.error:
         if env.result:
-            return NotProtocol(line, "a response with both result and error")
+            return NotProtocol(line, "a response with both result and error", answer_id)
         try:
             err = _error_object.decode(env.error)
         except _BAD_INPUT as exc:
-            return NotProtocol(line, f"a malformed error object: {exc}")
+            return NotProtocol(line, f"a malformed error object: {exc}", answer_id)
         rid = None if isinstance(msg_id, UnsetType) else msg_id
         return ErrorResponse(rid, err.code, err.message, err.data)
     if env.result:
@@ -180,7 +190,7 @@ def classify(data: bytes) -> Message:
         try:
             env = _envelope.decode(data)
         except _BAD_INPUT as exc:
-            return NotProtocol(data, _reason(exc))
+            return NotProtocol(data, _reason(exc), answer_id(data))
         rid = env.id
         if (  # the common case, a result, without the general path's call
             env.result
@@ -201,6 +211,94 @@ def classify(data: bytes) -> Message:
             return NotProtocol(data, "an empty batch")
         return Batch(tuple(_from_envelope(e, data) for e in envs))
     return NotProtocol(data, "not a JSON object or array")
+
+
+#: one token of the top level of a JSON object: a string, a structural character, or a scalar
+_TOKEN: Final = re.compile(rb'\s*(?:("(?:[^"\\]|\\.)*")|([\[\]{}:,])|([^\s\[\]{}:,"]+))', re.DOTALL)
+#: inside a nested value only strings and brackets matter
+_NESTED: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_ANSWER_KEYS: Final = frozenset({b'"result"', b'"error"'})
+
+
+def answer_id(data: bytes) -> RequestId | None:
+    """The top-level ``id`` of a JSON object that the decoder refused (nested deeper than it
+    recurses, invalid UTF-8 in some string), when the object has a ``result`` or ``error``
+    member: the request it answers. ``None`` when that cannot be read.
+
+    An iterative scan, so no depth of nesting can make it recurse: a nested value is skipped by
+    counting brackets outside strings. It runs only on input the decoder already refused.
+    """
+    pos, end = 0, len(data)
+    match = _TOKEN.match(data, pos)
+    if match is None or match.group(2) != b"{":
+        return None
+    pos = match.end()
+    found: RequestId | None = None
+    has_id = is_answer = False
+    key: bytes | None = None
+    expect = "key"  # key -> colon -> value -> comma
+    while pos < end:
+        match = _TOKEN.match(data, pos)
+        if match is None:
+            return None
+        pos = match.end()
+        string, punct, scalar = match.groups()
+        if expect == "key":
+            if punct == b"}":
+                break
+            if string is None:
+                return None
+            key, expect = string, "colon"
+        elif expect == "colon":
+            if punct != b":":
+                return None
+            expect = "value"
+        elif expect == "value":
+            assert key is not None
+            is_answer = is_answer or key in _ANSWER_KEYS
+            if has_id and is_answer:
+                return found  # no need to walk the (deep) rest
+            if punct in (b"[", b"{"):
+                pos = _skip_nested(data, pos)
+                if pos < 0:
+                    break  # cut short: what was read so far may still name the request
+            elif key == b'"id"':
+                has_id, found = True, _scalar_id(string, scalar)
+            expect = "comma"
+        else:
+            if punct == b"}":
+                break
+            if punct != b",":
+                return None
+            expect = "key"
+    return found if has_id and is_answer else None
+
+
+def _skip_nested(data: bytes, pos: int) -> int:
+    """The position after the array or object whose opening bracket ends before ``pos``;
+    -1 when the input ends first."""
+    depth = 1
+    for match in _NESTED.finditer(data, pos):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+        elif token in (b"]", b"}"):
+            depth -= 1
+            if depth == 0:
+                return match.end()
+    return -1
+
+
+def _scalar_id(string: bytes | None, scalar: bytes | None) -> RequestId | None:
+    try:
+        if string is not None:
+            value = msgspec.json.decode(string)
+            return value if isinstance(value, str) else None
+        if scalar is not None and scalar.lstrip(b"-").isdigit():
+            return int(scalar)
+    except (msgspec.DecodeError, ValueError):
+        pass
+    return None
 
 
 # -- encoding -------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ __all__ = [
     "ToolCallResponse",
     "decode_tool_answer",
     "AnswerReceived",
+    "AnswerUnreadable",
     "ClientSession",
     "Event",
     "NotificationReceived",
@@ -99,6 +100,13 @@ class AnswerReceived(msgspec.Struct, Generic[W], frozen=True):
     message: Response | ErrorResponse
 
 
+class AnswerUnreadable(msgspec.Struct, Generic[W], frozen=True):
+    """An answer to one of our requests that cannot be decoded; ``reason`` says why."""
+
+    entry: PendingRequest[W]
+    reason: str
+
+
 class ProgressReceived(msgspec.Struct, Generic[W], frozen=True):
     """``notifications/progress`` for a request still in flight."""
 
@@ -130,7 +138,14 @@ class Violation(msgspec.Struct, frozen=True):
     not_protocol: bool = False
 
 
-Event = AnswerReceived[W] | ProgressReceived[W] | NotificationReceived | ServerRequestReceived | Violation
+Event = (
+    AnswerReceived[W]
+    | AnswerUnreadable[W]
+    | ProgressReceived[W]
+    | NotificationReceived
+    | ServerRequestReceived
+    | Violation
+)
 
 
 def _decode_params(raw: msgspec.Raw) -> dict[str, object] | None:
@@ -184,7 +199,13 @@ class ClientSession(Generic[W]):
         return self.revision.era if self.revision else None
 
     def begin_connecting(self) -> None:
+        """Connecting, or negotiating again on the same connection (nothing negotiated applies
+        until :meth:`established`; requests in flight keep their ids)."""
         self.state = SessionState.CONNECTING
+        self.revision = None
+        self._verdicts.clear()
+        self._modern_meta = {}
+        self._modern_meta_raw = None
 
     def established(
         self,
@@ -339,4 +360,10 @@ class ClientSession(Generic[W]):
                 events.extend(self.receive(item))
             return events
         assert isinstance(message, NotProtocol)
+        if message.answer_id is not None and message.answer_id in self.table:
+            # An answer to a request in flight that cannot be read (nested too deeply, a
+            # malformed error object): the request fails now rather than at its timeout.
+            entry = self.table.resolve(message.answer_id)
+            assert entry is not None
+            return [AnswerUnreadable(entry, message.reason.removeprefix("not a JSON-RPC message: "))]
         return [Violation(message.reason, message.line, not_protocol=True)]

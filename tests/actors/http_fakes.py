@@ -875,9 +875,11 @@ def fresh_era_cache() -> Iterator[None]:
     use it there."""
     _client_module._ERA_CACHE.clear()
     _client_module._HTTP_KIND_CACHE.clear()
+    _client_module._PARITY_CHECKED.clear()
     yield
     _client_module._ERA_CACHE.clear()
     _client_module._HTTP_KIND_CACHE.clear()
+    _client_module._PARITY_CHECKED.clear()
 
 
 @asynccontextmanager

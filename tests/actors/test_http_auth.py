@@ -38,7 +38,9 @@ async def test_401_names_the_server_and_carries_the_challenge(autojump_clock: Mo
         pytest.raises(
             AuthError,
             match=r"^server 'mcp\.test' answered HTTP 401 \(no credentials are configured\); challenge: "
-            r'Bearer resource_metadata="http://mcp\.test/\.well-known/oauth-protected-resource/mcp"$',
+            r'Bearer resource_metadata="http://mcp\.test/\.well-known/oauth-protected-resource/mcp"; '
+            r"authorize with 'mcpwire login http://mcp\.test/mcp', or pass a token \(--bearer-env VAR on the "
+            r"command line, HttpServer\(bearer_token=\.\.\.\) in Python\)$",
         ) as info,
     ):
         async with connect(fake):
@@ -122,7 +124,9 @@ async def test_401_on_a_call_after_connecting(autojump_clock: MockClock) -> None
             with pytest.raises(
                 AuthError,
                 match=r"^server 'mcp\.test' answered HTTP 401 \(the configured credentials were refused\); "
-                r'challenge: Bearer error="invalid_token", resource_metadata="http://mcp\.test/prm"$',
+                r'challenge: Bearer error="invalid_token", resource_metadata="http://mcp\.test/prm"; '
+                r"the token may be wrong or expired: run 'mcpwire login http://mcp\.test/mcp' again, or check "
+                r"the token$",
             ):
                 await client.call_tool("echo", {"text": "x"})
             assert (await client.call_tool("echo", {"text": "y"})).is_error is False
@@ -141,7 +145,7 @@ async def test_403_is_an_auth_error_with_the_challenge(autojump_clock: MockClock
     fake = FakeMCPServer(mode=mode, require_token=SECRET)
     transport: Literal["sse", "auto"] = "sse" if mode == "sse" else "auto"
     spec = HttpServer(url=fake.url, transport=transport, bearer_token=SECRET)
-    how = "" if mode == "sse" else r" \(the configured credentials were refused\)"
+    how = r" \(the configured credentials were refused\)"
     with trio.fail_after(BOUND):
         async with connect(fake, spec) as client:
             fake.inject(403, rpc_method="tools/call", headers={"WWW-Authenticate": INSUFFICIENT})

@@ -28,6 +28,7 @@ from trio.testing import MockClock
 from mcpwire.errors import (
     MCPWireError,
     MissingClientCapability,
+    RemoteProtocolError,
     RequestTimeout,
     ResponseStreamLost,
     RPCError,
@@ -634,3 +635,69 @@ async def test_unsupported_version_twice_is_surfaced_after_one_retry(autojump_cl
                 await client.call_tool("echo", {"text": "x"})
             assert (await client.call_tool("echo", {"text": "y"})).is_error is False
     assert [r.status for r in fake.sent("tools/call")] == [400, 400, 200]
+
+
+# -- bounded listings ------------------------------------------------------------------------------
+
+
+def _endless_pages(fake: FakeMCPServer, per_page: int, description: str = "") -> list[int]:
+    """tools/list answers page after page, each with a new cursor, for ever."""
+    pages: list[int] = []
+
+    def page(params: dict[str, Any]) -> dict[str, Any]:
+        pages.append(len(pages))
+        tools = [{**ECHO_TOOL, "name": f"t{len(pages)}-{i}", "description": description} for i in range(per_page)]
+        return {"tools": tools, "nextCursor": f"c{len(pages)}"}
+
+    fake.handlers["tools/list"] = page
+    return pages
+
+
+async def test_endless_pagination_is_bounded_by_items(autojump_clock: MockClock) -> None:
+    """A server that pages for ever with fresh cursors (no cycle to catch) cannot make one
+    listing hold 10,000 pages: past ``max_list_items`` the call fails, naming server, method,
+    page and the option that raises the bound."""
+    fake = _modern_fake()
+    pages = _endless_pages(fake, per_page=1000)
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            with pytest.raises(
+                RemoteProtocolError,
+                match=r"^server 'mcp\.test' returned more than 100000 items while paginating 'tools/list' "
+                r"\(page 101\); raise max_list_items if it legitimately lists that many$",
+            ):
+                await client.list_tools()
+    assert len(pages) == 101
+
+
+async def test_endless_pagination_is_bounded_by_bytes(autojump_clock: MockClock) -> None:
+    """The total size of a listing is bounded too (``max_list_bytes``), however few the items."""
+    fake = _modern_fake()
+    pages = _endless_pages(fake, per_page=1, description="x" * 100_000)
+    with trio.fail_after(BOUND):
+        async with connect(fake, max_list_bytes=1_000_000) as client:
+            with pytest.raises(
+                RemoteProtocolError,
+                match=r"^server 'mcp\.test' returned more than 1000000 bytes while paginating 'tools/list' "
+                r"\(page 10\); raise max_list_bytes if it legitimately lists that much$",
+            ):
+                await client.list_tools()
+    assert len(pages) == 10
+
+
+async def test_a_listing_within_the_bounds_is_whole(autojump_clock: MockClock) -> None:
+    """Ten pages of 100 tools end with no cursor: all 1,000 come back."""
+    fake = _modern_fake()
+    pages = _endless_pages(fake, per_page=100)
+    inner = fake.handlers["tools/list"]
+
+    def ten(params: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = inner(params)
+        if len(pages) == 10:
+            del result["nextCursor"]
+        return result
+
+    fake.handlers["tools/list"] = ten
+    with trio.fail_after(BOUND):
+        async with connect(fake, max_list_items=1000) as client:
+            assert len(await client.list_tools()) == 1000

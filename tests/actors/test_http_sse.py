@@ -25,7 +25,7 @@ from trio.testing import MockClock
 
 import mcpwire.client as client_module
 from mcpwire.client import ClientStatistics
-from mcpwire.errors import AuthError, ConnectError, FrameTooLarge, MCPWireError, ServerGone
+from mcpwire.errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, MCPWireError, ServerGone
 from mcpwire.protocol.types import TextContent
 from mcpwire.protocol.versions import Era
 from mcpwire.transports import HttpServer
@@ -133,13 +133,13 @@ async def test_401_during_detection_is_an_auth_error_not_a_fallback(autojump_clo
     else:
         fake.inject(401, http_method="GET", headers=challenge)
         expected = [("POST", "server/discover", 400), ("POST", "initialize", 404), ("GET", None, 401)]
-    detail = "" if step == "sse-get" else r" \(no credentials are configured\)"
     with (
         trio.fail_after(BOUND),
         pytest.raises(
             AuthError,
-            match=rf"^server 'mcp\.test' answered HTTP 401{detail}; challenge: Bearer "
-            r'resource_metadata="http://mcp\.test/\.well-known/oauth-protected-resource/mcp"$',
+            match=r"^server 'mcp\.test' answered HTTP 401 \(no credentials are configured\); challenge: Bearer "
+            r'resource_metadata="http://mcp\.test/\.well-known/oauth-protected-resource/mcp"; '
+            r"authorize with 'mcpwire login http://mcp\.test/mcp', or pass a token \(",
         ) as info,
     ):
         async with connect(fake):
@@ -526,3 +526,28 @@ async def test_stale_sse_verdict_retries_detection_only_once(autojump_clock: Moc
         ("POST", "initialize"),
     ]
     assert dict(client_module._HTTP_KIND_CACHE) == {}
+
+
+async def test_a_wrong_path_is_blamed_on_the_post_not_the_last_fallback(autojump_clock: MockClock) -> None:
+    """A URL where nothing serves MCP (a wrong path on a Streamable HTTP server): the probe, the
+    ``initialize`` POST and the HTTP+SSE GET all answer 404. The error names the POST first (the
+    transport that was asked for) and the fallback second, and says what to check."""
+    fake = FakeMCPServer(mode="sse")
+    fake.inject(404, http_method="GET", headers={"Content-Type": "text/html"}, content=b"Cannot GET /wrong")
+    with (
+        trio.fail_after(BOUND),
+        pytest.raises(
+            HTTPStatusError,
+            match=r"^server 'mcp\.test' answered the POST of 'initialize' to http://mcp\.test/mcp with HTTP 404, "
+            r"and the HTTP\+SSE GET with HTTP 404: no MCP endpoint answers at that URL \(is the path right\? "
+            r"Streamable HTTP servers often serve /mcp, HTTP\+SSE ones /sse\)$",
+        ) as info,
+    ):
+        async with connect(fake):
+            pass
+    assert info.value.status == 404
+    assert fake.trace() == [
+        ("POST", "/mcp", "server/discover", 400),
+        ("POST", "/mcp", "initialize", 404),
+        ("GET", "/mcp", None, 404),
+    ]

@@ -18,7 +18,15 @@ from http_fakes import HANG, LEGACY_VERSION, FakeMCPServer, connect, fresh_era_c
 from trio.testing import MockClock
 
 from mcpwire.actors.streamable_http import RESUME_ATTEMPTS, StreamableHTTPTransport
-from mcpwire.errors import ConnectError, FrameTooLarge, HTTPStatusError, ServerGone, SessionExpired
+from mcpwire.errors import (
+    ConnectError,
+    FrameTooLarge,
+    HTTPStatusError,
+    InvalidResponse,
+    RPCError,
+    ServerGone,
+    SessionExpired,
+)
 from mcpwire.protocol import jsonrpc
 from mcpwire.protocol.types import TextContent
 from mcpwire.protocol.versions import Era
@@ -822,3 +830,82 @@ async def test_a_3_mib_event_is_received_with_default_limits(autojump_clock: Moc
         async with connect(fake, spec) as client:
             result = await client.call_tool("echo", {"text": "big"})
     assert result.text() == big
+
+
+# -- an error status whose body names another id --------------------------------------------------
+
+SDK1_REFUSAL = {
+    "jsonrpc": "2.0",
+    "id": "server-error",
+    "error": {"code": -32600, "message": "Bad Request: Missing session ID"},
+}
+
+
+@pytest.mark.parametrize("body", [SDK1_REFUSAL, None], ids=["foreign-id", "no-body"])
+async def test_probe_refused_with_an_error_status_falls_back_at_once(autojump_clock: MockClock, body: Any) -> None:
+    """LC-41, LC-46: Python SDK 1.x streamable HTTP servers (mcp-proxy among them) answer the
+    session-less ``server/discover`` with HTTP 400 and a JSON-RPC error whose id is their own
+    (``"server-error"``), plus a session id they forget at once. That status answers the probe:
+    the client goes to ``initialize`` at once instead of waiting for an answer that never
+    comes, and takes no session from the refusal (HT-L09)."""
+    fake = FakeMCPServer()
+    if body is None:
+        fake.inject(400, rpc_method="server/discover", headers={"Mcp-Session-Id": "refused"})
+    else:
+        fake.inject(400, rpc_method="server/discover", json=body, headers={"Mcp-Session-Id": "refused"})
+    start = trio.current_time()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            connected = trio.current_time() - start
+            assert (client.era, client.protocol_version) == (Era.LEGACY, LEGACY_VERSION)
+            assert [t.name for t in await client.list_tools()] == ["echo"]
+    assert connected < 0.5
+    assert [r.rpc_method for r in fake.sent(http_method="POST")][:2] == ["server/discover", "initialize"]
+    assert fake.sent("initialize")[0].header("mcp-session-id") is None
+    assert fake.sent("tools/list")[0].header("mcp-session-id") != "refused"
+
+
+async def test_error_status_naming_another_id_fails_the_call_at_once(autojump_clock: MockClock) -> None:
+    """An HTTP error status with a JSON-RPC error for an id that is not the request's is that
+    request's answer (the POST carried only it): the call fails with that error at once, not
+    after its timeout."""
+    fake = FakeMCPServer()
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            fake.inject(400, rpc_method="tools/call", json=SDK1_REFUSAL)
+            start = trio.current_time()
+            with pytest.raises(
+                RPCError,
+                match=r"^error -32600 from server 'mcp\.test' to 'tools/call' \(id 3\): "
+                r"Bad Request: Missing session ID$",
+            ):
+                await client.call_tool("echo", {"text": "x"}, timeout=20)
+            assert trio.current_time() - start < 0.5
+            assert client.statistics().unknown_responses == 0
+
+
+@pytest.mark.parametrize("answer_as", ["json", "sse"])
+async def test_a_too_deep_answer_fails_the_call_at_once(autojump_clock: MockClock, answer_as: str) -> None:
+    """An answer nested 200,000 levels deep cannot be decoded; as a JSON body or as an SSE event
+    it still names its request, which fails at once with an error naming server, method and id."""
+    deep = "[" * 200_000 + "]" * 200_000
+
+    def rewrite(rec: Any, response: httpx.Response) -> httpx.Response:
+        if rec.rpc_method != "tools/call":
+            return response
+        body = f'{{"jsonrpc":"2.0","id":{rec.rpc_id},"result":{{"content":{deep}}}}}'
+        if answer_as == "json":
+            return httpx.Response(200, headers={"Content-Type": "application/json"}, content=body.encode())
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=f"data: {body}\n\n".encode())
+
+    fake = FakeMCPServer(rewrite=rewrite)
+    with trio.fail_after(BOUND):
+        async with connect(fake) as client:
+            start = trio.current_time()
+            with pytest.raises(
+                InvalidResponse,
+                match=r"^server 'mcp\.test' answered 'tools/call' \(id 3\) with a message that cannot be read: "
+                r"nested too deeply$",
+            ):
+                await client.call_tool("echo", {"text": "x"}, timeout=30)
+            assert trio.current_time() - start < 1

@@ -9,6 +9,7 @@ import pytest
 
 from mcpwire.protocol import Batch, ErrorResponse, Notification, NotProtocol, Request, Response, classify
 from mcpwire.protocol.jsonrpc import (
+    answer_id,
     decode_json,
     encode_error,
     encode_json,
@@ -412,3 +413,46 @@ def test_encode_json_handles_structs() -> None:
     assert encode_json(Implementation(name="n", version="1", website_url="https://x")) == (
         b'{"name":"n","version":"1","websiteUrl":"https://x"}'
     )
+
+
+# -- answers that cannot be decoded still name their request ------------------------------------
+
+_DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":5,"result":' + _DEEP + b"}", 5),
+        (b'{"jsonrpc":"2.0","result":{"s":"]}\\"[{","v":' + _DEEP + b'},"id":"a\\u0042"}', "aB"),
+        (b' { "id" : -7 , "error" : ' + _DEEP + b" } ", -7),
+        (b'{"jsonrpc":"2.0","id":9,"result":' + b"[" * 100_000, 9),  # cut short after the id
+        (b'{"jsonrpc":"2.0","method":"m","params":' + _DEEP + b',"id":1}', None),  # a request
+        (b'{"jsonrpc":"2.0","result":' + _DEEP + b"}", None),  # no id
+        (b'{"jsonrpc":"2.0","id":null,"error":' + _DEEP + b"}", None),
+        (b'{"jsonrpc":"2.0","id":1.5,"result":' + _DEEP + b"}", None),
+        (b'{"jsonrpc":"2.0","id":true,"result":' + _DEEP + b"}", None),
+        (b'{"jsonrpc" "2.0","id":1,"result":' + _DEEP + b"}", None),  # not JSON
+        (b"[" + _DEEP + b"]", None),
+    ],
+)
+def test_an_undecodable_answer_still_names_its_request(data: bytes, expected: object) -> None:
+    message = classify(data)
+    assert isinstance(message, NotProtocol)
+    assert message.answer_id == expected
+    assert answer_id(data) == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":4,"result":{},"error":{"code":1,"message":"m"}}', 4),
+        (b'{"jsonrpc":"2.0","id":"x","error":{"code":"not a number"}}', "x"),
+        (b'{"jsonrpc":"2.0","error":{"code":"not a number"}}', None),
+        (b'{"id":4,"result":{}}', None),  # no "jsonrpc": "2.0": noise, not an answer
+    ],
+)
+def test_a_malformed_answer_names_its_request(data: bytes, expected: object) -> None:
+    message = classify(data)
+    assert isinstance(message, NotProtocol)
+    assert message.answer_id == expected

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from _paths import NPM_BIN, PY_BIN
+from _paths import FASTMCP_BIN, NPM_BIN, PROXY_BIN, PY_BIN, fastmcp_config
 from _paths import require as _require
 
 import mcpwire
@@ -75,6 +75,23 @@ def everything_http() -> Iterator[int]:
 @pytest.fixture(scope="module")
 def everything_sse() -> Iterator[int]:
     yield from _serve([_require(NPM_BIN / "mcp-server-everything"), "sse"], _free_port())
+
+
+@pytest.fixture(scope="module")
+def proxy_http() -> Iterator[int]:
+    """mcp-proxy 0.13 (the Python SDK 1.x streamable HTTP transport) fronting server-everything."""
+    port = _free_port()
+    everything = _require(NPM_BIN / "mcp-server-everything")
+    yield from _serve([_require(PROXY_BIN / "mcp-proxy"), "--port", str(port), "--", everything, "stdio"], port)
+
+
+@pytest.fixture(scope="module")
+def fastmcp_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """FastMCP 4.1.2's proxy for server-everything, over streamable HTTP."""
+    port = _free_port()
+    config = fastmcp_config(tmp_path_factory.mktemp("fastmcp"))
+    argv = [_require(FASTMCP_BIN / "fastmcp"), "run", str(config), "--no-banner", "--transport", "http"]
+    yield from _serve([*argv, "--port", str(port)], port)
 
 
 @pytest.fixture(scope="module", params=["sse-answers", "json-answers"])
@@ -214,6 +231,44 @@ async def test_sdk_server_auto_detects_modern(sdk_http: int) -> None:
         async with _no_leftovers(), mcpwire.open_client(url, era_cache=False) as client:
             assert client.era is Era.MODERN
             assert client.protocol_version == "2026-07-28"
+
+
+@pytest.mark.slow
+async def test_sdk1_proxy_is_detected_as_legacy_at_once(proxy_http: int) -> None:
+    """mcp-proxy answers the session-less ``server/discover`` probe with HTTP 400 and an error
+    whose id is its own ("server-error"): that is the legacy signal, so the handshake follows at
+    once instead of after the connect timeout; every tool of server-everything is listed."""
+    url = f"http://127.0.0.1:{proxy_http}/mcp"
+    with trio.fail_after(60):
+        async with _no_leftovers():
+            start = trio.current_time()
+            async with mcpwire.open_client(url, era_cache=False) as client:
+                connected = trio.current_time() - start
+                assert client.era is Era.LEGACY
+                tools = {t.name for t in await client.list_tools()}
+                assert (await client.call_tool("echo", {"message": "via proxy"})).text() == "Echo: via proxy"
+    assert "echo" in tools and len(tools) >= 10
+    assert connected < 10
+
+
+@pytest.mark.slow
+async def test_fastmcp_proxy_lists_the_same_tools_in_auto_mode(fastmcp_http: int) -> None:
+    """FastMCP 4.1.2's proxy answers ``server/discover`` but lists nothing in 2026-07-28; auto
+    mode lists the tools a legacy pin lists (era parity), and the era override still works."""
+    url = f"http://127.0.0.1:{fastmcp_http}/mcp"
+    with trio.fail_after(90):
+        async with _no_leftovers():
+            async with mcpwire.open_client(url, era="legacy", era_cache=False) as pinned:
+                legacy = sorted(t.name for t in await pinned.list_tools())
+            async with mcpwire.open_client(url, era_cache=False) as client:
+                auto = sorted(t.name for t in await client.list_tools())
+                assert client.era is Era.LEGACY
+                assert (await client.call_tool("echo", {"message": "parity"})).text() == "Echo: parity"
+            async with mcpwire.open_client(url, era="modern", era_cache=False) as forced:
+                assert forced.era is Era.MODERN
+                assert await forced.list_tools() == []
+    assert "echo" in legacy
+    assert auto == legacy
 
 
 async def test_cancelling_the_whole_block_leaves_no_socket(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from _paths import NPM_BIN, PY_BIN
+from _paths import CRON, FASTMCP_BIN, NPM_BIN, PY_BIN, fastmcp_config
 from _paths import require as _require
 
 import mcpwire
@@ -91,6 +91,22 @@ def _cases(workdir: Path) -> dict[str, Case]:
             "hello.txt",
         ),
     }
+
+
+def _auto_cases(workdir: Path) -> dict[str, list[str]]:
+    """Every stdio server the tests install, as argv, for auto mode."""
+    cases = {name: case.argv for name, case in _cases(workdir).items()}
+    cases["cron"] = [_require(CRON), "-transport", "stdio", "-db-path", str(workdir.parent / "cron.db")]
+    cases["fastmcp-proxy"] = [
+        _require(FASTMCP_BIN / "fastmcp"),
+        "run",
+        str(fastmcp_config(workdir.parent)),
+        "--no-banner",
+    ]
+    return cases
+
+
+AUTO = ["everything", "filesystem", "memory", "time", "git", "cron", "fastmcp-proxy"]
 
 
 ALL = [(name, era) for name in ("everything", "filesystem", "memory") for era in (Era.LEGACY,)] + [
@@ -222,3 +238,23 @@ async def test_everything_resources_and_prompts(workdir: Path) -> None:
             simple = next(p for p in prompts if not any(a.required for a in p.arguments))
             rendered = await client.get_prompt(simple.name)
             assert rendered.messages
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", AUTO)
+async def test_every_server_lists_its_tools_in_auto_mode(name: str, workdir: Path) -> None:
+    """Auto mode lists the same tools as the era the server serves them in: FastMCP's proxy
+    answers ``server/discover`` but lists nothing in 2026-07-28, so it is used in the legacy era
+    (era parity); the others keep the era they are detected in."""
+    argv = _auto_cases(workdir)[name]
+    memory = {"MEMORY_FILE_PATH": str(workdir.parent / "memory.jsonl")} if name == "memory" else {}
+    spec = StdioServer(command=argv[0], args=tuple(argv[1:]), env=memory, name=name)
+    with trio.fail_after(90):
+        async with mcpwire.open_client(spec, era="legacy", era_cache=False, timeout=30) as pinned:
+            legacy = sorted(t.name for t in await pinned.list_tools())
+        async with mcpwire.open_client(spec, era_cache=False, timeout=30) as client:
+            auto = sorted(t.name for t in await client.list_tools())
+            era = client.era
+    assert legacy, f"{name} lists no tools in the legacy era"
+    assert auto == legacy
+    assert era is (Era.MODERN if name in ("time", "git") else Era.LEGACY)

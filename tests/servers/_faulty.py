@@ -19,6 +19,8 @@ import mcpwire
 from mcpwire.client import Client
 
 FAULTY = Path(__file__).resolve().parent / "fixtures" / "faulty_server.py"
+#: how many tools the faulty server lists
+TOOLS_LISTED = 10
 
 
 def faulty_argv(*flags: str) -> list[str]:

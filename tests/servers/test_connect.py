@@ -241,7 +241,8 @@ async def test_a_command_that_is_not_executable_raises_connect_error(tmp_path: P
 
 async def test_a_server_exiting_at_once_fails_the_handshake_with_its_stderr() -> None:
     """LC-51, LC-54: a command that prints an error and exits before answering: ServerGone with
-    the exit status and its stderr, after one restart attempt (LC-45), not a hang."""
+    the exit status and its stderr, after one restart attempt (LC-45), not a hang. It wrote
+    nothing to stdout, so it crashed on start (whatever the probe did): the message says so."""
     argv = [sys.executable, "-c", "import sys; sys.stderr.write('config missing\\n'); sys.exit(4)"]
     with trio.fail_after(10), pytest.raises(mcpwire.ServerGone) as info:
         async with mcpwire.open_client(argv, name="broken", era_cache=False):
@@ -249,6 +250,19 @@ async def test_a_server_exiting_at_once_fails_the_handshake_with_its_stderr() ->
     assert info.value.returncode == 4
     assert info.value.stderr_tail == ("config missing",)
     assert str(info.value) == (
-        "server 'broken' exited during the handshake (the server exited after the server/discover probe)"
+        "server 'broken' crashed on start: it exited with status 4 before answering anything (started twice: "
+        "a restart, in case the server/discover probe had made it exit, ended the same way)"
         "\nlast stderr lines:\n  config missing"
     )
+
+
+async def test_a_server_exiting_after_answering_the_probe_is_not_said_to_crash() -> None:
+    """A server that answered something and then exited is not a crash on start: the message
+    says it exited during the handshake, with what detection saw."""
+    answer = '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}'
+    argv = [sys.executable, "-c", f"import sys; print({answer!r}, flush=True); sys.exit(3)"]
+    with trio.fail_after(10), pytest.raises(mcpwire.ServerGone) as info:
+        async with mcpwire.open_client(argv, name="short", era_cache=False):
+            pytest.fail("connected")
+    assert info.value.returncode == 3
+    assert str(info.value) == "server 'short' exited during the handshake (server/discover answered error -32601: no)"

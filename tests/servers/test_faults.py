@@ -423,3 +423,42 @@ async def test_a_cycling_cursor_is_refused(record: Record) -> None:
             assert (await client.call_tool("echo", {"text": "ok"})).text() == "ok"
     cursors = [(m.get("params") or {}).get("cursor") for m in record.messages() if m.get("method") == "tools/list"]
     assert cursors == [None, "a", "b"]
+
+
+# -- answers that cannot be read --------------------------------------------------------------------
+
+DEEP = "[" * 200_000 + "]" * 200_000
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"jsonrpc":"2.0","id":%ID%,"result":' + DEEP + "}", "nested too deeply"),
+        ('{"jsonrpc":"2.0","result":{"content":' + DEEP + '},"id":%ID%}', "nested too deeply"),
+        ('{"jsonrpc":"2.0","id":%ID%,"error":{"code":"x"}}', r"a malformed error object: .*"),
+        (
+            '{"jsonrpc":"2.0","id":%ID%,"result":{},"error":{"code":1,"message":"m"}}',
+            "a response with both result and error",
+        ),
+    ],
+    ids=["deep-id-first", "deep-id-last", "malformed-error", "result-and-error"],
+)
+async def test_an_unreadable_answer_fails_its_call_at_once(line: str, reason: str) -> None:
+    """An answer to a call in flight that cannot be decoded (200,000 levels of nesting, a
+    malformed error object, both result and error) fails that call at once with an error naming
+    server, method and id, instead of being dropped as noise while the call waits out its
+    timeout. The connection stays usable."""
+    with trio.fail_after(20):
+        async with open_faulty() as client:
+            start = trio.current_time()
+            with pytest.raises(
+                RemoteProtocolError,
+                match=rf"^server 'faulty' answered 'tools/call' \(id {FIRST_CALL_ID}\) "
+                rf"with a message that cannot be read: {reason}$",
+            ):
+                await client.call_tool("raw", {"lines": [line]}, timeout=30)
+            assert trio.current_time() - start < 10
+            assert (await client.call_tool("echo", {"text": "still here"})).text() == "still here"
+            stats = client.statistics()
+    assert stats.protocol_violations == 1
+    assert stats.non_protocol_lines == 0
