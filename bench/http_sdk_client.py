@@ -13,9 +13,9 @@ import importlib.metadata
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
+import anyio
 from _common import http_server, workload_main
 from mcp import Client
-import anyio
 from sdk_client import SDKSession, run_concurrently
 
 

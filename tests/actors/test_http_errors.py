@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import ssl
 from functools import partial
 
@@ -45,7 +46,7 @@ async def test_https_to_a_plain_http_server_names_the_tls_failure() -> None:
 
 
 def _chained(*errors: BaseException) -> BaseException:
-    for outer, inner in zip(errors, errors[1:], strict=False):
+    for outer, inner in itertools.pairwise(errors):
         outer.__cause__ = inner
     return errors[0]
 
