@@ -22,6 +22,9 @@ import mcpwire.client
 from mcpwire.protocol.versions import Era
 
 LEGACY_HANDSHAKE = ["initialize", "notifications/initialized"]
+#: long enough that a loaded machine never sends initialize beside a slow probe answer (the
+#: records below are exact)
+PROBE = 10.0
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +39,7 @@ async def test_a_cached_legacy_era_skips_the_probe(record: Record) -> None:
     spec = demo_spec(record, "--era", "legacy")
     with trio.fail_after(10):
         for _ in range(2):
-            async with mcpwire.open_client(spec) as client:
+            async with mcpwire.open_client(spec, probe_timeout=PROBE) as client:
                 assert client.era is Era.LEGACY
                 assert client.statistics().restarts == 0
     assert per_process(record) == [["server/discover", *LEGACY_HANDSHAKE], LEGACY_HANDSHAKE]
@@ -62,14 +65,14 @@ async def test_a_cached_legacy_era_that_fails_is_probed_again(record: Record, tm
     era_file.write_text("legacy")
     spec = demo_spec(record, "--era-file", str(era_file))
     with trio.fail_after(15):
-        async with mcpwire.open_client(spec) as client:
+        async with mcpwire.open_client(spec, probe_timeout=PROBE) as client:
             assert client.era is Era.LEGACY
         era_file.write_text("modern")
-        async with mcpwire.open_client(spec) as client:
+        async with mcpwire.open_client(spec, probe_timeout=PROBE) as client:
             assert (client.era, client.protocol_version) == (Era.MODERN, "2026-07-28")
             assert client.statistics().restarts == 1
             assert (await client.call_tool("echo", {"text": "re-probed"})).text() == "re-probed"
-        async with mcpwire.open_client(spec) as client:
+        async with mcpwire.open_client(spec, probe_timeout=PROBE) as client:
             assert client.era is Era.MODERN
             assert client.statistics().restarts == 0
     assert per_process(record) == [
@@ -87,13 +90,13 @@ async def test_a_cached_modern_era_that_fails_is_probed_again(record: Record, tm
     era_file.write_text("modern")
     spec = demo_spec(record, "--era-file", str(era_file))
     with trio.fail_after(15):
-        async with mcpwire.open_client(spec) as client:
+        async with mcpwire.open_client(spec, probe_timeout=PROBE) as client:
             assert client.era is Era.MODERN
         era_file.write_text("legacy")
-        async with mcpwire.open_client(spec) as client:
+        async with mcpwire.open_client(spec, probe_timeout=PROBE) as client:
             assert (client.era, client.protocol_version) == (Era.LEGACY, "2025-11-25")
             assert client.statistics().restarts == 1
-        async with mcpwire.open_client(spec) as client:
+        async with mcpwire.open_client(spec, probe_timeout=PROBE) as client:
             assert client.era is Era.LEGACY
     assert per_process(record) == [
         ["server/discover"],

@@ -18,6 +18,9 @@ import mcpwire
 import mcpwire.client
 from mcpwire.protocol.versions import Era
 
+#: long enough that a loaded machine never sends initialize beside a slow probe answer
+PROBE = 10.0
+
 
 @pytest.fixture(autouse=True)
 def empty_caches(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -33,13 +36,13 @@ async def test_a_hollow_modern_server_is_used_in_the_legacy_era(record: Record) 
     is cached: the next connection starts in the legacy era, with no probe."""
     argv = faulty_argv(*record.flags, "--era", "both", "--hollow-modern")
     with trio.fail_after(15):
-        async with mcpwire.open_client(argv, name="faulty") as client:
+        async with mcpwire.open_client(argv, name="faulty", probe_timeout=PROBE) as client:
             assert client.era is Era.MODERN
             tools = await client.list_tools()
             assert (client.era, client.protocol_version) == (Era.LEGACY, "2025-11-25")
             assert (await client.call_tool("echo", {"text": "hi"})).text() == "hi"
             assert client.statistics().restarts == 1
-        async with mcpwire.open_client(argv, name="faulty") as again:
+        async with mcpwire.open_client(argv, name="faulty", probe_timeout=PROBE) as again:
             assert again.era is Era.LEGACY
             assert len(await again.list_tools()) == TOOLS_LISTED
     assert len(tools) == TOOLS_LISTED
@@ -54,7 +57,7 @@ async def test_a_dual_era_server_listing_tools_stays_modern(record: Record) -> N
     """A server that lists its tools in 2026-07-28 is never cross-checked."""
     argv = faulty_argv(*record.flags, "--era", "both")
     with trio.fail_after(15):
-        async with mcpwire.open_client(argv, name="faulty") as client:
+        async with mcpwire.open_client(argv, name="faulty", probe_timeout=PROBE) as client:
             assert len(await client.list_tools()) == TOOLS_LISTED
             assert client.era is Era.MODERN
     assert per_process(record) == [["server/discover", "tools/list"]]
@@ -66,7 +69,7 @@ async def test_an_empty_modern_only_server_stays_modern_and_is_checked_once(reco
     argv = faulty_argv(*record.flags, "--era", "modern", "--hollow-modern")
     with trio.fail_after(15):
         for _ in range(2):
-            async with mcpwire.open_client(argv, name="faulty") as client:
+            async with mcpwire.open_client(argv, name="faulty", probe_timeout=PROBE) as client:
                 assert await client.list_tools() == []
                 assert await client.list_tools() == []
                 assert client.era is Era.MODERN
@@ -83,7 +86,7 @@ async def test_a_pinned_era_is_never_cross_checked(record: Record, pin: dict[str
     """The era override stays available: pinned to 2026-07-28, the empty list is the answer."""
     argv = faulty_argv(*record.flags, "--era", "both", "--hollow-modern")
     with trio.fail_after(15):
-        async with mcpwire.open_client(argv, name="faulty", **pin) as client:
+        async with mcpwire.open_client(argv, name="faulty", probe_timeout=PROBE, **pin) as client:
             assert await client.list_tools() == []
             assert client.era is Era.MODERN
     assert per_process(record) == [["server/discover", "tools/list"]]
@@ -94,7 +97,7 @@ async def test_the_check_waits_while_other_calls_are_in_flight(record: Record) -
     is returned as it is, and the check happens on a later, quieter listing."""
     argv = faulty_argv(*record.flags, "--era", "both", "--hollow-modern")
     with trio.fail_after(15):
-        async with mcpwire.open_client(argv, name="faulty") as client:
+        async with mcpwire.open_client(argv, name="faulty", probe_timeout=PROBE) as client:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.call_tool, "hold", {"n": 2, "tag": "a"})
                 await trio.testing.wait_all_tasks_blocked()
