@@ -496,8 +496,12 @@ class Host(Oversight, Reporting):
             metrics=self.metrics,
             audit_arguments=self._audit_mode,
             audit_patterns=self.audit.patterns if isinstance(self.audit, AuditLog) else None,
+            audit_wanted=self._audit_wanted,
         )
         return Runtime(stack=stack, cache=cache, breaker=breaker)
+
+    def _audit_wanted(self) -> bool:
+        return self.audit is not None or bool(self._hub.listeners)
 
     def _add(self, config: ServerConfig) -> ServerInfo:
         info = ServerInfo(name=config.name, config=config)
@@ -591,7 +595,7 @@ class Host(Oversight, Reporting):
         approver: Approver | None,
         context: Mapping[str, str] | None,
     ) -> CallContext:
-        settings = info.config.policy.for_tool(reg.tool.name)
+        settings = self._runtime[reg.server].for_tool(info.config.policy, reg.tool.name)
         ask_at = settings.ask_at
         return CallContext(
             server=reg.server,

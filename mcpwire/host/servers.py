@@ -7,16 +7,20 @@ import enum
 import random
 import time
 from dataclasses import dataclass, field
+from typing import Final
 
 import msgspec
 import trio
 
 from ..client import Client
 from ..protocol.types import Implementation, ServerCapabilities
-from .config import ServerConfig
+from .config import PolicyConfig, ServerConfig, ToolSettings
 from .policies import CircuitBreaker, PolicyStack, ResultCache, ToolStatistics
 
 __all__ = ["HostStatistics", "ServerInfo", "ServerStatistics", "ServerStatus"]
+
+#: tools whose settings a server's runtime remembers
+MAX_SETTINGS: Final = 4096
 
 
 class ServerStatus(enum.Enum):
@@ -156,3 +160,13 @@ class Runtime:
     stack: PolicyStack[object]
     cache: ResultCache[object]
     breaker: CircuitBreaker
+    #: what applies to each tool, resolved once per configuration
+    settings: dict[str, ToolSettings] = field(default_factory=dict)
+
+    def for_tool(self, policy: PolicyConfig, tool: str) -> ToolSettings:
+        found = self.settings.get(tool)
+        if found is None:
+            if len(self.settings) >= MAX_SETTINGS:
+                self.settings.clear()
+            found = self.settings[tool] = policy.for_tool(tool)
+        return found

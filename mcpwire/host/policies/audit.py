@@ -74,18 +74,24 @@ def hash_arguments(arguments: Mapping[str, object]) -> str:
     return "sha256:" + hashlib.sha256(_canonical(arguments)).hexdigest()
 
 
+def _compiled(patterns: Sequence[str]) -> list[re.Pattern[str]]:
+    """One case-insensitive alternation of ``patterns`` (one search per key, not one per pattern)."""
+    if not patterns:
+        return []
+    return [re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)]
+
+
+_DEFAULT_PATTERNS: Final = _compiled(DEFAULT_SECRET_KEYS)
+
+
 def redact(value: object, patterns: Sequence[re.Pattern[str]] | None = None) -> object:
     """``value`` with every value under a secret-looking key replaced, at any depth."""
-    pats = _compiled(DEFAULT_SECRET_KEYS) if patterns is None else patterns
+    pats = _DEFAULT_PATTERNS if patterns is None else patterns
     if isinstance(value, Mapping):
         return {str(k): REDACTED if any(p.search(str(k)) for p in pats) else redact(v, pats) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, pats) for v in value]
     return value
-
-
-def _compiled(patterns: Sequence[str]) -> list[re.Pattern[str]]:
-    return [re.compile(p, re.IGNORECASE) for p in patterns]
 
 
 #: a value that looks like a credential whatever its key (API keys, tokens, JWTs)
@@ -100,7 +106,7 @@ def summarize_arguments(arguments: Mapping[str, object], patterns: Sequence[re.P
     """One line describing arguments for a debug log: short scalar values, the size of long
     strings, lists and objects; values under secret-looking keys, and values that look like
     credentials, are shown as ``***``."""
-    pats = _compiled(DEFAULT_SECRET_KEYS) if patterns is None else patterns
+    pats = _DEFAULT_PATTERNS if patterns is None else patterns
     parts: list[str] = []
     for key, value in arguments.items():
         name = clean_terminal(str(key), newlines=False)

@@ -52,6 +52,8 @@ class PolicyStack(Generic[T]):
     #: how records show arguments (an :class:`AuditLog` sink uses its own setting)
     audit_arguments: ArgumentsMode = "redact"
     audit_patterns: Sequence[re.Pattern[str]] | None = None
+    #: asked before each record is built; ``False`` skips it (nobody would read it)
+    audit_wanted: Callable[[], bool] | None = None
 
     def cacheable(self, ctx: CallContext) -> bool:
         """Whether a result may be answered from the cache: resource reads, and tools annotated
@@ -134,7 +136,7 @@ class PolicyStack(Generic[T]):
                     ok=ctx.outcome in ("ok", "cache_hit"),
                     cache_hit=ctx.outcome == "cache_hit",
                 )
-            if self.audit is not None:
+            if self.audit is not None and (self.audit_wanted is None or self.audit_wanted()):
                 self._audit(self.audit, ctx, latency, error)
 
     def _audit(self, sink: AuditSink, ctx: CallContext, latency: float, error: str | None) -> None:
