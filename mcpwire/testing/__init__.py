@@ -3,10 +3,14 @@
 ``python -m mcpwire.testing.demo_server`` is a small MCP server speaking both eras over stdio,
 with tools, resources, prompts, completion, logging, progress, subscriptions and input requests.
 ``python -m mcpwire.testing.everything`` is the reference server of ``mcpwire check``: the demo
-server plus the official conformance runner's fixture names and the 2026-07-28 Tasks and Skills
-extensions (:mod:`mcpwire.testing.tasks`, :mod:`mcpwire.testing.skills`), over stdio or, with
-``--http [HOST:]PORT``, over Streamable HTTP (both eras) and HTTP+SSE
-(:mod:`mcpwire.testing.http_server`, standard library only).
+server's catalogue plus the official conformance runner's fixture names and the 2026-07-28 Tasks
+and Skills extensions, built on :mod:`mcpwire.server` (:mod:`mcpwire.testing.reference`), over
+stdio or, with ``--http [HOST:]PORT``, over Streamable HTTP (both eras) and HTTP+SSE.
+
+The standard-library engine (:mod:`~mcpwire.testing.demo_server`,
+:class:`~mcpwire.testing.everything.EverythingServer`, :mod:`~mcpwire.testing.http_server`,
+:mod:`~mcpwire.testing.tasks`) stays for the demo server, which must start fast with nothing
+but the standard library, and for the checker's broken fixtures, which subclass it.
 """
 
 from __future__ import annotations

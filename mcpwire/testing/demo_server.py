@@ -375,6 +375,24 @@ def _unb64_json(text: str) -> Any:
         return None
 
 
+def page_of(items: Sequence[_Obj], cursor: object, key: str, marker: _Obj, size: int) -> _Obj | None:
+    """One page of ``items`` under ``key`` (``size`` 0: all of them), with a ``nextCursor`` that
+    carries ``marker``; None when ``cursor`` is not one this list issued (-32602 for the caller)."""
+    start = 0
+    if cursor is not None:
+        decoded = _unb64_json(cursor) if isinstance(cursor, str) else None
+        ours = isinstance(decoded, dict) and all(decoded.get(k) == v for k, v in marker.items())
+        offset = decoded.get("offset") if ours and isinstance(decoded, dict) else None
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 < offset < len(items) or size == 0:
+            return None
+        start = offset
+    end = len(items) if size == 0 else min(len(items), start + size)
+    result: _Obj = {key: list(items[start:end])}
+    if end < len(items):
+        result["nextCursor"] = _b64_json({**marker, "offset": end})
+    return result
+
+
 def _arg_str(args: _Obj, key: str, *, required: bool = True) -> str | None:
     value = args.get(key)
     if value is None and not required and key not in args:
@@ -950,23 +968,9 @@ class DemoServer:
         }
 
     def _paginated(self, call: _Call, kind: str, items: Sequence[_Obj]) -> _Obj:
-        cursor = call.params.get("cursor")
-        start = 0
-        if cursor is not None:
-            decoded = _unb64_json(cursor) if isinstance(cursor, str) else None
-            offset = decoded.get("offset") if isinstance(decoded, dict) and decoded.get("list") == kind else None
-            if (
-                isinstance(offset, bool)
-                or not isinstance(offset, int)
-                or not 0 < offset < len(items)
-                or self._page_size == 0
-            ):
-                raise _RPCError(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
-            start = offset
-        end = len(items) if self._page_size == 0 else min(len(items), start + self._page_size)
-        result: _Obj = {kind: list(items[start:end])}
-        if end < len(items):
-            result["nextCursor"] = _b64_json({"list": kind, "offset": end})
+        result = page_of(items, call.params.get("cursor"), kind, {"list": kind}, self._page_size)
+        if result is None:
+            raise _RPCError(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
         if call.era == "modern":
             result["ttlMs"] = LIST_TTL_MS
             result["cacheScope"] = CACHE_SCOPE

@@ -1,7 +1,14 @@
-"""The reference server for ``mcpwire check``: stdio or Streamable HTTP, both eras, every feature.
+"""The reference catalogue for ``mcpwire check``, and its standard-library engine.
 
     python -m mcpwire.testing.everything [--page-size N] [-v]                  # stdio
     python -m mcpwire.testing.everything --http [HOST:]PORT [--page-size N]    # HTTP on loopback
+
+runs the reference server, which is built on :mod:`mcpwire.server` (:mod:`mcpwire.testing.reference`).
+This module keeps the catalogue it serves (the fixture tools, resources, prompts, completions and
+their contents) and :class:`EverythingServer`, the same server on the standard-library engine of
+:mod:`mcpwire.testing.demo_server` and :mod:`mcpwire.testing.http_server`: the checker's broken
+fixtures (``tests/check/fixtures``) subclass it to break one rule each, and it needs nothing but
+the standard library.
 
 Theory of operation: the protocol engine is :class:`mcpwire.testing.demo_server.DemoServer`
 (both eras, tools, resources, templates, prompts, completion, logging, pagination,
@@ -41,11 +48,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
+import hmac
 import json
 import logging
 import os
 import struct
-import sys
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final
@@ -79,7 +87,7 @@ from mcpwire.testing.demo_server import (
     _since,
     _text_result,
     _unb64_json,
-    encode_message,
+    page_of,
 )
 from mcpwire.testing.skills import SKILLS_EXTENSION, SkillCatalogue, default_catalogue
 from mcpwire.testing.tasks import TASKS_EXTENSION, Job, TaskStore, declares_tasks
@@ -414,13 +422,7 @@ class EverythingServer(DemoServer):
     # -- listings ---------------------------------------------------------------------------
 
     def _tool_definitions(self, revision: str) -> list[_Obj]:
-        tools = super()._tool_definitions(revision)
-        for name, (description, schema, _) in _FIXTURE_TOOLS.items():
-            tools.append({"name": name, "description": description, "inputSchema": schema})
-        if _since(revision, V2025_03_26):  # tool annotations appeared in 2025-03-26
-            for tool in tools:
-                tool["annotations"] = dict(_CRASH_ANNOTATIONS if tool["name"] == "crash" else _READ_ONLY)
-        return tools
+        return with_fixture_tools(super()._tool_definitions(revision), revision)
 
     def _resources_list(self, call: _Call) -> _Obj:
         resources = [*_RESOURCES, *_FIXTURE_RESOURCES, *self.skills.listed_resources()]
@@ -754,29 +756,11 @@ class EverythingServer(DemoServer):
         return result
 
     def _sign(self, payload: _Obj) -> str:
-        import hashlib
-        import hmac
-
-        body = _b64_json(payload)
-        mac = hmac.new(self._state_key, body.encode(), hashlib.sha256).hexdigest()
-        return f"{body}.{mac}"
+        return sign_state(self._state_key, payload)
 
     def _state(self, call: _Call) -> _Obj | None:
         """The verified ``requestState`` of this call (None when absent or forged)."""
-        state = call.params.get("requestState")
-        if not isinstance(state, str) or state.count(".") != 1:
-            return None
-        import hashlib
-        import hmac
-
-        body, mac = state.split(".")
-        expected = hmac.new(self._state_key, body.encode(), hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(mac, expected):
-            return None
-        payload = _unb64_json(body)
-        if not isinstance(payload, dict) or payload.get("tool") != call.params.get("name"):
-            return None
-        return payload
+        return verify_state(self._state_key, call.params.get("requestState"), call.params.get("name"))
 
     def _tools_call(self, call: _Call) -> _Obj:
         try:
@@ -978,20 +962,38 @@ class EverythingServer(DemoServer):
     def _extension_page(self, call: _Call, scope: str, key: str, items: Sequence[_Obj], size: int) -> _Obj:
         """One page of an extension's list: ``size`` items (``--page-size`` wins when set); a
         cursor is valid only for the list (``scope``) that issued it, else -32602."""
-        size = self._page_size or size
-        cursor = call.params.get("cursor")
-        start = 0
-        if cursor is not None:
-            decoded = _unb64_json(cursor) if isinstance(cursor, str) else None
-            offset = decoded.get("offset") if isinstance(decoded, dict) and decoded.get("scope") == scope else None
-            if not isinstance(offset, int) or isinstance(offset, bool) or not 0 < offset < len(items):
-                raise _RPCError(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
-            start = offset
-        end = min(len(items), start + size)
-        result: _Obj = {key: list(items[start:end]), "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}
-        if end < len(items):
-            result["nextCursor"] = _b64_json({"scope": scope, "offset": end})
-        return result
+        result = page_of(items, call.params.get("cursor"), key, {"scope": scope}, self._page_size or size)
+        if result is None:
+            raise _RPCError(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
+        return {**result, "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}
+
+
+def with_fixture_tools(tools: list[_Obj], revision: str) -> list[_Obj]:
+    """``tools`` (the demo's) followed by the fixture tools, annotated from 2025-03-26 on."""
+    tools = [*tools, *({"name": n, "description": d, "inputSchema": s} for n, (d, s, _) in _FIXTURE_TOOLS.items())]
+    if _since(revision, V2025_03_26):  # tool annotations appeared in 2025-03-26
+        for tool in tools:
+            tool["annotations"] = dict(_CRASH_ANNOTATIONS if tool["name"] == "crash" else _READ_ONLY)
+    return tools
+
+
+def sign_state(key: bytes, payload: _Obj) -> str:
+    """An HMAC-protected ``requestState`` for ``payload``."""
+    body = _b64_json(payload)
+    return f"{body}.{hmac.new(key, body.encode(), hashlib.sha256).hexdigest()}"
+
+
+def verify_state(key: bytes, state: object, tool: object) -> _Obj | None:
+    """The payload of a ``requestState`` signed with ``key`` for ``tool`` (None when absent or forged)."""
+    if not isinstance(state, str) or state.count(".") != 1:
+        return None
+    body, mac = state.split(".")
+    if not hmac.compare_digest(mac, hmac.new(key, body.encode(), hashlib.sha256).hexdigest()):
+        return None
+    payload = _unb64_json(body)
+    if not isinstance(payload, dict) or payload.get("tool") != tool:
+        return None
+    return payload
 
 
 def _need_tasks() -> _Obj:
@@ -1124,52 +1126,10 @@ def _parse_listen(value: str) -> tuple[str, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve on stdin/stdout until end of input, or on HTTP until interrupted; the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m mcpwire.testing.everything", description="The mcpwire reference MCP server (stdio or HTTP)."
-    )
-    parser.add_argument("--page-size", type=int, default=0, metavar="N", help="items per list page (0 = one page)")
-    parser.add_argument(
-        "--http", type=_parse_listen, metavar="[HOST:]PORT", help="serve Streamable HTTP (port 0 = any)"
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
-    options = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.DEBUG if options.verbose else logging.WARNING,
-        format="everything server %(levelname)s: %(message)s",
-    )
-    page_size = max(0, options.page_size)
-    if options.http is not None:
-        from mcpwire.testing.http_server import serve_forever
+    """Serve the reference server (on :mod:`mcpwire.server`; see :mod:`mcpwire.testing.reference`)."""
+    from mcpwire.testing.reference import main as serve_reference
 
-        host, port = options.http
-
-        def factory(writer: Callable[[Message], None], control: Callable[[RequestId], None]) -> DemoServer:
-            return EverythingServer(writer, stream_control=control, page_size=page_size, name="mcpwire-everything")
-
-        return serve_forever(factory, host=host, port=port)
-    stdout = sys.stdout.buffer
-
-    def write(message: Message) -> None:
-        try:
-            stdout.write(encode_message(message) + b"\n")
-            stdout.flush()
-        except (OSError, ValueError):
-            _log.warning("stdout is closed; exiting")
-            os._exit(0)
-
-    server = EverythingServer(write, page_size=page_size, name="mcpwire-everything")
-    try:
-        # 2026-07-28 basic/transports/stdio: "Servers SHOULD exit promptly when their standard
-        # input is closed or reads return end-of-file."
-        for line in iter(sys.stdin.buffer.readline, b""):
-            server.handle_line(line)
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        server.close()
-    return 0
+    return serve_reference(argv)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,42 @@ def declares_tasks(capabilities: Mapping[str, Any]) -> bool:
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
 
 
+class TaskRecord(Protocol):
+    """What a task snapshot is made of (the stores keep more: their own means to wait and cancel)."""
+
+    task_id: str
+    status: str
+    status_message: str
+    created_at: str
+    last_updated_at: str
+    result: _Obj | None
+    error: _Obj | None
+    outstanding: dict[str, _Obj]
+
+
+def task_snapshot(task: TaskRecord, ttl_ms: int, poll_interval_ms: int, *, detailed: bool = True) -> _Obj:
+    """The task as a ``Task`` (``detailed=False``: a ``CreateTaskResult``) or a ``DetailedTask``."""
+    out: _Obj = {
+        "taskId": task.task_id,
+        "status": task.status,
+        "statusMessage": task.status_message,
+        "createdAt": task.created_at,
+        "lastUpdatedAt": task.last_updated_at,
+        "ttlMs": ttl_ms,
+        "pollIntervalMs": poll_interval_ms,
+    }
+    if not detailed:
+        return out
+    if task.status == "input_required":
+        # "The inputRequests field MUST contain all outstanding requests"
+        out["inputRequests"] = {k: dict(v) for k, v in task.outstanding.items()}
+    elif task.status == "completed" and task.result is not None:
+        out["result"] = task.result
+    elif task.status == "failed" and task.error is not None:
+        out["error"] = task.error
+    return out
+
+
 class JobCancelled(Exception):
     """The task was cancelled (or the server is closing): the body stops, nobody is answered."""
 
@@ -346,26 +382,10 @@ class TaskStore:
             self._publishing.release()
 
     def _base(self, task: _Task) -> _Obj:
-        return {
-            "taskId": task.task_id,
-            "status": task.status,
-            "statusMessage": task.status_message,
-            "createdAt": task.created_at,
-            "lastUpdatedAt": task.last_updated_at,
-            "ttlMs": self._ttl_ms,
-            "pollIntervalMs": self._poll_ms,
-        }
+        return task_snapshot(task, self._ttl_ms, self._poll_ms, detailed=False)
 
     def _detailed(self, task: _Task) -> _Obj:
-        out = self._base(task)
-        if task.status == "input_required":
-            # "The inputRequests field MUST contain all outstanding requests"
-            out["inputRequests"] = {k: dict(v) for k, v in task.outstanding.items()}
-        elif task.status == "completed" and task.result is not None:
-            out["result"] = task.result
-        elif task.status == "failed" and task.error is not None:
-            out["error"] = task.error
-        return out
+        return task_snapshot(task, self._ttl_ms, self._poll_ms)
 
 
 class _TaskJob:

@@ -33,7 +33,9 @@ def _fast(argv: list[str]) -> Target:
     """A stdio target whose interpreter skips ``site`` (the servers import only the stdlib and
     this checkout): the reference run starts hundreds of processes."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(FIXTURES)])}
-    return Target((argv[0], "-S", *argv[1:]), env=env, name=argv[-1].rsplit("/", 1)[-1])
+    # the reference server (-m) runs on mcpwire.server, which needs trio and msgspec from site
+    flags = () if "-m" in argv else ("-S",)
+    return Target((argv[0], *flags, *argv[1:]), env=env, name=argv[-1].rsplit("/", 1)[-1])
 
 
 #: (check, revision) pairs that apply but that no server can exercise over a transport, and why.

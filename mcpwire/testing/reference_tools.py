@@ -1,0 +1,608 @@
+"""The reference server's tools, as async handlers on :mod:`mcpwire.server`.
+
+Theory of operation: every tool is ``async def tool(ref, ctx, args) -> result``, where ``ref``
+is the :class:`~mcpwire.testing.reference.ReferenceServer`, ``ctx`` the request's
+:class:`~mcpwire.server.RequestContext` and ``args`` the call's arguments. The catalogue (names,
+descriptions, schemas, fixture contents) is shared with the standard-library engine of
+:mod:`mcpwire.testing.demo_server` and :mod:`mcpwire.testing.everything`, so both serve the same
+tools; only the handlers are written again, for trio. A tool that needs the client asks the
+era's way (:func:`ask_one`, :meth:`ReferenceServer.answers`): a server-to-client request in a
+legacy session, an ``input_required`` result in 2026-07-28. Tools that may run as tasks
+(SEP-2663) hand their body to :meth:`ReferenceServer.run_job`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from ..protocol.serving import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
+from ..protocol.versions import V2025_03_26, V2025_06_18, V2025_11_25
+from ..server import ClientRequestError, InputRequired, JSONObject, RequestContext, RequestError
+from .demo_server import (
+    CRASH_EXIT_STATUS,
+    MAX_BIG_CHARS,
+    MAX_SLOW_S,
+    MAX_SLOW_STEPS,
+    _arg_int,
+    _arg_number,
+    _arg_str,
+    _b64_json,
+    _BadArguments,
+    _elicit_text,
+    _roots_text,
+    _sample_text,
+    _text_result,
+)
+from .everything import (
+    _ASK_CAPITAL,
+    _ASK_CONFIRM,
+    _ASK_GREETING,
+    _ASK_NAME,
+    _ASK_PROCEED,
+    _ASK_ROOTS,
+    _ASK_STEP1,
+    _ASK_STEP2,
+    _MODERN_ONLY_TEXT,
+    _NEEDS,
+    _TASKS_ONLY_TEXT,
+    ERROR_TEXT,
+    JOB_STEP_S,
+    LOG_STEP_S,
+    PNG_B64,
+    RECONNECT_PAUSE_S,
+    SIMPLE_TEXT,
+    WAV_B64,
+    _action_text,
+    _elicit,
+    _elicited,
+    _elicited_any,
+    _llm_text,
+    _root_uris,
+    _sample,
+)
+from .reference_tasks import Job
+
+if TYPE_CHECKING:
+    from .reference import ReferenceServer
+
+__all__ = ["TOOLS", "ModernOnly", "NoAnswer", "ask_one", "form_elicitation", "missing_capability"]
+
+Tool = Callable[["ReferenceServer", RequestContext, JSONObject], Awaitable[JSONObject]]
+
+
+class ModernOnly(Exception):
+    """A 2026-07-28-only fixture was called in the legacy era (an ``isError`` result)."""
+
+
+class NoAnswer(Exception):
+    """A legacy server-to-client request got no usable answer (an ``isError`` result)."""
+
+
+# -- asking the client -------------------------------------------------------------------------
+
+
+def form_elicitation(caps: JSONObject) -> bool:
+    # 2025-11-25 client/elicitation: an empty elicitation object means form mode is supported.
+    declared = caps.get("elicitation")
+    return isinstance(declared, dict) and (not declared or "form" in declared)
+
+
+def missing_capability(ctx: RequestContext, capability: str, required: JSONObject, legacy_text: str) -> JSONObject:
+    """A legacy ``isError`` result, or (2026-07-28) -32021.
+
+    2026-07-28 basic: "If processing a request requires a capability the client did not include
+    ..., the server MUST return a MissingRequiredClientCapabilityError (-32021)".
+    """
+    if not ctx.modern:
+        return _text_result(legacy_text, is_error=True)
+    raise RequestError(
+        MISSING_CLIENT_CAPABILITY,
+        f"Missing required client capability: {capability}",
+        {"requiredCapabilities": required},
+    )
+
+
+async def ask_one(
+    ctx: RequestContext, args: JSONObject, key: str, request: JSONObject, interpret: Callable[[object], str]
+) -> JSONObject:
+    """The demo tools' way to ask: the client's answer to ``request``, as the tool's text.
+
+    Legacy: a server-to-client request (an ``isError`` result when it fails). 2026-07-28
+    basic/patterns/mrtr: the state travels in ``requestState`` (it only names the call it
+    belongs to, so tampering can cause nothing worse than a failed request); the retry carries
+    the answer in ``inputResponses``; a retry without it is asked again.
+    """
+    method = str(request["method"])
+    if not ctx.modern:
+        try:
+            result = await ctx.request(method, request.get("params"), timeout=ctx.connection.input_timeout)  # type: ignore[arg-type]
+        except ClientRequestError as exc:
+            return _text_result(str(exc), is_error=True)
+        try:
+            return _text_result(interpret(result))
+        except ValueError as exc:
+            return _text_result(f"invalid {method} result: {exc}", is_error=True)
+    state = _b64_json({"tool": ctx.params.get("name"), "arguments": args})
+    if "requestState" in ctx.params:
+        if ctx.params["requestState"] != state:
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' does not belong to this tool call")
+        responses = ctx.params.get("inputResponses")
+        if isinstance(responses, dict) and key in responses:
+            try:
+                return _text_result(interpret(responses[key]))
+            except ValueError as exc:
+                raise RequestError(INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}]: {exc}") from None
+    raise InputRequired({key: request}, state)
+
+
+class CallJob:
+    """The :class:`~mcpwire.testing.reference_tasks.Job` of a tool run inside its own ``tools/call``.
+
+    Cancellation is the call's own; input is asked the era's way: an ``input_required`` result
+    in 2026-07-28 (the retry runs the body again, with the answers), a server request before.
+    """
+
+    __slots__ = ("_ctx", "_ref")
+
+    def __init__(self, ref: ReferenceServer, ctx: RequestContext) -> None:
+        self._ref = ref
+        self._ctx = ctx
+
+    async def sleep(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+
+    async def ask(self, asks: Mapping[str, JSONObject]) -> dict[str, object]:
+        ctx = self._ctx
+        if ctx.modern:
+            return self._ref.answers(ctx, dict(asks))
+        answers: dict[str, object] = {}
+        for name, request in asks.items():
+            params = request["params"]
+            assert isinstance(params, dict)
+            if request["method"] == "elicitation/create" and ctx.since(V2025_11_25):
+                params = {"mode": "form", **params}
+            try:
+                answers[name] = await ctx.request(str(request["method"]), params, timeout=ctx.connection.input_timeout)
+            except ClientRequestError as exc:
+                raise NoAnswer(str(exc)) from None
+        return answers
+
+
+# -- the demo tools ------------------------------------------------------------------------------
+
+
+async def echo(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    return _text_result(_arg_str(args, "text") or "")
+
+
+async def add(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    total = _arg_number(args, "a") + _arg_number(args, "b")
+    if not math.isfinite(total):
+        raise _BadArguments("the sum is not a finite number")
+    result = _text_result(json.dumps(total))
+    if ctx.since(V2025_06_18):  # 2025-06-18 server/tools: structuredContent appears
+        result["structuredContent"] = {"sum": total}
+    return result
+
+
+async def fail(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    message = _arg_str(args, "message", required=False)
+    return _text_result("the tool failed" if message is None else message, is_error=True)
+
+
+async def slow(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    seconds = _arg_number(args, "seconds")
+    if not 0 <= seconds <= MAX_SLOW_S:
+        raise _BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
+    steps = _arg_int(args, "steps", default=5, minimum=1, maximum=MAX_SLOW_STEPS)
+    for step in range(1, steps + 1):
+        await trio.sleep(seconds / steps)
+        await ctx.progress(step, steps, f"step {step} of {steps}")
+    return _text_result(f"done after {steps} steps")
+
+
+async def big(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    return _text_result("x" * _arg_int(args, "size", maximum=MAX_BIG_CHARS))
+
+
+async def ask(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    question = _arg_str(args, "question") or ""
+    # 2025-06-18 introduced elicitation; 2025-11-25 added modes ("form" is the default) and
+    # string defaults.
+    if not ctx.since(V2025_06_18) or not form_elicitation(ctx.client_capabilities):
+        return missing_capability(ctx, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
+    answer: JSONObject = {"type": "string"}
+    params: JSONObject = {"message": question}
+    if ctx.since(V2025_11_25):
+        answer["default"] = "yes"
+        params = {"mode": "form", **params}
+    params["requestedSchema"] = {"type": "object", "properties": {"answer": answer}, "required": ["answer"]}
+    return await ask_one(ctx, args, "answer", {"method": "elicitation/create", "params": params}, _elicit_text)
+
+
+async def sample(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    prompt = _arg_str(args, "prompt") or ""
+    if not isinstance(ctx.client_capabilities.get("sampling"), dict):
+        return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
+    params: JSONObject = {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100}
+    return await ask_one(ctx, args, "reply", {"method": "sampling/createMessage", "params": params}, _sample_text)
+
+
+async def roots(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    if not isinstance(ctx.client_capabilities.get("roots"), dict):
+        return missing_capability(ctx, "roots", {"roots": {}}, "client cannot list roots")
+    return await ask_one(ctx, args, "roots", {"method": "roots/list"}, _roots_text)
+
+
+async def notify(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    await ctx.log("info", "the notify tool was called", logger="demo")
+    await ref.list_changed("tools", origin=ctx)
+    return _text_result("ok")
+
+
+async def touch(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    await ref.resource_updated(_arg_str(args, "uri") or "", origin=ctx)
+    return _text_result("ok")
+
+
+async def crash(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    sys.stderr.write(f"reference server: the crash tool was called, exiting with status {CRASH_EXIT_STATUS}\n")
+    sys.stderr.flush()
+    os._exit(CRASH_EXIT_STATUS)
+
+
+# -- the official runner's fixtures ------------------------------------------------------------
+
+
+async def simple_text(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    return _text_result(SIMPLE_TEXT)
+
+
+async def image(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    return {"content": [{"type": "image", "data": PNG_B64, "mimeType": "image/png"}]}
+
+
+async def audio(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    if not ctx.since(V2025_03_26):  # audio content appeared in 2025-03-26
+        return _text_result("audio content needs protocol revision 2025-03-26 or later", is_error=True)
+    return {"content": [{"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"}]}
+
+
+async def embedded(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    resource = {
+        "uri": "test://embedded-resource",
+        "mimeType": "text/plain",
+        "text": "This is an embedded resource content.",
+    }
+    return {"content": [{"type": "resource", "resource": resource}]}
+
+
+async def mixed(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    resource = {
+        "uri": "test://mixed-content-resource",
+        "mimeType": "application/json",
+        "text": json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
+    }
+    return {
+        "content": [
+            {"type": "text", "text": "Multiple content types test:"},
+            {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+            {"type": "resource", "resource": resource},
+        ]
+    }
+
+
+async def logging_tool(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    for n, message in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
+        if n:
+            await trio.sleep(LOG_STEP_S)
+        await ctx.log("info", message, logger="demo")
+    return _text_result("Tool with logging executed successfully")
+
+
+async def logging_short(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    await ctx.log("info", "the logging tool ran", logger="demo")
+    return _text_result("logged")
+
+
+async def error(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    return _text_result(ERROR_TEXT, is_error=True)
+
+
+async def progress(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    for n, done in enumerate((0, 50, 100)):
+        if n:
+            await trio.sleep(LOG_STEP_S)
+        await ctx.progress(done, 100, f"{done}% done")
+    return _text_result("Tool with progress executed successfully")
+
+
+async def sampling(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    prompt = _arg_str(args, "prompt") or ""
+    if not isinstance(ctx.client_capabilities.get("sampling"), dict):
+        return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
+    return await ask_one(ctx, args, "reply", _sample(prompt, 100), _llm_text)
+
+
+async def _elicit_tool(ctx: RequestContext, args: JSONObject, request: JSONObject, prefix: str) -> JSONObject:
+    if not ctx.since(V2025_06_18) or not form_elicitation(ctx.client_capabilities):
+        return missing_capability(ctx, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
+    if ctx.since(V2025_11_25):
+        request = {**request, "params": {"mode": "form", **request["params"]}}  # type: ignore[dict-item]
+    return await ask_one(ctx, args, "answer", request, lambda result: prefix + _action_text(result))
+
+
+async def elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    message = _arg_str(args, "message") or ""
+    properties = {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    }
+    return await _elicit_tool(ctx, args, _elicit(message, properties, ["username", "email"]), "User response: ")
+
+
+async def elicitation_defaults(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    properties = {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    }
+    request = _elicit("Please review your information", properties, [])
+    return await _elicit_tool(ctx, args, request, "Elicitation completed: ")
+
+
+async def elicitation_enums(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    titled = [
+        {"const": f"value{i}", "title": t} for i, t in enumerate(("First Option", "Second Option", "Third Option"), 1)
+    ]
+    choices = [
+        {"const": f"value{i}", "title": t} for i, t in enumerate(("First Choice", "Second Choice", "Third Choice"), 1)
+    ]
+    properties = {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": titled},
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": choices}},
+    }
+    return await _elicit_tool(ctx, args, _elicit("Please choose", properties, []), "Elicitation completed: ")
+
+
+async def reconnection(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    # 2025-11-25 basic/transports (SSE polling): the server may close the connection after the
+    # priming event without ending the stream; the result goes to the resumed stream.
+    if not ctx.modern:
+        ctx.drop_connection()
+        await trio.sleep(RECONNECT_PAUSE_S)
+    return _text_result("reconnection test complete")
+
+
+async def json_schema(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    return _text_result(json.dumps(args, sort_keys=True))
+
+
+async def header_param(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    return _text_result(f"region: {_arg_str(args, 'region')}")
+
+
+async def missing_capability_tool(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    if not isinstance(ctx.client_capabilities.get("sampling"), dict):
+        return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
+    return await ask_one(ctx, args, "reply", _sample("Say anything.", 20), _llm_text)
+
+
+async def streaming_elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    request = _elicit("Continue?", {"ok": {"type": "boolean"}}, ["ok"])
+    return await _elicit_tool(ctx, args, request, "Streaming elicitation: ")
+
+
+async def trigger_tools(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    await ref.list_changed("tools", origin=ctx)
+    return _text_result("tools list change announced")
+
+
+async def trigger_prompts(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    await ref.list_changed("prompts", origin=ctx)
+    return _text_result("prompts list change announced")
+
+
+# -- 2026-07-28 MRTR fixtures ------------------------------------------------------------------
+
+
+async def ir_elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    answers = ref.answers(ctx, {"user_name": _ASK_NAME})
+    return _text_result(f"Hello, {_elicited(answers['user_name'], 'name')}!")
+
+
+async def ir_sampling(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    answers = ref.answers(ctx, {"capital_question": _ASK_CAPITAL})
+    return _text_result(_llm_text(answers["capital_question"]))
+
+
+async def ir_roots(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    answers = ref.answers(ctx, {"client_roots": _ASK_ROOTS})
+    return _text_result("roots: " + ", ".join(_root_uris(answers["client_roots"])))
+
+
+async def ir_request_state(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    answers = ref.answers(ctx, {"confirm": _ASK_CONFIRM}, state={"step": "confirm"})
+    return _text_result(f"state-ok: confirmed={_elicited_any(answers['confirm'], 'ok')}")
+
+
+async def ir_multiple(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    asks = {"user_name": _ASK_NAME, "greeting": _ASK_GREETING, "client_roots": _ASK_ROOTS}
+    answers = ref.answers(ctx, asks, state={"step": "all"})
+    name = _elicited(answers["user_name"], "name")
+    return _text_result(
+        f"{_llm_text(answers['greeting'])} {name}; roots: {', '.join(_root_uris(answers['client_roots']))}"
+    )
+
+
+async def ir_multi_round(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    state = ref.verified_state(ctx)
+    if "requestState" in ctx.params and state is None:
+        raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+    if state is None or state.get("round") == 1:
+        first = ref.answers(ctx, {"step1": _ASK_STEP1}, state={"round": 1})
+        name = _elicited(first["step1"], "name")
+        raise ref.input_required(ctx, {"step2": _ASK_STEP2}, {"round": 2, "name": name})
+    second = ref.answers(ctx, {"step2": _ASK_STEP2}, state={"round": 2, "name": state.get("name")})
+    return _text_result(f"{state.get('name')} likes {_elicited(second['step2'], 'color')}")
+
+
+async def ir_tampered(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    answers = ref.answers(ctx, {"confirm": _ASK_CONFIRM}, state={"step": "confirm"})
+    return _text_result(f"verified state, confirmed={_elicited_any(answers['confirm'], 'ok')}")
+
+
+async def ir_capabilities(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    if not ctx.modern:
+        return _text_result(_MODERN_ONLY_TEXT, is_error=True)
+    wanted = {"user_name": _ASK_NAME, "capital_question": _ASK_CAPITAL, "client_roots": _ASK_ROOTS}
+    # 2026-07-28 basic/patterns/mrtr: "Servers MUST NOT send an inputRequests that the client has
+    # not declared support for in its capabilities."
+    caps = ctx.client_capabilities
+    asks = {k: v for k, v in wanted.items() if isinstance(caps.get(_NEEDS[str(v["method"])]), dict)}
+    if not asks:
+        return _text_result("the client declared no capability to ask with")
+    answers = ref.answers(ctx, asks, check_caps=False)
+    return _text_result(f"received {', '.join(sorted(answers))}")
+
+
+# -- the Tasks extension's fixtures (SEP-2663) -------------------------------------------------
+
+
+async def greet(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    return _text_result(f"Hello, {_arg_str(args, 'name')}!")
+
+
+async def slow_compute(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    seconds = _arg_number(args, "seconds")
+    if not 0 <= seconds <= MAX_SLOW_S:
+        raise _BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
+    label = _arg_str(args, "label", required=False) or "slow_compute"
+
+    async def body(job: Job) -> JSONObject:
+        await job.sleep(seconds)
+        return _text_result(f"{label}: done after {seconds:g} s")
+
+    return await ref.run_job(ctx, body)
+
+
+async def failing_job(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    async def body(job: Job) -> JSONObject:
+        await job.sleep(JOB_STEP_S)
+        # a tool error, not a protocol error: the task ends `completed` with isError
+        return _text_result("the job failed: this fixture always ends with a tool error", is_error=True)
+
+    return await ref.run_job(ctx, body, required=True)
+
+
+async def protocol_error_job(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    async def body(job: Job) -> JSONObject:
+        await job.sleep(JOB_STEP_S)
+        raise RequestError(INTERNAL_ERROR, "Internal error: the job crashed (this fixture always does)")
+
+    return await ref.run_job(ctx, body, required=True)
+
+
+async def confirm_delete(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    filename = _arg_str(args, "filename") or ""
+    question = _elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
+
+    async def body(job: Job) -> JSONObject:
+        answer = (await job.ask({"confirm": question}))["confirm"]
+        if _elicited_any(answer, "confirm") is True:
+            return _text_result(f"{filename}: deletion confirmed (nothing was deleted: this is a fixture)")
+        return _text_result(f"{filename}: deletion not confirmed")
+
+    return await ref.run_job(ctx, body, needs=("elicitation",))
+
+
+async def multi_input(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    async def body(job: Job) -> JSONObject:
+        # both at once: as a task, two keys are outstanding and may be answered one by one
+        answers = await job.ask({"name": _ASK_NAME, "confirm": _ASK_PROCEED})
+        name, proceed = _elicited(answers["name"], "name"), _elicited_any(answers["confirm"], "confirm")
+        return _text_result(f"name: {name}, proceed: {proceed}")
+
+    return await ref.run_job(ctx, body, needs=("elicitation",))
+
+
+async def tool_with_task(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+    if not ctx.modern:
+        return _text_result(_TASKS_ONLY_TEXT, is_error=True)
+    ref.require_tasks(ctx)
+    # CF-T27, SEP-2663 §Task Creation: MRTR exchanges "SHOULD [be resolved] synchronously before
+    # responding with a CreateTaskResult": first input_required, then the task.
+    name = _elicited(ref.answers(ctx, {"user_name": _ASK_NAME})["user_name"], "name")
+
+    async def body(job: Job) -> JSONObject:
+        await job.sleep(JOB_STEP_S)
+        return _text_result(f"Hello, {name}!")
+
+    return await ref.run_job(ctx, body, required=True)
+
+
+#: tool name -> handler; the definitions (descriptions, schemas) are the shared catalogue's
+TOOLS: Final[dict[str, Tool]] = {
+    "echo": echo,
+    "add": add,
+    "fail": fail,
+    "slow": slow,
+    "big": big,
+    "ask": ask,
+    "sample": sample,
+    "roots": roots,
+    "notify": notify,
+    "touch": touch,
+    "crash": crash,
+    "test_simple_text": simple_text,
+    "test_image_content": image,
+    "test_audio_content": audio,
+    "test_embedded_resource": embedded,
+    "test_multiple_content_types": mixed,
+    "test_tool_with_logging": logging_tool,
+    "test_logging_tool": logging_short,
+    "test_error_handling": error,
+    "test_tool_with_progress": progress,
+    "test_sampling": sampling,
+    "test_elicitation": elicitation,
+    "test_elicitation_sep1034_defaults": elicitation_defaults,
+    "test_elicitation_sep1330_enums": elicitation_enums,
+    "test_reconnection": reconnection,
+    "json_schema_2020_12_tool": json_schema,
+    "test_header_param": header_param,
+    "test_missing_capability": missing_capability_tool,
+    "test_streaming_elicitation": streaming_elicitation,
+    "test_trigger_tool_change": trigger_tools,
+    "test_trigger_prompt_change": trigger_prompts,
+    "test_input_required_result_elicitation": ir_elicitation,
+    "test_input_required_result_sampling": ir_sampling,
+    "test_input_required_result_list_roots": ir_roots,
+    "test_input_required_result_request_state": ir_request_state,
+    "test_input_required_result_multiple_inputs": ir_multiple,
+    "test_input_required_result_multi_round": ir_multi_round,
+    "test_input_required_result_tampered_state": ir_tampered,
+    "test_input_required_result_capabilities": ir_capabilities,
+    "greet": greet,
+    "slow_compute": slow_compute,
+    "failing_job": failing_job,
+    "protocol_error_job": protocol_error_job,
+    "confirm_delete": confirm_delete,
+    "multi_input": multi_input,
+    "test_tool_with_task": tool_with_task,
+}
