@@ -400,6 +400,7 @@ class StreamableHTTPApp:
                         )
                 sse = sse or started
                 while True:
+                    changed = stream.signal()
                     pending = stream.after(written)
                     if not sse and pending:
                         _, data, code = pending[0]
@@ -428,7 +429,7 @@ class StreamableHTTPApp:
                         nursery.cancel_scope.cancel()
                         return
                     with trio.move_on_after(self.keepalive_s) as waited:
-                        await stream.wait()
+                        await changed.wait()
                     if waited.cancelled_caught and sse:
                         await self._body(request, b": keep-alive\n\n", more=True)
                 await self._body(request, b"")

@@ -115,9 +115,10 @@ class EventStream:
         """The events with sequence numbers above ``cursor``."""
         return [event for event in self.events if event[0] > cursor]
 
-    async def wait(self) -> None:
-        """Wait until something changes (a message, the end, a kick)."""
-        await self._changed.wait()
+    def signal(self) -> trio.Event:
+        """The event the next change (a message, the end, a kick) sets: take it before looking at
+        the stream, wait on it after, and no change made meanwhile is missed."""
+        return self._changed
 
     def event_id(self, seq: int) -> str:
         return f"{self.number}.{seq}"
