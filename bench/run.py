@@ -31,6 +31,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -213,6 +214,25 @@ def run_cold_starts(clients: Sequence[Client], params: Params) -> None:
                 continue
             client.cold_ns.append(result["cold_start_ns"])
             client.cold_process_ns.append(result["tools_listed_at_ns"] - launched)
+
+
+def run_connect(python: str, params: Params) -> dict[str, Any]:
+    """``http_connect.py``: ``open_client(url)`` against a bare httpx handshake, in one process
+    (target: at most 3 x the bare client); its table is printed as it comes."""
+    rounds = 10 if params.rounds == 1 else 30
+    print("\nconnecting over HTTP (median of", rounds, "connects, server already running):")
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "connect.json"
+        proc = subprocess.run(
+            [python, str(BENCH / "http_connect.py"), "--rounds", str(rounds), "--json", str(out)],
+            cwd=BENCH,
+            timeout=WORKLOAD_TIMEOUT,
+            check=False,
+        )
+        if not out.exists():
+            return {"error": f"exit status {proc.returncode}"}
+        figures: dict[str, Any] = json.loads(out.read_text())
+    return figures
 
 
 @dataclass
@@ -579,6 +599,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_cold_starts(clients, params)
     imports = run_imports(params, sdk_python, python)
     data = report(clients, params, imports, sdk_version, args.transport)
+    if args.transport == "http":
+        data["connect"] = run_connect(python, params)
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
         print(f"\nresults written to {args.json}")

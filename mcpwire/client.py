@@ -62,7 +62,16 @@ from .protocol import jsonrpc
 from .protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from .protocol.http import HeaderSpec, mirrored_headers, tool_header_spec
 from .protocol.jsonrpc import ErrorResponse, Message, Request, RequestId, Response
-from .protocol.lifecycle import Decided, EraDetector, Failed, Restart, SendDiscover, SendInitialize, SessionState
+from .protocol.lifecycle import (
+    Decided,
+    EraDetector,
+    Failed,
+    Restart,
+    SendDiscover,
+    SendInitialize,
+    SessionState,
+    UseSSE,
+)
 from .protocol.methods import METHODS
 from .protocol.pending import PendingRequest
 from .protocol.session import (
@@ -703,14 +712,18 @@ class Client:
     async def _detect(
         self, mode: str, legacy: tuple[str, ...], modern: tuple[str, ...], *, sse_fallback: bool = True
     ) -> Decided:
-        detector = EraDetector(mode, legacy, modern)
+        """Runs an :class:`EraDetector` to a verdict: performs its actions (send the probe and
+        ``initialize``, restart the server, switch to HTTP+SSE) and feeds it what comes back.
+        Bounded by ``connect_timeout``."""
+        spec = self.spec
+        http_auto = isinstance(spec, HttpServer) and spec.transport == "auto" and self._http_kind != "sse"
+        detector = EraDetector(mode, legacy, modern, http_ladder=http_auto and sse_fallback)
         send, recv = trio.open_memory_channel[_Waiter](math.inf)
         roles: dict[int, tuple[str, PendingRequest[_Waiter]]] = {}
         probe_deadline: float | None = None
-        initialize_version = legacy[0]
 
         async def perform(actions: list[Any]) -> Decided | None:
-            nonlocal probe_deadline, initialize_version
+            nonlocal probe_deadline
             for action in actions:
                 if isinstance(action, Decided):
                     return action
@@ -722,8 +735,14 @@ class Client:
                 if isinstance(action, Restart):
                     log.info("%s: the server exited on the server/discover probe; restarting it", self.label)
                     await self._restart_transport()
-                    continue
-                if isinstance(action, SendDiscover):
+                    roles.clear()
+                    _drain(recv)
+                elif isinstance(action, UseSSE):
+                    log.info("%s: initialize answered HTTP %s; trying HTTP+SSE", self.label, action.status)
+                    await self._use_sse(action.status)
+                    roles.clear()
+                    _drain(recv)
+                elif isinstance(action, SendDiscover):
                     self._session.capabilities = self._capabilities(action.version)
                     entry = await self._send_handshake("server/discover", {}, send, meta_version=action.version)
                     roles[id(entry.waiter)] = ("discover", entry)
@@ -732,7 +751,6 @@ class Client:
                 elif isinstance(action, SendInitialize):
                     self._session.capabilities = self._capabilities(action.version)
                     params = self._session.initialize_params(action.version)
-                    initialize_version = action.version
                     entry = await self._send_handshake("initialize", params, send)
                     roles[id(entry.waiter)] = ("initialize", entry)
             return None
@@ -751,114 +769,98 @@ class Client:
                 else:
                     waiter = await recv.receive()
                 role, entry = roles.pop(id(waiter))
-                outcome = waiter.outcome
                 if role == "discover":
                     probe_deadline = None
-                if isinstance(outcome, Response):
-                    if role == "discover":
-                        try:
-                            result = self._decode_handshake(outcome, DiscoverResult, "server/discover")
-                        except InvalidResponse as exc:
-                            # Some legacy servers answer any method with an empty result: that
-                            # is "any other answer", not a modern server (LC-41).
-                            actions = detector.on_discover_error(0, f"not a DiscoverResult ({exc})", None)
-                        else:
-                            self._discover = result
-                            actions = detector.on_discover_result(result)
-                    else:
-                        actions = detector.on_initialize_result(
-                            self._decode_handshake(outcome, InitializeResult, "initialize")
-                        )
-                elif isinstance(outcome, ErrorResponse):
-                    data = outcome.data_value()
-                    if role == "discover":
-                        actions = detector.on_discover_error(outcome.code, outcome.message, data)
-                    else:
-                        actions = detector.on_initialize_error(outcome.code, outcome.message, data)
-                elif isinstance(outcome, ServerGone) and isinstance(outcome.__cause__, FrameTooLarge):
-                    # ST-07: the connection broke on an oversized answer; the server did not exit
-                    # on the probe, so no LC-45 restart: name the limit.
-                    raise ServerGone(
-                        f"server '{self.label}' answered '{entry.method}' during the handshake with "
-                        f"{outcome.__cause__}",
-                        server=self.label,
-                        returncode=outcome.returncode,
-                        stderr_tail=outcome.stderr_tail,
-                    ) from outcome.__cause__
-                elif isinstance(outcome, ServerGone):
-                    actions = detector.on_exit()
-                    if (actions and isinstance(actions[-1], Failed)) or not actions:
-                        raise ServerGone(
-                            self._exit_during_handshake(outcome, detector),
-                            server=self.label,
-                            returncode=outcome.returncode,
-                            stderr_tail=outcome.stderr_tail,
-                        ) from outcome
-                    # the other handshake waiter of the dead process fails too: forget it
-                    roles.clear()
-                    while True:
-                        try:
-                            recv.receive_nowait()
-                        except trio.WouldBlock:
-                            break
-                elif isinstance(outcome, AuthError):
-                    raise outcome  # a challenge, not an era signal (LC-46)
-                elif isinstance(outcome, RemoteProtocolError):  # an answer that cannot be read
-                    if role == "discover":
-                        actions = detector.on_discover_error(0, str(outcome), None)
-                    else:
-                        actions = detector.on_initialize_error(0, str(outcome), None)
-                elif isinstance(outcome, HTTPStatusError | ServerGone) and self._is_http:
-                    status = outcome.status if isinstance(outcome, HTTPStatusError) else 0
-                    if role == "discover":
-                        actions = detector.on_discover_error(0, f"HTTP {status or 'stream closed'}", None)
-                    elif (
-                        status in (400, 404, 405)
-                        and sse_fallback
-                        and isinstance(self.spec, HttpServer)
-                        and self.spec.transport == "auto"
-                        and self._http_kind != "sse"
-                    ):
-                        # LC-46 step 3 / HS-06: not Streamable HTTP; try the 2024-11-05 HTTP+SSE transport.
-                        log.info("%s: initialize answered HTTP %s; trying the HTTP+SSE transport", self.label, status)
-                        detector.errors.append(f"initialize answered HTTP {status}")
-                        self._http_kind = "sse"
-                        try:
-                            await self._restart_transport(count=False)
-                        except HTTPStatusError as exc:
-                            if isinstance(exc, AuthError):
-                                raise
-                            raise HTTPStatusError(
-                                f"server '{self.label}' answered the POST of 'initialize' to "
-                                f"{redact_url(self.spec.url)} with HTTP {status}, and the HTTP+SSE GET with "
-                                f"HTTP {exc.status}: no MCP endpoint answers at that URL (is the path right? "
-                                "Streamable HTTP servers often serve /mcp, HTTP+SSE ones /sse)",
-                                status=status,
-                                server=self.label,
-                                method="initialize",
-                            ) from exc
-                        roles.clear()
-                        detector.discover_pending = False
-                        actions = [SendInitialize(initialize_version)]
-                    else:
-                        actions = detector.on_initialize_error(0, str(outcome), None)
-                elif isinstance(outcome, TransportError):
-                    raise outcome
-                else:
-                    raise ClientClosed(f"the connection to '{self.label}' closed during the handshake")
-                decided = await perform(actions)
+                decided = await perform(self._handshake_outcome(detector, role, entry, waiter.outcome))
         if decided is None or timeout_scope.cancelled_caught:
             tail = self._transport.stderr_tail() if self._transport else []
             detail = "; ".join(detector.errors) or "no answer"
-            err = ConnectError(
+            raise ConnectError(
                 f"server '{self.label}' did not complete the handshake within {self._connect_timeout:g}s ({detail})"
                 + ("\nlast stderr lines:\n  " + "\n  ".join(tail[-10:]) if tail else "")
             )
-            raise err
         # Abandon whatever handshake request is still open (the other era's answer, LC-45).
         for _role, entry in roles.values():
             self._session.table.abandon(entry.id)
         return decided
+
+    def _handshake_outcome(
+        self,
+        detector: EraDetector,
+        role: str,
+        entry: PendingRequest[_Waiter],
+        outcome: Response | ErrorResponse | BaseException | None,
+    ) -> list[Any]:
+        """Feeds one handshake answer (or failure) to the detector; raises what is no era signal."""
+        discover = role == "discover"
+        if isinstance(outcome, Response):
+            if not discover:
+                return detector.on_initialize_result(self._decode_handshake(outcome, InitializeResult, "initialize"))
+            try:
+                result = self._decode_handshake(outcome, DiscoverResult, "server/discover")
+            except InvalidResponse as exc:
+                # Some legacy servers answer any method with an empty result: that is "any other
+                # answer", not a modern server (LC-41).
+                return detector.on_discover_error(0, f"not a DiscoverResult ({exc})", None)
+            self._discover = result
+            return detector.on_discover_result(result)
+        if isinstance(outcome, ErrorResponse):
+            data = outcome.data_value()
+            if discover:
+                return detector.on_discover_error(outcome.code, outcome.message, data)
+            return detector.on_initialize_error(outcome.code, outcome.message, data)
+        if isinstance(outcome, ServerGone) and isinstance(outcome.__cause__, FrameTooLarge):
+            # ST-07: the connection broke on an oversized answer; the server did not exit on the
+            # probe, so no LC-45 restart: name the limit.
+            raise ServerGone(
+                f"server '{self.label}' answered '{entry.method}' during the handshake with {outcome.__cause__}",
+                server=self.label,
+                returncode=outcome.returncode,
+                stderr_tail=outcome.stderr_tail,
+            ) from outcome.__cause__
+        if isinstance(outcome, AuthError):
+            raise outcome  # a challenge, not an era signal (LC-46)
+        if isinstance(outcome, RemoteProtocolError):  # an answer that cannot be read
+            if discover:
+                return detector.on_discover_error(0, str(outcome), None)
+            return detector.on_initialize_error(0, str(outcome), None)
+        if isinstance(outcome, HTTPStatusError):
+            if discover:
+                return detector.on_discover_status(outcome.status)
+            return detector.on_initialize_status(outcome.status, str(outcome))
+        if isinstance(outcome, ServerGone):
+            actions = detector.on_exit()
+            if not actions or isinstance(actions[-1], Failed):
+                raise ServerGone(
+                    self._exit_during_handshake(outcome, detector),
+                    server=self.label,
+                    returncode=outcome.returncode,
+                    stderr_tail=outcome.stderr_tail,
+                ) from outcome
+            return actions
+        if isinstance(outcome, TransportError):
+            raise outcome
+        raise ClientClosed(f"the connection to '{self.label}' closed during the handshake")
+
+    async def _use_sse(self, status: int) -> None:
+        """LC-46 step 3 / HS-06: ``initialize`` said this is not Streamable HTTP; reconnect with
+        the 2024-11-05 HTTP+SSE transport. Nothing answering there either is a wrong URL, and
+        the error says so, naming the POST's status first (the transport that was asked for)."""
+        assert isinstance(self.spec, HttpServer)
+        self._http_kind = "sse"
+        try:
+            await self._restart_transport(count=False)
+        except HTTPStatusError as exc:
+            if isinstance(exc, AuthError):
+                raise
+            raise HTTPStatusError(
+                f"server '{self.label}' answered the POST of 'initialize' to {redact_url(self.spec.url)} with "
+                f"HTTP {status}, and the HTTP+SSE GET with HTTP {exc.status}: no MCP endpoint answers at that URL "
+                "(is the path right? Streamable HTTP servers often serve /mcp, HTTP+SSE ones /sse)",
+                status=status,
+                server=self.label,
+                method="initialize",
+            ) from exc
 
     def _exit_during_handshake(self, gone: ServerGone, detector: EraDetector) -> str:
         """Why connecting failed when the server exited: a server that wrote nothing at all to
@@ -2390,6 +2392,15 @@ def _compile_schema(schema: JSONObject, tool: str, server: str) -> Validator | N
 
 
 _JSONSCHEMA_MISSING_LOGGED = False
+
+
+def _drain(channel: trio.MemoryReceiveChannel[_Waiter]) -> None:
+    """Drops what a channel holds (the failed waiters of a connection that was replaced)."""
+    while True:
+        try:
+            channel.receive_nowait()
+        except trio.WouldBlock:
+            return
 
 
 def _unwrap(exc: BaseExceptionGroup[BaseException]) -> BaseException:

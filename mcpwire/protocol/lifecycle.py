@@ -17,6 +17,12 @@ timeout the detector sends ``initialize`` *as well* and keeps both answers in pl
 meaningful answer comes first decides (a discover result, or an initialize result), and the other
 is dropped as late (JR-06). If the server exits because of the probe (LC-45), the detector asks
 for a restart and goes straight to ``initialize``.
+
+Over HTTP the ladder goes on (LC-46): the probe first, and ``initialize`` only once the probe's
+answer has been inspected (LC-43: sending both at once would hand every 2026-07-28 server an
+``initialize`` and open a session on every dual-era one). An ``initialize`` refused with 400,
+404 or 405 and no JSON-RPC answer is "not Streamable HTTP" (step 3, HS-06): with
+``http_ladder`` the detector asks for the 2024-11-05 HTTP+SSE transport (:class:`UseSSE`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ __all__ = [
     "SendDiscover",
     "SendInitialize",
     "SessionState",
+    "UseSSE",
 ]
 
 
@@ -71,6 +78,13 @@ class Restart(msgspec.Struct, frozen=True):
     """The server died on the probe: start it again (then ``initialize`` follows)."""
 
 
+class UseSSE(msgspec.Struct, frozen=True):
+    """HTTP: ``initialize`` was answered with ``status`` and no JSON-RPC (LC-46 step 3): connect
+    with the 2024-11-05 HTTP+SSE transport instead (then ``initialize`` follows)."""
+
+    status: int
+
+
 class Decided(msgspec.Struct, frozen=True):
     """The era is known. Exactly one of ``discover`` / ``initialize`` is set."""
 
@@ -88,7 +102,10 @@ class Failed(msgspec.Struct, frozen=True):
     unsupported: bool = False
 
 
-Action = SendDiscover | SendInitialize | Restart | Decided | Failed
+Action = SendDiscover | SendInitialize | Restart | UseSSE | Decided | Failed
+
+#: HTTP statuses of an ``initialize`` POST that mean "not Streamable HTTP here" (LC-46 step 3)
+NOT_STREAMABLE_STATUSES: Final = frozenset({400, 404, 405})
 
 
 class EraDetector(msgspec.Struct):
@@ -98,19 +115,25 @@ class EraDetector(msgspec.Struct):
         mode: ``"auto"`` (probe then fall back), ``"legacy"`` or ``"modern"``.
         legacy_versions: legacy revisions to offer, preferred first.
         modern_versions: modern revisions to offer, preferred first.
+        http_ladder: an ``initialize`` refused with 400/404/405 (no JSON-RPC) leads to the
+            HTTP+SSE transport (HTTP, transport not forced).
     """
 
     mode: str = "auto"
     legacy_versions: tuple[str, ...] = LEGACY_REVISIONS
     modern_versions: tuple[str, ...] = MODERN_REVISIONS
+    http_ladder: bool = False
     discover_pending: bool = False
     initialize_pending: bool = False
     initialize_sent: bool = False
     restarted: bool = False
     done: bool = False
     errors: list[str] = msgspec.field(default_factory=list)
+    #: the status that led to HTTP+SSE (LC-46 step 3), once it did
+    sse_status: int | None = None
     _answered: bool = False  # any answer (result or error) arrived
     _retried_versions: set[str] = msgspec.field(default_factory=set)
+    _ladder_status: int | None = None  # initialize said "not Streamable HTTP" while the probe is out
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "legacy", "modern"):
@@ -166,7 +189,12 @@ class EraDetector(msgspec.Struct):
             return self._fail_if_idle()
         # Any other error: legacy (LC-41: never keyed to one code). If initialize is already out
         # (after a probe timeout) and has failed too, nothing is left in play: that is a verdict.
-        return self._initialize(self.legacy_versions[0]) or self._fail_if_idle()
+        return self._legacy_after_probe() or self._initialize(self.legacy_versions[0]) or self._fail_if_idle()
+
+    def on_discover_status(self, status: int, detail: str = "") -> list[Action]:
+        """HTTP: the probe was answered with an error status and no JSON-RPC answer (or its stream
+        closed, ``status`` 0): a legacy signal like any error (LC-41)."""
+        return self.on_discover_error(0, f"HTTP {status or 'stream closed'}" + (f" ({detail})" if detail else ""), None)
 
     def on_probe_timeout(self) -> list[Action]:
         """The probe got no answer in time: send ``initialize`` too, keep the probe in play."""
@@ -204,6 +232,22 @@ class EraDetector(msgspec.Struct):
                     return self._initialize(version, again=True)
         return self._fail_if_idle()
 
+    def on_initialize_status(self, status: int, detail: str = "") -> list[Action]:
+        """HTTP: ``initialize`` was answered with an error status and no JSON-RPC answer (or its
+        stream closed, ``status`` 0). With ``http_ladder``, 400/404/405 lead to HTTP+SSE."""
+        if self.done:
+            return []
+        if self.http_ladder and status in NOT_STREAMABLE_STATUSES and self.sse_status is None:
+            self.initialize_pending = False
+            self._answered = True
+            self.errors.append(f"initialize answered HTTP {status}")
+            if self.discover_pending:
+                # after a probe timeout both are out: a 2026-07-28 server may still answer
+                self._ladder_status = status
+                return []
+            return self._use_sse(status)
+        return self.on_initialize_error(0, detail or f"HTTP {status or 'stream closed'}", None)
+
     def on_exit(self) -> list[Action]:
         """The server process ended before detection finished."""
         if self.done:
@@ -228,6 +272,19 @@ class EraDetector(msgspec.Struct):
         self.initialize_sent = True
         self.initialize_pending = True
         return [SendInitialize(version)]
+
+    def _legacy_after_probe(self) -> list[Action]:
+        """The probe was refused after ``initialize`` had been told "not Streamable HTTP": go on
+        to HTTP+SSE."""
+        if self._ladder_status is not None and not self.initialize_pending:
+            return self._use_sse(self._ladder_status)
+        return []
+
+    def _use_sse(self, status: int) -> list[Action]:
+        self.sse_status = status
+        self._ladder_status = None
+        self.discover_pending = False
+        return [UseSSE(status), *self._initialize(self.legacy_versions[0], again=True)]
 
     def _decide(self, decided: Decided) -> list[Action]:
         self.done = True

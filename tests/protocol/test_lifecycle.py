@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcpwire.protocol import EraDetector, SessionState
-from mcpwire.protocol.lifecycle import Decided, Failed, Restart, SendDiscover, SendInitialize
+from mcpwire.protocol.lifecycle import Decided, Failed, Restart, SendDiscover, SendInitialize, UseSSE
 from mcpwire.protocol.types import DiscoverResult, InitializeResult, ServerCapabilities
 from mcpwire.protocol.versions import LATEST, LATEST_LEGACY, LEGACY_REVISIONS, Era
 
@@ -374,3 +374,66 @@ def test_decided_detector_ignores_everything() -> None:
     assert detector.on_initialize_error(-32602, "x", {"supported": [OLD]}) == []
     assert detector.on_probe_timeout() == []
     assert detector.on_exit() == []
+
+
+# -- the HTTP ladder (LC-46) -----------------------------------------------------------------------
+
+
+def http_probing(*, ladder: bool = True) -> EraDetector:
+    detector = EraDetector("auto", http_ladder=ladder)
+    assert detector.start() == [SendDiscover(LATEST)]
+    return detector
+
+
+@pytest.mark.parametrize("status", [400, 404, 405, 0])
+def test_a_probe_refused_with_a_bare_status_is_a_legacy_signal(status: int) -> None:
+    """LC-43, LC-47: an error status with no JSON-RPC answer (or a stream closed before one, 0)
+    means legacy: initialize follows at once."""
+    detector = http_probing()
+    assert detector.on_discover_status(status) == [SendInitialize(LATEST_LEGACY)]
+    shown = status or "stream closed"
+    assert detector.errors == [f"server/discover answered error 0: HTTP {shown}"]
+
+
+@pytest.mark.parametrize("status", [400, 404, 405])
+def test_initialize_refused_as_not_streamable_leads_to_http_sse(status: int) -> None:
+    """LC-46 step 3, HS-06: initialize answered 400/404/405 with no JSON-RPC: HTTP+SSE, where
+    initialize is sent again; its answer decides."""
+    detector = http_probing()
+    detector.on_discover_status(400)
+    assert detector.on_initialize_status(status) == [UseSSE(status), SendInitialize(LATEST_LEGACY)]
+    assert detector.sse_status == status
+    answer = initialized(OLD)
+    assert detector.on_initialize_result(answer) == [Decided(Era.LEGACY, OLD, initialize=answer)]
+
+
+def test_the_http_sse_step_is_taken_once() -> None:
+    """A second 404 (now from HTTP+SSE) is a failure, not another switch."""
+    detector = http_probing()
+    detector.on_discover_status(400)
+    detector.on_initialize_status(404)
+    (failed,) = detector.on_initialize_status(404, "server 'x' answered the POST with HTTP 404")
+    assert isinstance(failed, Failed)
+    assert failed.reason.endswith("initialize answered error 0: server 'x' answered the POST with HTTP 404")
+
+
+def test_without_the_ladder_a_not_streamable_status_fails() -> None:
+    """A forced Streamable HTTP transport (or the era-parity handshake) takes no HTTP+SSE step."""
+    detector = http_probing(ladder=False)
+    detector.on_discover_status(400)
+    (failed,) = detector.on_initialize_status(404, "HTTP 404")
+    assert isinstance(failed, Failed)
+
+
+def test_a_not_streamable_initialize_waits_for_a_probe_still_out() -> None:
+    """After a probe timeout both requests are out: a 404 to initialize waits for the probe,
+    whose 2026-07-28 answer still wins; had the probe been refused, HTTP+SSE would follow."""
+    detector = http_probing()
+    detector.on_probe_timeout()
+    assert detector.on_initialize_status(404) == []
+    result = discovered(LATEST)
+    assert detector.on_discover_result(result) == [Decided(Era.MODERN, LATEST, discover=result)]
+    other = http_probing()
+    other.on_probe_timeout()
+    other.on_initialize_status(404)
+    assert other.on_discover_error(-32601, "Method not found", None) == [UseSSE(404), SendInitialize(LATEST_LEGACY)]
