@@ -27,7 +27,8 @@ class HostEvent(msgspec.Struct, frozen=True, kw_only=True):
 
     ``kind`` is ``status`` (``status`` and ``previous`` differ), ``tools``, ``prompts`` or
     ``resources`` (the server's lists changed; the counts are current), ``approval`` (``approval``
-    was opened, confirmed, decided or expired), ``pin`` (``pin`` was first seen, quarantined,
+    was opened, confirmed, decided or expired; values under secret-looking argument keys are
+    redacted), ``pin`` (``pin`` was first seen, quarantined,
     reverted or approved; ``change`` says which, ``diff`` shows a changed definition) or
     ``audit`` (``record`` was written). ``server`` and ``status`` always describe the server.
     """

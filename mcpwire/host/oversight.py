@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import builtins
 import time
+from typing import cast
+
+import msgspec
 
 from ..errors import HostError
+from ..protocol.types import JSONObject
 from .approvals import Approval, ApprovalState
 from .events import EventHub, HostEvent
 from .pins import Pin, PinStore, approved
-from .policies import ArgumentsMode, AuditRecord, audit_arguments
+from .policies import ArgumentsMode, AuditRecord, audit_arguments, redact
 from .registry import ToolRegistry
 from .servers import ServerInfo, ServerStatus
 from .supervisor import Supervision
 
 __all__ = ["Oversight"]
+
+
+def redact_arguments(arguments: JSONObject) -> JSONObject:
+    return cast("JSONObject", redact(arguments))
 
 
 class Oversight(Supervision):
@@ -33,7 +41,14 @@ class Oversight(Supervision):
             return
         info = self._servers.get(approval.server)
         status = info.status.value if info is not None else ServerStatus.DISCONNECTED.value
-        self._hub.emit(HostEvent(server=approval.server, kind="approval", status=status, approval=approval))
+        # events reach every listener (an API's event stream): arguments under secret-looking
+        # keys are redacted there, as in audit records; the queue keeps them whole for the decider
+        shown = msgspec.structs.replace(
+            approval,
+            arguments=redact_arguments(approval.arguments),
+            final_arguments=None if approval.final_arguments is None else redact_arguments(approval.final_arguments),
+        )
+        self._hub.emit(HostEvent(server=approval.server, kind="approval", status=status, approval=shown))
 
     def _approval_record(self, approval: Approval) -> None:
         if approval.state is ApprovalState.PENDING and approval.confirmations == 0:

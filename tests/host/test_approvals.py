@@ -392,8 +392,9 @@ async def test_events_of_approvals_seen_by_a_listener(autojump_clock: trio.testi
     async with _host(Factory(FakeServer("a")), approvals=queue) as host:
         events = host.events()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(host.call_tool, "a__set_thing")
+            nursery.start_soon(host.call_tool, "a__set_thing", {"q": "x", "api_token": "s3cr3t"})
             pending = await _first_pending(queue)
+            assert pending.arguments == {"q": "x", "api_token": "s3cr3t"}  # the decider sees what runs
             await queue.decide(pending.id, approve=True)
         seen: list[HostEvent] = []
         with trio.move_on_after(1):
@@ -405,6 +406,9 @@ async def test_events_of_approvals_seen_by_a_listener(autojump_clock: trio.testi
         ("a", "connected", "approved"),
     ]
     assert [e.record.kind for e in seen if e.kind == "audit" and e.record] == ["approval", "tool"]
+    # events go to every listener: secret-looking values are redacted there
+    assert all(e.approval.arguments == {"q": "x", "api_token": "[REDACTED]"} for e in approvals if e.approval)
+    assert "s3cr3t" not in repr(seen)
 
 
 # -- between processes --------------------------------------------------------------------------------
