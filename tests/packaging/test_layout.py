@@ -84,3 +84,12 @@ def test_the_wheel_holds_only_mcpwire_and_runs_check_and_fuzz(tmp_path: Path) ->
         timeout=60,
     )
     assert proc.stdout.startswith(str(tmp_path / "site")), proc.stderr
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """Test folders are not packages: pytest imports each file by its bare name, so two helpers
+    called ``_harness.py`` in two folders would shadow each other."""
+    from collections import Counter
+
+    names = Counter(p.name for p in (REPO / "tests").rglob("*.py") if p.name != "conftest.py")
+    assert [name for name, count in names.items() if count > 1] == []

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from _harness import MODERN, Peer, Recorder, connected, meta, text, tools_server
+from _server_support import MODERN, Peer, Recorder, connected, meta, text, tools_server
 
 from mcpwire.server import ClientRequestError, InputRequired, RequestContext, RequestError, Server
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from _harness import MODERN, meta, text, tools_server
+from _server_support import MODERN, meta, text, tools_server
 
 from mcpwire.server import RequestContext, Server, StreamableHTTPApp
 from mcpwire.server.http import serve_http

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from _harness import meta, text, tools_server
+from _server_support import meta, text, tools_server
 
 from mcpwire.errors import FrameTooLarge
 from mcpwire.server import RequestContext, Server, serve_stdio

@@ -8,7 +8,7 @@ from typing import Any
 
 import trio
 import trio.testing
-from _harness import MODERN, meta, text, tools_server
+from _server_support import MODERN, meta, text, tools_server
 
 from mcpwire.server import EventStream, RequestContext, StreamableHTTPApp
 
