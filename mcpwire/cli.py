@@ -29,13 +29,14 @@ from .cliargs import (
     add_target_options,
     find_target_config,
     is_url,
+    key_values,
     load_target_config,
     resolve_target,
     run_cli,
     split_command,
     target_epilog,
 )
-from .redaction import clean_terminal
+from .redaction import SecretValues, clean_terminal
 
 __all__ = ["main"]
 
@@ -108,6 +109,7 @@ _COMMANDS: Final[dict[str, _Command]] = {
 
 #: subcommands implemented elsewhere: name -> (module, what it needs when missing, summary)
 _DELEGATED: Final[dict[str, tuple[str, str, str]]] = {
+    "add": ("mcpwire.cliadd", "", "add a well-known server (or a registry server.json) to mcp.json"),
     "check": (
         "mcpwire.conformance.cli",
         "the check extra: pip install 'mcpwire[check]'",
@@ -141,6 +143,7 @@ _ORDER: Final = (
     "prompt",
     "servers",
     "export",
+    "add",
     "check",
     "fuzz",
     "login",
@@ -263,20 +266,20 @@ def _split_words(name: str, words: list[str], command: list[str] | None) -> _Wor
                 words, command = command[-2:], command[:-2]
             else:
                 raise UsageError("give the tool's name before '--': mcpwire call TOOL ['{json}'] -- CMD ARGS...")
-        arguments = words.pop() if words and _looks_like_json(words[-1]) else None
+        cut = next((i for i, w in enumerate(words) if i and _looks_like_json(w)), len(words))
+        arguments = words[cut] if cut < len(words) else None
+        extra, words = words[cut + 1 :] or words[2:cut], words[: min(cut, 2)]
         if not words:
             raise UsageError("give a tool name: mcpwire call [TARGET] TOOL ['{json}']")
-        if len(words) > 2:
-            raise UsageError(
-                f"unexpected {clean_terminal(words[2][:40], newlines=False)!r}: "
-                "mcpwire call [TARGET] TOOL ['{json}'] (JSON arguments start with '{')"
-            )
+        if extra:
+            usage = "mcpwire call [TARGET] TOOL ['{json}'] (JSON arguments start with '{')"
+            raise UsageError(f"unexpected {extra[0][:40]!r}: {usage}")
         return _Words(words[:-1], command, tool=words[-1], arguments=arguments)
     if name == "read":
         if not words:
             raise UsageError("give a resource URI: mcpwire read [TARGET] URI")
         if len(words) > 2:
-            raise UsageError(f"unexpected {clean_terminal(words[2][:40], newlines=False)!r}: mcpwire read [TARGET] URI")
+            raise UsageError(f"unexpected {words[2][:40]!r}: mcpwire read [TARGET] URI")
         return _Words(words[:-1], command, uri=words[-1])
     if name == "prompt":
         if not words:
@@ -299,13 +302,7 @@ def _prompt_arguments(words: Sequence[str], stdin: TextIO) -> dict[str, str]:
     if len(words) == 1 and _looks_like_json(words[0]):
         given = _tool_arguments(words[0], stdin)
         return {k: v if isinstance(v, str) else json.dumps(v) for k, v in given.items()}
-    arguments: dict[str, str] = {}
-    for word in words:
-        key, sep, value = word.partition("=")
-        if not sep or not key:
-            raise UsageError(f"prompt arguments are KEY=VALUE, not {clean_terminal(word[:40], newlines=False)!r}")
-        arguments[key] = value
-    return arguments
+    return key_values(words, "a prompt")
 
 
 def _tool_arguments(text: str | None, stdin: TextIO) -> dict[str, object]:
@@ -319,14 +316,21 @@ def _tool_arguments(text: str | None, stdin: TextIO) -> dict[str, object]:
         raise UsageError(str(exc)) from None
 
 
-def _configure_logging(verbose: int, err: TextIO) -> None:
-    class _Clean(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            return clean_terminal(super().format(record), newlines=False)
+class _LogFormatter(logging.Formatter):
+    """Log lines for a terminal: control characters escaped, known secrets masked (a server's
+    stderr, logged with -v, may repeat the token it was started with)."""
 
+    secrets = SecretValues()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return clean_terminal(self.secrets.mask(super().format(record)), newlines=False)
+
+
+def _configure_logging(verbose: int, err: TextIO) -> _LogFormatter:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     handler = logging.StreamHandler(err)
-    handler.setFormatter(_Clean("%(levelname)s %(name)s: %(message)s"))
+    formatter = _LogFormatter("%(levelname)s %(name)s: %(message)s")
+    handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -334,6 +338,7 @@ def _configure_logging(verbose: int, err: TextIO) -> None:
     # warnings about servers are left to the command, which says the same in its own words
     logging.getLogger("mcpwire.server").setLevel(logging.ERROR if verbose == 0 else logging.INFO)
     logging.getLogger("mcpwire.host").setLevel(logging.ERROR if verbose == 0 else logging.NOTSET)
+    return formatter
 
 
 def _many_mode_refusals(args: argparse.Namespace) -> None:
@@ -355,11 +360,11 @@ def _run(name: str, argv: list[str], out: TextIO, err: TextIO, stdin: TextIO) ->
         options, command = split_command(argv)
         args = parser.parse_intermixed_args(options)
     except UsageError as exc:
-        err.write(f"mcpwire {name}: {exc}\n")
+        err.write(f"mcpwire {name}: {clean_terminal(str(exc), newlines=False)}\n")
         return 2
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
-    _configure_logging(args.verbose, err)
+    logs = _configure_logging(args.verbose, err)
     try:
         words = _split_words(name, list(getattr(args, "words", [])), command)
         many = _COMMANDS[name].many and not words.target and words.command is None
@@ -371,10 +376,14 @@ def _run(name: str, argv: list[str], out: TextIO, err: TextIO, stdin: TextIO) ->
                     "no mcp.json found (searched $MCPWIRE_CONFIG, ./mcp.json, ~/.config/mcpwire/mcp.json): "
                     "pass --config FILE, or add a server with mcpwire add NAME"
                 )
+            from .host.cli import config_secrets
+
+            logs.secrets = config_secrets(config)
             return _run_many(name, args, words, config, out, err, stdin)
         if name == "info" and not words.target and words.command is None:
             words.target = _only_server(args)
         target = resolve_target(args, words.target, words.command, stdin=stdin, stderr=err)
+        logs.secrets = target.secrets
         ops = Operands(
             tool=words.tool,
             arguments=_tool_arguments(words.arguments, stdin) if name == "call" else {},
@@ -383,7 +392,7 @@ def _run(name: str, argv: list[str], out: TextIO, err: TextIO, stdin: TextIO) ->
             prompt_arguments=_prompt_arguments(words.prompt_arguments, stdin),
         )
     except UsageError as exc:
-        err.write(f"mcpwire {name}: {exc}\n")
+        err.write(f"mcpwire {name}: {clean_terminal(str(exc), newlines=False)}\n")
         return 2
     if args.timeout is None:
         args.timeout = 30.0
@@ -439,9 +448,36 @@ def _delegate(command: str, argv: list[str]) -> int:
     return result
 
 
+#: Exit status when the reader of our output went away (``mcpwire tools | head``), as after SIGPIPE.
+EXIT_BROKEN_PIPE: Final = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mcpwire`` console script."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        # The servers were shut down on the way out; say nothing more to a closed pipe.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _command_first(argv: list[str]) -> tuple[str, list[str]]:
+    """The command and its arguments; options given before the command (``mcpwire -v tools``)
+    are moved after it, where the command's parser reads them."""
+    if argv[0].startswith("-") and "--" not in argv[:1]:
+        for i, word in enumerate(argv):
+            if word == "--":
+                break
+            if word in _COMMANDS or word in _DELEGATED:
+                return word, argv[:i] + argv[i + 1 :]
+    return argv[0], argv[1:]
+
+
+def _main(argv: list[str]) -> int:
     out, err = sys.stdout, sys.stderr
     if not argv or argv[0] in ("-h", "--help", "help"):
         out.write(_top_help())
@@ -449,14 +485,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[0] in ("-V", "--version"):
         out.write(f"mcpwire {__version__}\n")
         return 0
-    name, rest = argv[0], argv[1:]
+    name, rest = _command_first(argv)
     if name in _DELEGATED:
         return _delegate(name, rest)
     if name not in _COMMANDS:
         import difflib
 
         close = difflib.get_close_matches(name, list(_ORDER), n=1)
-        shown = clean_terminal(name[:40], newlines=False)
+        shown = name[:40]
         hint = f"did you mean {close[0]}? " if close else ""
         err.write(f"mcpwire: unknown command {shown!r}; {hint}(mcpwire --help lists the commands)\n")
         return 2

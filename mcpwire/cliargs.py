@@ -25,17 +25,13 @@ with no traceback.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import logging
 import os
 import re
-import shlex
 import signal
 import sys
 import threading
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TextIO
@@ -43,8 +39,17 @@ from typing import TYPE_CHECKING, Final, Literal, TextIO
 import msgspec
 import trio
 
+from .clitrust import (
+    DATA_DIR_ENV_VAR,
+    confirm_project_config,
+    decide,
+    remember_trust,
+    shown_command,
+    trust_decision,
+    trust_file,
+)
 from .errors import ConfigError
-from .redaction import REDACTED, SecretValues, clean_terminal, redact_argv, redact_url
+from .redaction import SecretValues, argv_secrets, clean_terminal, redact_url
 from .transports import DEFAULT_INHERITED_ENV, HttpServer, StdioServer, split_header
 
 if TYPE_CHECKING:
@@ -60,20 +65,21 @@ __all__ = [
     "confirm_project_config",
     "find_target_config",
     "is_url",
+    "key_values",
     "load_target_config",
     "output_file",
+    "remember_trust",
     "resolve_target",
     "run_cli",
     "shown_command",
     "split_command",
     "target_epilog",
+    "trust_decision",
     "trust_file",
 ]
 
 log = logging.getLogger("mcpwire.cli")
 
-#: Where remembered trust decisions live instead of ``$XDG_DATA_HOME/mcpwire`` (tests, sandboxes).
-DATA_DIR_ENV_VAR: Final = "MCPWIRE_DATA_DIR"
 #: Exit statuses after a signal, as shells report them (128 + the signal number).
 EXIT_SIGINT: Final = 130
 EXIT_SIGTERM: Final = 143
@@ -83,7 +89,6 @@ TRANSPORTS: Final = ("auto", "streamable-http", "sse")
 ERAS: Final = ("auto", "legacy", "modern")
 
 _URL: Final = re.compile(r"^https?://", re.IGNORECASE)
-_PLACEHOLDER: Final = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::[^}]*)?\}")
 
 #: How every subcommand's help explains naming a server: (arguments, meaning).
 TARGET_FORMS: Final = (
@@ -298,17 +303,24 @@ def _headers(args: argparse.Namespace) -> tuple[dict[str, str], str | None]:
     return headers, token
 
 
-def _environment(args: argparse.Namespace) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for item in getattr(args, "env", None) or []:
+def key_values(items: Sequence[str], what: str) -> dict[str, str]:
+    """``KEY=VALUE`` words as a dict; a word without ``=`` (shown without what follows it: it may be
+    a bare secret) is a :class:`UsageError` naming ``what`` (``--env``, say)."""
+    pairs: dict[str, str] = {}
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key or any(c.isspace() for c in key):
-            shown = clean_terminal(key if sep else item[:40], newlines=False)
-            raise UsageError(f"--env takes KEY=VALUE, not {shown!r}")
-        env[key] = value
+            shown = key if sep else item[:40]
+            raise UsageError(f"{what} takes KEY=VALUE, not {shown!r}")
+        pairs[key] = value
+    return pairs
+
+
+def _environment(args: argparse.Namespace) -> dict[str, str]:
+    env = key_values(getattr(args, "env", None) or [], "--env")
     for name in getattr(args, "env_pass", None) or []:
         if not name or "=" in name:
-            raise UsageError(f"--env-pass takes a variable name, not {clean_terminal(name[:40], newlines=False)!r}")
+            raise UsageError(f"--env-pass takes a variable name, not {name[:40]!r}")
         value = os.environ.get(name)
         if value is None:
             raise UsageError(f"--env-pass {clean_terminal(name, newlines=False)}: that variable is not set")
@@ -322,12 +334,6 @@ def _http_given(args: argparse.Namespace) -> bool:
 
 def _stdio_given(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "env", None) or getattr(args, "env_pass", None) or getattr(args, "cwd", None))
-
-
-def shown_command(argv: Sequence[str]) -> str:
-    """A command line to show: credentials redacted, quoted as a shell would need (``***`` left
-    bare), not yet cleaned for a terminal."""
-    return " ".join(word if word == REDACTED else shlex.quote(word) for word in redact_argv(argv))
 
 
 def _command_label(argv: Sequence[str], secrets: SecretValues) -> str:
@@ -358,7 +364,7 @@ def _http_target(url: str, args: argparse.Namespace) -> ResolvedTarget:
         spec = HttpServer(url=url, headers=headers, bearer_token=token, transport=transport)
     except ValueError as exc:
         raise UsageError(clean_terminal(str(exc), newlines=False)) from None
-    secrets = SecretValues([*headers.values(), *([token] if token else [])])
+    secrets = SecretValues([*headers.values(), *([token] if token else []), *argv_secrets([url])])
     return ResolvedTarget(spec=spec, label=_url_label(url, secrets), secrets=secrets, kind="url")
 
 
@@ -367,7 +373,7 @@ def _stdio_target(command: list[str], args: argparse.Namespace) -> ResolvedTarge
         raise UsageError("--header and --bearer-env are for HTTP servers; give a URL instead of a command")
     env = _environment(args)
     spec = StdioServer(command=command[0], args=tuple(command[1:]), env=env, cwd=getattr(args, "cwd", None))
-    secrets = SecretValues(env.values())
+    secrets = SecretValues([*env.values(), *argv_secrets(command)])
     return ResolvedTarget(spec=spec, label=_command_label(command, secrets), secrets=secrets, kind="command")
 
 
@@ -384,11 +390,11 @@ def _demo_target(args: argparse.Namespace) -> ResolvedTarget:
 
 def _config_target(name: str, args: argparse.Namespace, stdin: TextIO | None, stderr: TextIO | None) -> ResolvedTarget:
     config = load_target_config(args, stdin=stdin, stderr=stderr)
-    shown = clean_terminal(name, newlines=False)
+    shown = repr(name)
     if config is None:
         raise UsageError(
-            f"{shown!r} is not a URL, and there is no mcp.json to find a server of that name in: "
-            f"give a URL, '-- CMD ARGS...' or --config FILE {shown}"
+            f"{shown} is not a URL, and there is no mcp.json to find a server of that name in: "
+            f"give a URL, '-- CMD ARGS...' or --config FILE {name}"
         )
     entries = {s.name: s for s in config.servers}
     entry = entries.get(name)
@@ -396,25 +402,25 @@ def _config_target(name: str, args: argparse.Namespace, stdin: TextIO | None, st
         prefixes = (f"$.mcpServers.{name}", f"$.servers.{name}")
         problem = next((p for p in config.problems if p.startswith(prefixes)), None)
         if problem is not None:
-            raise UsageError(f"server {shown!r} in {config.path} is invalid: {clean_terminal(problem, newlines=False)}")
+            raise UsageError(f"server {shown} in {config.path} is invalid: {clean_terminal(problem, newlines=False)}")
         import difflib
 
         close = difflib.get_close_matches(name, list(entries), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(close)}?" if close else f"; its servers: {', '.join(entries) or 'none'}"
-        raise UsageError(f"no server named {shown!r} in {config.path}{hint}")
+        raise UsageError(f"no server named {shown} in {config.path}{hint}")
     if not entry.enabled:
         log.info("server %r is disabled in %s; starting it because it was named", name, config.path)
     spec = entry.to_spec()
     extra_secrets: list[str] = []
     if isinstance(spec, StdioServer):
         if _http_given(args):
-            raise UsageError(f"--header and --bearer-env are for HTTP servers; {shown!r} is started with a command")
+            raise UsageError(f"--header and --bearer-env are for HTTP servers; {shown} is started with a command")
         env = {**spec.env, **_environment(args)}
         spec = msgspec.structs.replace(spec, env=env, cwd=getattr(args, "cwd", None) or spec.cwd)
-        extra_secrets += env.values()
+        extra_secrets += [*env.values(), *argv_secrets(spec.argv)]
     else:
         if _stdio_given(args):
-            raise UsageError(f"--env, --env-pass and --cwd are for servers we start; {shown!r} is reached by URL")
+            raise UsageError(f"--env, --env-pass and --cwd are for servers we start; {shown} is reached by URL")
         headers, token = _headers(args)
         transport = _transport(args)
         spec = msgspec.structs.replace(
@@ -424,11 +430,12 @@ def _config_target(name: str, args: argparse.Namespace, stdin: TextIO | None, st
             transport=spec.transport if transport == "auto" else transport,
         )
         extra_secrets += [*spec.headers.values(), *(v for v in (spec.bearer_token, spec.api_key) if v)]
+        extra_secrets += argv_secrets([spec.url])
     secrets = SecretValues(extra_secrets)
     where = _command_label(spec.argv, secrets) if isinstance(spec, StdioServer) else _url_label(spec.url, secrets)
     return ResolvedTarget(
         spec=spec,
-        label=f"{shown} ({where})",
+        label=f"{clean_terminal(name, newlines=False)} ({where})",
         secrets=secrets,
         kind="config",
         name=name,
@@ -472,20 +479,18 @@ def resolve_target(
         if len(words) > 1:
             raise UsageError(
                 f"a URL takes no further words: {_url_label(words[0], SecretValues())} was followed by "
-                f"{clean_terminal(words[1][:40], newlines=False)!r}"
+                f"{words[1][:40]!r}"
             )
         if command is not None:
             raise UsageError("give either a URL or a command after '--', not both")
         return _http_target(words[0], args)
     if command is not None:
         if words:
-            shown = clean_terminal(words[0][:40], newlines=False)
-            raise UsageError(f"give either a server name ({shown!r}) or a command after '--', not both")
+            raise UsageError(f"give either a server name ({words[0][:40]!r}) or a command after '--', not both")
         return _stdio_target(list(command), args)
     if len(words) > 1:
-        shown = " ".join(clean_terminal(w[:40], newlines=False) for w in words[1:])
-        first = clean_terminal(words[0][:40], newlines=False)
-        raise UsageError(f"one server at a time: unexpected {shown!r} after {first!r}")
+        shown = " ".join(w[:40] for w in words[1:])
+        raise UsageError(f"one server at a time: unexpected {shown!r} after {words[0][:40]!r}")
     if words:
         return _config_target(words[0], args, stdin, stderr)
     if getattr(args, "config", None):
@@ -549,7 +554,7 @@ def load_target_config(
     if path is None:
         return None
     if project_local:
-        trusted, refusal = _decide(
+        trusted, refusal = decide(
             path, assume_yes=bool(getattr(args, "yes", False)), stdin=stdin or sys.stdin, stderr=stderr or sys.stderr
         )
         if not trusted:
@@ -563,164 +568,6 @@ def load_target_config(
         more = f" (and {len(config.problems) - 5} more)" if len(config.problems) > 5 else ""
         raise UsageError(f"{path}: no valid server entry: {listed}{more}")
     return config
-
-
-def trust_file() -> Path:
-    """Where decisions about project configs are kept (``$MCPWIRE_DATA_DIR`` or
-    ``$XDG_DATA_HOME/mcpwire``, by default ``~/.local/share/mcpwire``)."""
-    base = os.environ.get(DATA_DIR_ENV_VAR)
-    if base:
-        return Path(base) / "trusted-configs.json"
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "mcpwire" / "trusted-configs.json"
-
-
-class _Decision(msgspec.Struct, kw_only=True):
-    trusted: bool
-    decided_at: float
-
-
-_TRUST_DECODER: Final = msgspec.json.Decoder(dict[str, dict[str, _Decision]])
-#: Decisions kept per file (older contents are forgotten first).
-_MAX_DECISIONS_PER_FILE: Final = 20
-
-
-def _load_trust(path: Path) -> dict[str, dict[str, _Decision]]:
-    try:
-        return _TRUST_DECODER.decode(path.read_bytes())
-    except FileNotFoundError:
-        return {}
-    except (OSError, msgspec.DecodeError) as exc:
-        log.warning("ignoring unreadable trust file %s: %s", path, exc)
-        return {}
-
-
-def _save_trust(path: Path, table: Mapping[str, Mapping[str, _Decision]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(msgspec.json.format(msgspec.json.encode(table), indent=2))
-    os.replace(tmp, path)
-
-
-def _remember(config: Path, digest: str, trusted: bool) -> None:
-    store = trust_file()
-    table = _load_trust(store)
-    key = str(config.resolve())
-    decisions = dict(table.get(key, {}))
-    decisions[digest] = _Decision(trusted=trusted, decided_at=time.time())
-    if len(decisions) > _MAX_DECISIONS_PER_FILE:
-        newest = sorted(decisions.items(), key=lambda kv: kv[1].decided_at)[-_MAX_DECISIONS_PER_FILE:]
-        decisions = dict(newest)
-    table[key] = decisions
-    try:
-        _save_trust(store, table)
-    except OSError as exc:
-        log.warning("cannot remember the decision about %s in %s: %s", config, store, exc)
-
-
-def _placeholders(value: object) -> set[str]:
-    if isinstance(value, str):
-        return set(_PLACEHOLDER.findall(value))
-    if isinstance(value, list):
-        return set().union(*(_placeholders(v) for v in value)) if value else set()
-    if isinstance(value, dict):
-        return set().union(*(_placeholders(v) for v in value.values())) if value else set()
-    return set()
-
-
-def _describe_entries(data: bytes) -> list[str]:
-    """One line per server the file would start or reach, redacted and terminal-safe, from the
-    raw file (placeholders are shown unexpanded: they say which variables it reads)."""
-    try:
-        decoded = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return []
-    if not isinstance(decoded, dict):
-        return []
-    entries = decoded.get("mcpServers", decoded.get("servers"))
-    if not isinstance(entries, dict):
-        return []
-    lines: list[str] = []
-    for name, entry in entries.items():
-        if not isinstance(entry, dict):
-            continue
-        command = entry.get("command")
-        raw_args = entry.get("args")
-        head: list[object] = [command] if isinstance(command, str) else command if isinstance(command, list) else []
-        tail: list[object] = raw_args if isinstance(raw_args, list) else []
-        words = [w for w in [*head, *tail] if isinstance(w, str)]
-        url = entry.get("url")
-        if words:
-            where = shown_command(words)
-        elif isinstance(url, str):
-            where = redact_url(url)
-        else:
-            where = "(no command or url)"
-        reads = sorted(_placeholders(entry))
-        note = f"  [reads {', '.join('$' + r for r in reads)}]" if reads else ""
-        lines.append(clean_terminal(f"{name}: {where}{note}", newlines=False))
-    return lines
-
-
-def _decide(path: Path, *, assume_yes: bool, stdin: TextIO, stderr: TextIO) -> tuple[bool, str]:
-    """Whether the servers of a project-local config may run, and the one-line refusal if not."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return False, f"cannot read {path}: {exc.strerror}"
-    digest = hashlib.sha256(data).hexdigest()
-    lines = _describe_entries(data)
-    if not lines:
-        return True, ""  # nothing would start: the loader reports what is wrong with the file
-    shown = clean_terminal(str(path), newlines=False)
-    if assume_yes:
-        _remember(path, digest, True)
-        return True, ""
-    earlier = _load_trust(trust_file()).get(str(path.resolve()), {}).get(digest)
-    if earlier is not None:
-        if earlier.trusted:
-            return True, ""
-        return False, f"the servers of {shown} were refused earlier; pass --yes to trust this file"
-    interactive = False
-    try:
-        interactive = stdin.isatty()
-    except (AttributeError, ValueError):
-        interactive = False
-    if not interactive:
-        return False, (
-            f"{shown} is a project config not trusted yet (it would start {len(lines)} server(s)): "
-            "review it and pass --yes to trust it, or run once in a terminal to be asked"
-        )
-    stderr.write(f"{shown} is a project-local config that has not been trusted yet. It would start or reach:\n")
-    for line in lines:
-        stderr.write(f"  {line}\n")
-    stderr.write("Trust this file and run its servers? [y/N] ")
-    stderr.flush()
-    answer = stdin.readline().strip().lower()
-    trusted = answer in ("y", "yes")
-    _remember(path, digest, trusted)
-    if trusted:
-        return True, ""
-    return False, f"not trusted: the servers of {shown} were not started (pass --yes to trust it later)"
-
-
-def confirm_project_config(path: str | os.PathLike[str], *, assume_yes: bool, stdin: TextIO, stderr: TextIO) -> bool:
-    """Asks once before the servers of a project-local mcp.json run.
-
-    The first time a file (by path and content hash) would start servers, shows their commands and
-    URLs (redacted) and the variables they read, and asks on ``stdin``; the decision is remembered
-    (:func:`trust_file`). With ``assume_yes`` the file is trusted without asking. Without a
-    terminal and without ``assume_yes``, it refuses with a one-line hint on ``stderr``.
-
-    Returns:
-        Whether the servers may run.
-    """
-    trusted, refusal = _decide(Path(path), assume_yes=assume_yes, stdin=stdin, stderr=stderr)
-    if not trusted:
-        stderr.write(f"mcpwire: {refusal}\n")
-    return trusted
 
 
 # -- running --------------------------------------------------------------------------------------

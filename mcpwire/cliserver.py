@@ -208,7 +208,7 @@ async def _prompt(ctx: _Run) -> int:
     missing = [a.name for a in wanted.arguments if a.required and a.name not in ops.prompt_arguments]
     if missing:
         usage = " ".join(f"{clean_terminal(m, newlines=False)}=VALUE" for m in missing)
-        raise CommandError(f"prompt {clean_terminal(ops.prompt, newlines=False)!r} needs {usage}")
+        raise CommandError(f"prompt {ops.prompt!r} needs {usage}")
     result = await client.get_prompt(ops.prompt, ops.prompt_arguments)
     if args.json:
         _json(out, result)

@@ -27,6 +27,7 @@ __all__ = [
     "SECRET_HEADERS",
     "SECRET_NAME",
     "SecretValues",
+    "argv_secrets",
     "clean_markup",
     "clean_terminal",
     "is_secret_name",
@@ -151,6 +152,28 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
             continue
         out.append(redact_url(word) if "://" in word else word)
     return out
+
+
+def argv_secrets(argv: Sequence[str]) -> list[str]:
+    """The values :func:`redact_argv` hides in ``argv`` (the word after a secret-looking flag, the
+    value of ``--flag=VALUE`` and ``NAME=VALUE`` words, URL passwords and secret query values), for
+    a :class:`SecretValues` that masks them wherever a server repeats its command line."""
+    found: list[str] = []
+    for word, shown in zip(argv, redact_argv(argv), strict=True):
+        if word == shown:
+            continue
+        if shown == REDACTED:
+            found.append(word)
+        elif "://" in word:
+            try:
+                parts = urllib.parse.urlsplit(word)
+            except ValueError:
+                continue
+            found += [parts.password] if parts.password else []
+            found += [v for k, v in urllib.parse.parse_qsl(parts.query) if is_secret_name(k) and v]
+        else:
+            found.append(word.partition("=")[2])
+    return found
 
 
 def redact_headers(headers: Mapping[str, str], *, hide_all: bool = False) -> dict[str, str]:

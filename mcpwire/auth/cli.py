@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import trio
 
+from ..redaction import clean_terminal, redact_url
+
 if TYPE_CHECKING:
     import httpx
 
@@ -62,7 +64,8 @@ async def _login(args: argparse.Namespace, transport: httpx.AsyncBaseTransport |
     def show(url: str) -> None:
         # Always printed: on a machine without a browser this is the only way to the login page.
         lead = "Open this URL" if args.no_browser else "Opening a browser; if none appears, open this URL"
-        print(f"{lead} to authorize (waiting up to {args.timeout:g} s):\n\n  {url}\n", file=sys.stderr)
+        shown = clean_terminal(url, newlines=False)
+        print(f"{lead} to authorize (waiting up to {args.timeout:g} s):\n\n  {shown}\n", file=sys.stderr)
 
     client = None
     if args.client_id:
@@ -70,6 +73,7 @@ async def _login(args: argparse.Namespace, transport: httpx.AsyncBaseTransport |
         # AU-15: pre-registered credentials belong to one authorization server.
         client = ClientInfo(args.client_id, secret, issuer=args.issuer)
     storage = FileTokenStorage(args.store)
+    stored_before = _contents(storage.path)
     with trio.move_on_after(args.timeout) as scope:
         async with open_loopback_redirect(args.port, show=show, open_browser=not args.no_browser) as redirect:
             provider = OAuthProvider(
@@ -84,18 +88,33 @@ async def _login(args: argparse.Namespace, transport: httpx.AsyncBaseTransport |
                     httpx.AsyncClient(auth=provider, timeout=30.0, transport=transport) as http,
                     mcpwire.open_client(args.url, http_client=http) as session,
                 ):
-                    name = session.server_info.name if session.server_info else args.url
+                    name = session.server_info.name if session.server_info else redact_url(args.url)
             except OAuthError as exc:
-                print(f"mcpwire login: {exc}", file=sys.stderr)
+                print(f"mcpwire login: {clean_terminal(str(exc), newlines=False)}", file=sys.stderr)
                 return 1
             except mcpwire.MCPWireError as exc:
-                print(f"mcpwire login: cannot connect to {args.url}: {exc}", file=sys.stderr)
+                reason = clean_terminal(str(exc), newlines=False)
+                print(f"mcpwire login: cannot connect to {redact_url(args.url)}: {reason}", file=sys.stderr)
                 return 1
     if scope.cancelled_caught:
         print(f"mcpwire login: gave up after {args.timeout:g} s without an authorization", file=sys.stderr)
         return 1
-    print(f"Logged in to {name}; tokens saved in {storage.path}", file=sys.stderr)
+    shown = clean_terminal(name, newlines=False)
+    if _contents(storage.path) != stored_before:
+        print(f"Logged in to {shown}; tokens saved in {storage.path}", file=sys.stderr)
+    elif await storage.get_tokens(provider.resource) is not None:
+        print(f"Already logged in to {shown}: the tokens in {storage.path} still work", file=sys.stderr)
+    else:
+        # The server answered without asking for a token: there was nothing to authorize.
+        print(f"{shown} needs no authorization: it answered without a token; nothing was saved", file=sys.stderr)
     return 0
+
+
+def _contents(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def main(argv: list[str] | None = None, *, transport: httpx.AsyncBaseTransport | None = None) -> int:
@@ -110,7 +129,7 @@ def main(argv: list[str] | None = None, *, transport: httpx.AsyncBaseTransport |
     args = parser.parse_args(argv)
     parts = urlsplit(args.url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        print(f"mcpwire login: not an http(s) URL: {args.url!r}", file=sys.stderr)
+        print(f"mcpwire login: not an http(s) URL: {redact_url(args.url)!r}", file=sys.stderr)
         return 2
     if args.issuer and not args.client_id:
         print("mcpwire login: --issuer binds a pre-registered --client-id; give both or neither", file=sys.stderr)

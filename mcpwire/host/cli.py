@@ -34,7 +34,7 @@ from ..errors import (
     UnknownTool,
 )
 from ..protocol.types import Prompt, Resource, ResourceTemplate
-from ..redaction import clean_terminal, redact_argv, redact_url
+from ..redaction import SecretValues, argv_secrets, clean_terminal, redact_argv, redact_url
 from .config import CONFIG_ENV_VAR, HostConfig, ServerConfig, find_config, load_config, search_paths
 from .host import Host, ServerInfo, ServerStatus
 from .policies import ApprovalPolicy, ApprovalRequest, classify_risk
@@ -58,6 +58,7 @@ __all__ = [
     "EXIT_USAGE",
     "UsageError",
     "add_config_options",
+    "config_secrets",
     "main",
     "parse_arguments",
     "run",
@@ -156,12 +157,17 @@ class _Output:
         self.json = as_json
         self.out = out
         self.err = err
+        #: the configured credentials, masked wherever a server's words are repeated
+        self.secrets = SecretValues()
+
+    def mask(self, text: str) -> str:
+        return self.secrets.mask(text)
 
     def warn(self, message: str) -> None:
-        self.err.write(f"mcpwire {self.command}: warning: {clean_terminal(message, newlines=False)}\n")
+        self.err.write(f"mcpwire {self.command}: warning: {clean_terminal(self.mask(message), newlines=False)}\n")
 
     def fail(self, exc: BaseException | str, status: int, *, hint: str = "") -> int:
-        message = clean_terminal(f"{exc}{hint}")
+        message = clean_terminal(self.mask(f"{exc}{hint}"))
         self.err.write(f"mcpwire {self.command}: {message}\n")
         if self.json:
             kind = type(exc).__name__ if isinstance(exc, BaseException) else "UsageError"
@@ -205,6 +211,17 @@ def _select(config: HostConfig, command: str, opts: argparse.Namespace) -> HostC
     return msgspec.structs.replace(config, servers=tuple(s for s in config.servers if s.name in names))
 
 
+def config_secrets(config: HostConfig) -> SecretValues:
+    """Every credential the configuration holds: environment and header values, tokens, and the
+    values of secret-looking arguments and URL parts."""
+    values: list[str] = []
+    for server in config.servers:
+        values += [*server.env.values(), *server.headers.values()]
+        values += [server.auth_token] if server.auth_token else []
+        values += argv_secrets([server.command or "", *server.args, *([server.url] if server.url else [])])
+    return SecretValues(values)
+
+
 def _shown_target(config: ServerConfig) -> str:
     """The command line or URL of an entry, with credentials redacted."""
     if config.type == "stdio":
@@ -214,15 +231,24 @@ def _shown_target(config: ServerConfig) -> str:
 
 def _why_down(info: ServerInfo, tails: _StderrTails, timeout: float) -> str:
     """A sentence on a server that is not connected, with its stderr's last line when it failed."""
+    if info.error:  # failed (a retry may be under way: the host keeps trying)
+        reason = info.error
+        tail = [line for line in tails.tails.get(info.name, ()) if line.strip()]
+        if tail and tail[-1] not in reason:
+            reason += f" (stderr: {tail[-1].strip()})"
+        return f"server {info.name!r} failed to start: {reason}"
     if info.status is ServerStatus.CONNECTING:
         return f"server {info.name!r} did not finish starting within {timeout:g} s (raise --connect-timeout)"
-    if info.status is ServerStatus.DISCONNECTED:
-        return f"server {info.name!r} is not connected"
-    reason = info.error or "it failed without a message"
-    tail = [line for line in tails.tails.get(info.name, ()) if line.strip()]
-    if tail and tail[-1] not in reason:
-        reason += f" (stderr: {tail[-1].strip()})"
-    return f"server {info.name!r} failed to start: {reason}"
+    return f"server {info.name!r} is not connected"
+
+
+def _status(info: ServerInfo) -> str:
+    """What ``servers`` shows: a server retrying after a failure is in error, not connecting."""
+    if not info.config.enabled:
+        return "disabled"
+    if info.status is ServerStatus.CONNECTING and info.error:
+        return ServerStatus.ERROR.value
+    return info.status.value
 
 
 def _host(command: str, opts: argparse.Namespace, config: HostConfig) -> Host:
@@ -252,6 +278,7 @@ async def run(command: str, opts: argparse.Namespace, config: HostConfig, out: T
     Cancellation: the servers are stopped in order (bounded), then the cancellation propagates.
     """
     io = _Output(command, bool(getattr(opts, "json", False)), out, err)
+    io.secrets = config_secrets(config)
     for problem in config.problems:
         io.warn(f"{problem}; the server is skipped")
     tails = _StderrTails()
@@ -311,10 +338,10 @@ async def _dispatch(command: str, host: Host, opts: argparse.Namespace, io: _Out
 def _servers(host: Host, io: _Output, tails: _StderrTails, timeout: float) -> None:
     rows = []
     for i in host.list():
-        status = i.status.value if i.config.enabled else "disabled"
+        status = _status(i)
         error = None
         if i.config.enabled and i.status is not ServerStatus.CONNECTED:
-            error = _why_down(i, tails, timeout).split(": ", 1)[-1] if i.status is ServerStatus.ERROR else i.error
+            error = _why_down(i, tails, timeout).split(": ", 1)[-1]
         rows.append(
             {
                 "name": i.name,
@@ -323,7 +350,7 @@ def _servers(host: Host, io: _Output, tails: _StderrTails, timeout: float) -> No
                 "era": i.era,
                 "protocolVersion": i.protocol_version,
                 "tools": i.tool_count,
-                "error": error,
+                "error": None if error is None else io.mask(error),
                 "description": i.config.description,
                 "target": _shown_target(i.config),
             }

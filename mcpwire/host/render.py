@@ -233,7 +233,7 @@ def closest(name: str, candidates: Sequence[str]) -> list[str]:
 
 def unknown_name(kind: str, name: str, candidates: Sequence[str], where: str) -> str:
     """``no tool named 'ecoh' on X; did you mean echo?`` (or the known names when none is close)."""
-    shown = clean_terminal(name, newlines=False)
+    shown = repr(name)  # repr escapes every character that is not printable
     close = closest(name, candidates)
     if close:
         hint = "did you mean " + " or ".join(clean_terminal(c, newlines=False) for c in close) + "?"
@@ -242,7 +242,7 @@ def unknown_name(kind: str, name: str, candidates: Sequence[str], where: str) ->
         hint = f"known {kind}s: {listed}" + (f" (and {len(candidates) - 20} more)" if len(candidates) > 20 else "")
     else:
         hint = f"it has no {kind}s"
-    return f"no {kind} named {shown!r} on {where}; {hint}"
+    return f"no {kind} named {shown} on {where}; {hint}"
 
 
 def prompt_text(result: GetPromptResult) -> str:
