@@ -337,7 +337,7 @@ def _configure_logging(verbose: int, err: TextIO) -> _LogFormatter:
     # without -v, a server's stderr is kept for error messages, not shown as it comes, and the host's
     # warnings about servers are left to the command, which says the same in its own words
     logging.getLogger("mcpwire.server").setLevel(logging.ERROR if verbose == 0 else logging.INFO)
-    logging.getLogger("mcpwire.host").setLevel(logging.ERROR if verbose == 0 else logging.NOTSET)
+    logging.getLogger("mcpwire.host").setLevel(logging.CRITICAL if verbose == 0 else logging.NOTSET)
     return formatter
 
 
@@ -360,7 +360,7 @@ def _run(name: str, argv: list[str], out: TextIO, err: TextIO, stdin: TextIO) ->
         options, command = split_command(argv)
         args = parser.parse_intermixed_args(options)
     except UsageError as exc:
-        err.write(f"mcpwire {name}: {clean_terminal(str(exc), newlines=False)}\n")
+        err.write(f"mcpwire {name}: {clean_terminal(str(exc))}\n")
         return 2
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
@@ -392,7 +392,7 @@ def _run(name: str, argv: list[str], out: TextIO, err: TextIO, stdin: TextIO) ->
             prompt_arguments=_prompt_arguments(words.prompt_arguments, stdin),
         )
     except UsageError as exc:
-        err.write(f"mcpwire {name}: {clean_terminal(str(exc), newlines=False)}\n")
+        err.write(f"mcpwire {name}: {clean_terminal(str(exc))}\n")
         return 2
     if args.timeout is None:
         args.timeout = 30.0
@@ -432,7 +432,7 @@ def _run_many(
         args.uri = words.uri
     elif words.target:  # pragma: no cover - a target never leads here
         raise UsageError("unexpected target")
-    return run_cli(lambda: host_cli.run(name, args, config, out, err))
+    return run_cli(lambda: host_cli.run(name, args, config, out, err, stdin=stdin))
 
 
 def _delegate(command: str, argv: list[str]) -> int:

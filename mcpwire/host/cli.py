@@ -29,12 +29,11 @@ from ..errors import (
     ConfigError,
     HostError,
     MCPWireError,
-    RPCError,
     ToolExecutionError,
     UnknownTool,
 )
-from ..protocol.types import Prompt, Resource, ResourceTemplate
-from ..redaction import SecretValues, argv_secrets, clean_terminal, redact_argv, redact_url
+from ..protocol.types import Prompt
+from ..redaction import REDACTED, SecretValues, argv_secrets, clean_terminal, is_secret_name, redact_argv, redact_url
 from .config import CONFIG_ENV_VAR, HostConfig, ServerConfig, find_config, load_config, search_paths
 from .host import Host, ServerInfo, ServerStatus
 from .policies import ApprovalPolicy, ApprovalRequest, classify_risk
@@ -100,7 +99,14 @@ def add_config_options(parser: argparse.ArgumentParser, command: str) -> None:
             "--provider", choices=sorted(NAME_RULES), default="openai", help="whose tool-name rules apply (%(default)s)"
         )
     if command == "call":
-        group.add_argument("--approve", action="store_true", help="approve calls that need approval")
+        group.add_argument(
+            "--approve",
+            nargs="?",
+            const="all",
+            choices=("all", "ask", "deny"),
+            help="calls that need approval: all (--approve alone) approves them, ask asks on the terminal "
+            "(CRITICAL twice), deny refuses them; default: ask on a terminal, else deny",
+        )
     if command == "export":
         group.add_argument(
             "--format", choices=("openai", "anthropic", "markdown"), default="openai", help="(%(default)s)"
@@ -147,8 +153,54 @@ def _parser(command: str) -> argparse.ArgumentParser:
     return parser
 
 
-async def _approve_all(request: ApprovalRequest) -> bool:
-    return True
+class _Approvals:
+    """The approver of ``--approve``: all, deny (keeping what was asked, to say so), or a
+    question on the terminal for each confirmation a call needs."""
+
+    def __init__(self, mode: str, stdin: TextIO, err: TextIO) -> None:
+        self.mode = mode
+        self.stdin = stdin
+        self.err = err
+        self.refused: ApprovalRequest | None = None
+
+    async def __call__(self, request: ApprovalRequest) -> bool:
+        if self.mode == "all":
+            return True
+        if self.mode == "deny":
+            self.refused = request
+            return False
+        return await trio.to_thread.run_sync(self._ask, request, abandon_on_cancel=True)
+
+    def _ask(self, request: ApprovalRequest) -> bool:
+        arguments = {k: REDACTED if is_secret_name(k) else v for k, v in request.arguments.items()}
+        if request.confirmation == 1:
+            self.err.write(
+                clean_terminal(
+                    f"{request.name} (tool {request.tool!r} on server {request.server!r}) needs approval: "
+                    f"risk {request.risk.name}, {request.reason}\n  arguments: {terminal_json(arguments)}\n"
+                )
+            )
+        step = (
+            f" ({request.confirmation} of {request.confirmations_needed})" if request.confirmations_needed > 1 else ""
+        )
+        self.err.write(f"Run it{step}? [y/N] ")
+        self.err.flush()
+        approved = self.stdin.readline().strip().lower() in ("y", "yes")
+        if not approved:
+            self.refused = request
+        return approved
+
+
+def _approvals(opts: argparse.Namespace, stdin: TextIO, err: TextIO) -> _Approvals | None:
+    mode = getattr(opts, "approve", None)
+    if mode is None and not hasattr(opts, "approve"):
+        return None  # not a call
+    if mode is None:
+        try:
+            mode = "ask" if stdin.isatty() else "deny"
+        except (AttributeError, ValueError):
+            mode = "deny"
+    return _Approvals(mode, stdin, err)
 
 
 class _Output:
@@ -231,8 +283,9 @@ def _shown_target(config: ServerConfig) -> str:
 
 def _why_down(info: ServerInfo, tails: _StderrTails, timeout: float) -> str:
     """A sentence on a server that is not connected, with its stderr's last line when it failed."""
-    if info.error:  # failed (a retry may be under way: the host keeps trying)
-        reason = info.error
+    error = info.error or (info.last_error if info.restart_count else None)
+    if error:  # failed (a retry may be under way: the host keeps trying)
+        reason = error
         tail = [line for line in tails.tails.get(info.name, ()) if line.strip()]
         if tail and tail[-1] not in reason:
             reason += f" (stderr: {tail[-1].strip()})"
@@ -246,12 +299,12 @@ def _status(info: ServerInfo) -> str:
     """What ``servers`` shows: a server retrying after a failure is in error, not connecting."""
     if not info.config.enabled:
         return "disabled"
-    if info.status is ServerStatus.CONNECTING and info.error:
+    if info.status is ServerStatus.CONNECTING and (info.error or (info.restart_count and info.last_error)):
         return ServerStatus.ERROR.value
     return info.status.value
 
 
-def _host(command: str, opts: argparse.Namespace, config: HostConfig) -> Host:
+def _host(command: str, opts: argparse.Namespace, config: HostConfig, approver: _Approvals | None) -> Host:
     client_options: dict[str, object] = {}
     if getattr(opts, "era", "auto") != "auto":
         client_options["era"] = opts.era
@@ -263,12 +316,20 @@ def _host(command: str, opts: argparse.Namespace, config: HostConfig) -> Host:
         provider=getattr(opts, "provider", "openai"),
         start_timeout=getattr(opts, "connect_timeout", 30.0),
         health_interval=0,
-        approver=_approve_all if getattr(opts, "approve", False) else None,
+        approver=approver,
         client_options=client_options or None,
     )
 
 
-async def run(command: str, opts: argparse.Namespace, config: HostConfig, out: TextIO, err: TextIO) -> int:
+async def run(
+    command: str,
+    opts: argparse.Namespace,
+    config: HostConfig,
+    out: TextIO,
+    err: TextIO,
+    *,
+    stdin: TextIO | None = None,
+) -> int:
     """Runs one command on the servers of ``config``; returns the exit status.
 
     ``opts`` carries the options of :func:`add_config_options` plus ``json``, ``connect_timeout``
@@ -289,9 +350,10 @@ async def run(command: str, opts: argparse.Namespace, config: HostConfig, out: T
         server_log.setLevel(logging.INFO)
         server_log.propagate = False
     try:
-        host = _host(command, opts, config)
+        approver = _approvals(opts, stdin or sys.stdin, err) if command == "call" else None
+        host = _host(command, opts, config, approver)
         async with host:
-            return await _dispatch(command, host, opts, io, tails)
+            return await _dispatch(command, host, opts, io, tails, approver)
     except ConfigError as exc:
         return io.fail(exc, EXIT_USAGE)
     except HostError as exc:  # UnknownTool and friends: the name or the setup is wrong
@@ -304,7 +366,9 @@ async def run(command: str, opts: argparse.Namespace, config: HostConfig, out: T
         server_log.propagate = saved[1]
 
 
-async def _dispatch(command: str, host: Host, opts: argparse.Namespace, io: _Output, tails: _StderrTails) -> int:
+async def _dispatch(
+    command: str, host: Host, opts: argparse.Namespace, io: _Output, tails: _StderrTails, approver: _Approvals | None
+) -> int:
     timeout = getattr(opts, "connect_timeout", 30.0)
     down = [i for i in host.list() if i.config.enabled and i.status is not ServerStatus.CONNECTED]
     strict_failure = EXIT_USAGE if getattr(opts, "strict", False) and down else EXIT_OK
@@ -314,22 +378,23 @@ async def _dispatch(command: str, host: Host, opts: argparse.Namespace, io: _Out
     what = {"resources": "resources", "read": "resources", "prompts": "prompts", "prompt": "prompts"}.get(
         command, "tools"
     )
-    for info in down:
+    for info in down if command != "call" else ():  # a failed call says why in its own message
         io.warn(f"{_why_down(info, tails, timeout)}; its {what} are missing")
-    if down and len(down) == len([i for i in host.list() if i.config.enabled]):
+    everything_down = down and len(down) == len([i for i in host.list() if i.config.enabled])
+    if everything_down and command not in ("call", "prompt", "read"):  # those say why about their own name
         return io.fail(f"none of the {len(down)} configured server(s) started", EXIT_USAGE)
     if command == "tools":
         _print_tools(host, opts, io)
     elif command == "export":
         _export(host, opts, io)
     elif command == "call":
-        return await _call(host, opts, io, tails, timeout)
+        return await _call(host, opts, io, tails, timeout, approver)
     elif command == "resources":
         await _resources(host, io)
     elif command == "read":
         return await _read(host, opts, io)
     elif command == "prompts":
-        await _prompts(host, opts, io)
+        await _prompts(host, io)
     else:
         return await _prompt(host, opts, io)
     return strict_failure
@@ -430,14 +495,27 @@ def _unknown_tool(host: Host, name: str, tails: _StderrTails, timeout: float) ->
     return unknown_name("tool", name, [t.name for t in host.tools()], "the servers of the configuration")
 
 
-async def _call(host: Host, opts: argparse.Namespace, io: _Output, tails: _StderrTails, timeout: float) -> int:
+async def _call(
+    host: Host, opts: argparse.Namespace, io: _Output, tails: _StderrTails, timeout: float, approver: _Approvals | None
+) -> int:
     try:
         result = await host.call_tool(opts.name, opts.arguments, timeout=opts.timeout)
     except UnknownTool:
         return io.fail(_unknown_tool(host, opts.name, tails, timeout), EXIT_USAGE)
-    except (ToolExecutionError, ApprovalDenied, CircuitOpen) as exc:
-        hint = " (use --approve to approve it)" if isinstance(exc, ApprovalDenied) and "no approver" in str(exc) else ""
-        return io.fail(exc, EXIT_TOOL_ERROR, hint=hint)
+    except ApprovalDenied as exc:
+        refused = approver.refused if approver is not None else None
+        if refused is None:
+            return io.fail(exc, EXIT_TOOL_ERROR)
+        where = f"tool {refused.tool!r} on server {refused.server!r}"
+        if approver is not None and approver.mode == "ask":
+            return io.fail(f"not run: {where} was not approved", EXIT_TOOL_ERROR)
+        return io.fail(
+            f"{where} needs approval: {refused.reason} (risk {refused.risk.name}); on a terminal you are asked",
+            EXIT_TOOL_ERROR,
+            hint=" (use --approve to approve it)",
+        )
+    except (ToolExecutionError, CircuitOpen) as exc:
+        return io.fail(exc, EXIT_TOOL_ERROR)
     if io.json:
         io.write_json(
             {
@@ -457,49 +535,28 @@ async def _call(host: Host, opts: argparse.Namespace, io: _Output, tails: _Stder
     return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
 
 
-def _offering(host: Host, feature: str) -> list[ServerInfo]:
-    """The connected servers that advertise ``feature`` (``resources``, ``prompts``)."""
-    return [
-        i
-        for i in host.list()
-        if i.status is ServerStatus.CONNECTED
-        and i.client is not None
-        and getattr(i.client.server_capabilities, feature, None) is not None
-    ]
-
-
-async def _list_resources(host: Host, io: _Output) -> list[tuple[str, list[Resource], list[ResourceTemplate]]]:
-    found = []
-    for info in _offering(host, "resources"):
-        assert info.client is not None
-        try:
-            resources = await info.client.list_resources()
-            try:
-                templates = await info.client.list_resource_templates()
-            except RPCError as exc:
-                if not exc.is_method_not_found:
-                    raise
-                templates = []
-        except MCPWireError as exc:
-            io.warn(f"server {info.name!r}: cannot list its resources: {exc}")
-            continue
-        found.append((info.name, resources, templates))
-    return found
-
-
 async def _resources(host: Host, io: _Output) -> None:
-    found = await _list_resources(host, io)
+    resources, templates = host.resources(), host.resource_templates()
     if io.json:
         io.write_json(
             {
-                "resources": [{"server": s, **msgspec.to_builtins(r)} for s, rs, _ in found for r in rs],
-                "resourceTemplates": [{"server": s, **msgspec.to_builtins(t)} for s, _, ts in found for t in ts],
+                "resources": [{"server": r.server, **msgspec.to_builtins(r.resource)} for r in resources],
+                "resourceTemplates": [{"server": t.server, **msgspec.to_builtins(t.template)} for t in templates],
             }
         )
         return
-    rows = [(s, r.uri, r.mime_type or "", first_line(r.description) or r.name) for s, rs, _ in found for r in rs]
+    rows = [
+        (r.server, r.resource.uri, r.resource.mime_type or "", first_line(r.resource.description) or r.resource.name)
+        for r in resources
+    ]
     rows += [
-        (s, t.uri_template, t.mime_type or "", first_line(t.description) or t.name) for s, _, ts in found for t in ts
+        (
+            t.server,
+            t.template.uri_template,
+            t.template.mime_type or "",
+            first_line(t.template.description) or t.template.name,
+        )
+        for t in templates
     ]
     cells = [tuple(clean_terminal(c, newlines=False) for c in row) for row in rows]
     if not cells:
@@ -508,18 +565,25 @@ async def _resources(host: Host, io: _Output) -> None:
     widths = [max(len(c[i]) for c in cells) for i in range(3)]
     for cell in cells:
         io.out.write(
-            "  ".join(v.ljust(w) for v, w in zip(cell[:3], widths, strict=True)) + f"  {cell[3]}".rstrip() + "\n"
+            ("  ".join(v.ljust(w) for v, w in zip(cell[:3], widths, strict=True)) + f"  {cell[3]}").rstrip() + "\n"
         )
 
 
 async def _read(host: Host, opts: argparse.Namespace, io: _Output) -> int:
+    """Reads a URI from the one server that lists it (or whose template's fixed start it has)."""
     uri: str = opts.uri
-    found = await _list_resources(host, io)
-    owners = [s for s, rs, _ in found if any(r.uri == uri for r in rs)]
+    owners = sorted({r.server for r in host.resources() if r.resource.uri == uri})
     if not owners:  # a template's fixed start (`demo://items/` of `demo://items/{id}`)
-        owners = [s for s, _, ts in found if any(uri.startswith(t.uri_template.split("{")[0] or "\0") for t in ts)]
-    if not owners and len(found) == 1:
-        owners = [found[0][0]]
+        owners = sorted(
+            {
+                t.server
+                for t in host.resource_templates()
+                if uri.startswith(t.template.uri_template.split("{")[0] or "\0")
+            }
+        )
+    offering = sorted({r.server for r in host.resources()} | {t.server for t in host.resource_templates()})
+    if not owners and len(offering) == 1:
+        owners = offering
     shown = clean_terminal(uri, newlines=False)
     if len(owners) != 1:
         which = (
@@ -536,59 +600,44 @@ async def _read(host: Host, opts: argparse.Namespace, io: _Output) -> int:
     return EXIT_OK
 
 
-async def _list_prompts(host: Host, opts: argparse.Namespace, io: _Output) -> list[tuple[str, ServerInfo, Prompt]]:
-    """``(namespaced name, server, prompt)`` for every prompt of every server offering them."""
-    found = []
-    for info in _offering(host, "prompts"):
-        assert info.client is not None
-        try:
-            prompts = await info.client.list_prompts()
-        except MCPWireError as exc:
-            io.warn(f"server {info.name!r}: cannot list its prompts: {exc}")
-            continue
-        for prompt in prompts:
-            found.append((opts.name_format.format(server=info.config.prefix, tool=prompt.name), info, prompt))
-    return found
-
-
-async def _prompts(host: Host, opts: argparse.Namespace, io: _Output) -> None:
-    found = await _list_prompts(host, opts, io)
-    if io.json:
-        io.write_json([{"name": n, "server": i.name, "prompt": p.name, **_without_name(p)} for n, i, p in found])
-        return
-    if not found:
-        io.out.write("no prompts\n")
-        return
-    heads = [
-        clean_terminal(f"{n}({', '.join(a.name + ('' if a.required else '?') for a in p.arguments)})", newlines=False)
-        for n, _, p in found
-    ]
-    width = max(len(h) for h in heads)
-    for head, (_, _, prompt) in zip(heads, found, strict=True):
-        io.out.write(f"{head:<{width}}  {first_line(prompt.description or prompt.title)}".rstrip() + "\n")
-
-
 def _without_name(prompt: Prompt) -> dict[str, object]:
     data: dict[str, object] = msgspec.to_builtins(prompt)
     data.pop("name", None)
     return data
 
 
-async def _prompt(host: Host, opts: argparse.Namespace, io: _Output) -> int:
-    found = await _list_prompts(host, opts, io)
-    match = next(((i, p) for n, i, p in found if n == opts.name), None)
-    if match is None:
-        return io.fail(
-            unknown_name("prompt", opts.name, [n for n, _, _ in found], "the servers of the configuration"), 2
+async def _prompts(host: Host, io: _Output) -> None:
+    found = host.prompts()
+    if io.json:
+        io.write_json(
+            [{"name": p.name, "server": p.server, "prompt": p.prompt.name, **_without_name(p.prompt)} for p in found]
         )
-    info, prompt = match
-    missing = [a.name for a in prompt.arguments if a.required and a.name not in opts.arguments]
+        return
+    if not found:
+        io.out.write("no prompts\n")
+        return
+    heads = [
+        clean_terminal(
+            f"{p.name}({', '.join(a.name + ('' if a.required else '?') for a in p.prompt.arguments)})", newlines=False
+        )
+        for p in found
+    ]
+    width = max(len(h) for h in heads)
+    for head, reg in zip(heads, found, strict=True):
+        io.out.write(f"{head:<{width}}  {first_line(reg.prompt.description or reg.prompt.title)}".rstrip() + "\n")
+
+
+async def _prompt(host: Host, opts: argparse.Namespace, io: _Output) -> int:
+    reg = next((p for p in host.prompts() if p.name == opts.name), None)
+    if reg is None:
+        names = [p.name for p in host.prompts()]
+        return io.fail(unknown_name("prompt", opts.name, names, "the servers of the configuration"), EXIT_USAGE)
+    missing = [a.name for a in reg.prompt.arguments if a.required and a.name not in opts.arguments]
     if missing:
         return io.fail(f"prompt {opts.name!r} needs " + " ".join(f"{m}=VALUE" for m in missing), EXIT_USAGE)
-    assert info.client is not None
-    result = await info.client.get_prompt(prompt.name, opts.arguments, timeout=getattr(opts, "timeout", None))
+    result = await host.get_prompt(opts.name, opts.arguments, timeout=getattr(opts, "timeout", None))
     if io.json:
-        io.write_json({"name": opts.name, "server": info.name, **msgspec.to_builtins(result)})
+        io.write_json({"name": opts.name, "server": reg.server, **msgspec.to_builtins(result)})
     else:
         io.out.write(prompt_text(result) + "\n")
     return EXIT_OK

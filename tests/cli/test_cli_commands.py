@@ -295,8 +295,8 @@ def test_resources_and_prompts_across_the_servers_of_a_config(tmp_path: Path) ->
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 
-    assert run("resources").splitlines()[:2] == [
-        "a  demo://static/hello  text/plain                A greeting.",
+    assert sorted(run("resources").splitlines())[:2] == [
+        "a  demo://items/{id}    text/plain                Item <id>.",
         "a  demo://static/blob   application/octet-stream  The bytes 0..255.",
     ]
     listed = json.loads(run("resources", "--json"))
@@ -339,7 +339,10 @@ def test_a_config_without_a_valid_entry_exits_2(tmp_path: Path) -> None:
         args = [command, "x__y"] if command == "call" else [command]
         proc = mcpwire(*args, "--config", config, cwd=tmp_path, home=tmp_path)
         assert (proc.returncode, proc.stdout) == (2, "")
-        assert proc.stderr.startswith(f"mcpwire {command}: {config}: no valid server entry: $.mcpServers.a")
+        assert proc.stderr.startswith(
+            f"mcpwire {command}: {config}: every server entry (2) is invalid:\n"
+            "  $.mcpServers.a.comand: unknown key; did you mean 'command'?\n"
+        )
 
 
 def test_a_truncated_config_is_refused(tmp_path: Path) -> None:
@@ -347,7 +350,10 @@ def test_a_truncated_config_is_refused(tmp_path: Path) -> None:
     config.write_text('{"mcpServers": {"a": {"command": "x"')
     proc = mcpwire("servers", "--config", str(config), cwd=tmp_path, home=tmp_path)
     assert (proc.returncode, proc.stdout) == (2, "")
-    assert proc.stderr.startswith(f"mcpwire servers: cannot read config file '{config}'")
+    assert proc.stderr == (
+        f"mcpwire servers: config file '{config}' is not valid JSON: line 1, column 37: "
+        "Expecting ',' delimiter (the file ends early; is it truncated?)\n"
+    )
 
 
 def test_servers_that_do_not_start_are_described(tmp_path: Path) -> None:
