@@ -242,7 +242,7 @@ def describe_error(exc: BaseException, target: ResolvedTarget) -> str:
     """One terminal-safe line for a failure, with the known secrets masked and a hint for 401."""
     text = target.secrets.mask(str(exc)) or type(exc).__name__
     line = clean_terminal(" ".join(text.split("\n")), newlines=False)
-    if " 401" in text or "Unauthorized" in text:
+    if (" 401" in text or "Unauthorized" in text) and "--bearer-env" not in text:
         line += (
             " (for a token pass --bearer-env VAR or --header 'Authorization: Bearer ...'; for OAuth: mcpwire login URL)"
         )

@@ -388,3 +388,35 @@ def test_options_for_one_server_are_refused_for_many(tmp_path: Path) -> None:
     proc = mcpwire("tools", "--env", "A=1", "--config", config, cwd=tmp_path, home=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith("mcpwire tools: --env apply to a server named on the command line")
+
+
+def test_a_401_says_how_to_authorize(tmp_path: Path) -> None:
+    """A server that wants a token: the message names both ways to give one, once."""
+    import http.server
+    import threading
+
+    class Deny(http.server.BaseHTTPRequestHandler):
+        def _deny(self) -> None:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Bearer realm="mcp"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = _deny
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Deny)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        proc = mcpwire("tools", url, cwd=tmp_path, home=tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith("mcpwire tools: server '127.0.0.1' answered HTTP 401")
+    assert proc.stderr.count("--bearer-env") == 1 and f"mcpwire login {url}" in proc.stderr

@@ -130,3 +130,17 @@ def test_a_server_repeating_its_secrets_has_them_masked(tmp_path: Path) -> None:
         assert SECRET not in proc.stdout + proc.stderr
     rows = json.loads(mcpwire("servers", "--json", "--config", str(config), cwd=tmp_path, home=tmp_path).stdout)
     assert rows[0]["target"] == f"{sys.executable} {HOSTILE} --crash --token ***"
+
+
+def test_credentials_in_a_url_are_never_shown(tmp_path: Path) -> None:
+    url = "http://user:pw-0123456789@127.0.0.1:9/mcp?api_key=k-0123456789&x=1"
+    for flags in ([], ["-vv"], ["--json"]):
+        proc = mcpwire("info", url, "--connect-timeout", "5", *flags, cwd=tmp_path, home=tmp_path)
+        assert proc.returncode == 2
+        assert "0123456789" not in proc.stdout + proc.stderr
+    assert "http://***@127.0.0.1:9/mcp?api_key=***&x=1" in proc.stderr
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"remote": {"url": url}}}))
+    proc = mcpwire("servers", "--json", "--config", str(config), "--connect-timeout", "5", cwd=tmp_path, home=tmp_path)
+    assert "0123456789" not in proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)[0]["target"] == "http://***@127.0.0.1:9/mcp?api_key=***&x=1"
