@@ -163,7 +163,7 @@ class Service:
         if self._openapi is None:
             from .api import API
 
-            self._openapi = API.openapi()
+            self._openapi = API.openapi(secured=self.settings.token is not None)
         return self._openapi
 
     def prometheus(self) -> str:

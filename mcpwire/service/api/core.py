@@ -12,6 +12,7 @@ from ...errors import (
     HostError,
     MCPWireError,
     RequestTimeout,
+    RPCError,
     ServerGone,
     ToolExecutionError,
     UnknownTool,
@@ -67,6 +68,10 @@ def map_error(exc: BaseException) -> ProblemError | None:
             return ProblemError(504, text)
         if isinstance(cause, ServerGone):
             return ProblemError(503, text, title="Server unavailable")
+        if isinstance(cause, RPCError):
+            # a well-formed refusal by the server (bad arguments, a capability we lack): the
+            # request cannot be carried out as it is, which is not a failure of the server
+            return ProblemError(422, text, title="Refused by the server")
         return ProblemError(502, text, title="Server failed")
     if isinstance(exc, RequestTimeout):
         return ProblemError(504, text)

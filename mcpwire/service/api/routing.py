@@ -168,8 +168,9 @@ class Api:
 
     # -- OpenAPI ---------------------------------------------------------------------------------
 
-    def openapi(self) -> dict[str, Any]:
-        """The OpenAPI 3.1 document of every operation."""
+    def openapi(self, *, secured: bool = True) -> dict[str, Any]:
+        """The OpenAPI 3.1 document of every operation; ``secured``: the bearer token is required
+        (on all but the public operations)."""
         types: list[Any] = [Problem]
         for op in self.operations:
             if op.body is not None:
@@ -204,10 +205,8 @@ class Api:
                 item["description"] = op.description
             if op.body is not None:
                 item["requestBody"] = {"required": True, "content": {JSON: {"schema": schema_of[id(op.body)]}}}
-            if not op.public:
+            if secured and not op.public:
                 item["security"] = [{"bearer": []}]
-            else:
-                item["security"] = []
             for status, spec in sorted(op.responses.items()):
                 response: dict[str, Any] = {
                     "description": spec.description,
@@ -227,21 +226,21 @@ class Api:
             item["responses"]["4XX"] = problem
             item["responses"]["5XX"] = problem
             paths.setdefault(op.path, {})[op.method.lower()] = item
+        components_out: dict[str, Any] = {"schemas": components}
+        if secured:
+            components_out["securitySchemes"] = {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The service token ($MCPWIRE_TOKEN or --token-file); needed unless the "
+                    "service listens on loopback without one.",
+                }
+            }
         return {
             "openapi": "3.1.0",
             "info": {"title": self.title, "version": self.version, "description": self.description},
             "paths": paths,
-            "components": {
-                "schemas": components,
-                "securitySchemes": {
-                    "bearer": {
-                        "type": "http",
-                        "scheme": "bearer",
-                        "description": "The service token ($MCPWIRE_TOKEN or --token-file); needed unless the "
-                        "service listens on loopback without one.",
-                    }
-                },
-            },
+            "components": components_out,
         }
 
 

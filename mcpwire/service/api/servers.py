@@ -8,10 +8,10 @@ import msgspec
 
 from ...host import ServerInfo
 from ...redaction import redact_argv, redact_url
-from ..problems import ProblemError
+from ..problems import FieldError, ProblemError
 from .core import API, NO_CONTENT, PREFIX, service_of
 from .routing import Ctx, Reply, ResponseSpec
-from .types import Latency, ServerEntry, ServerList, ServerOut, ServerPatch
+from .types import COMMAND_LINE, Latency, NewServer, ServerEntry, ServerList, ServerOut, ServerPatch
 
 __all__ = ["server_out"]
 
@@ -100,7 +100,7 @@ async def get_server(ctx: Ctx) -> ServerOut:
     f"{PREFIX}/servers",
     summary="Add a server",
     tags=TAGS,
-    body=ServerEntry,
+    body=NewServer,
     responses={
         201: ResponseSpec("Added and starting; Location names it.", ServerOut, headers={"Location": "The server."})
     },
@@ -109,6 +109,13 @@ async def add_server(ctx: Ctx) -> Reply:
     """The body is one mcp.json entry plus its name. It is stored (surviving a restart; the
     config file is not touched) and the server starts at once. 422 names each bad field."""
     body = ctx.body_as(ServerEntry)
+    if isinstance(body.command, str) and not COMMAND_LINE.match(body.command):
+        error = FieldError(
+            location="body",
+            path="$.command",
+            message="expected a program, or words without quotes or backslashes (give a list for those)",
+        )
+        raise ProblemError(422, f"the request body is invalid: {error.message}", errors=[error])
     entry = msgspec.to_builtins(body)
     name = entry.pop("name")
     service = service_of(ctx)
@@ -126,12 +133,12 @@ async def add_server(ctx: Ctx) -> Reply:
     responses={200: ResponseSpec("The server, restarted with its new settings.", ServerOut)},
 )
 async def edit_server(ctx: Ctx) -> ServerOut:
-    """Enable or disable it, change its timeout, its allowed or blocked tools, or its era pin."""
+    """Enable or disable it, change its timeout, its allowed or blocked tools, or its era pin.
+    An empty patch changes nothing (and restarts nothing)."""
     info = _info(ctx)
     patch = msgspec.to_builtins(ctx.body_as(ServerPatch))
-    if not patch:
-        raise ProblemError(422, "the patch changes nothing; give at least one field")
-    await service_of(ctx).servers.edit(info.name, patch)
+    if patch:
+        await service_of(ctx).servers.edit(info.name, patch)
     return server_out(ctx, service_of(ctx).host.get(info.name))
 
 

@@ -7,7 +7,8 @@ camelCase, as in MCP; a server entry keeps mcp.json's own spelling (``allowed_to
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -62,31 +63,71 @@ class In(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unkno
 class Auth(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     type: Literal["bearer", "api_key"]
     token: str
-    header_name: str | UnsetType = UNSET
+    header_name: Annotated[str, msgspec.Meta(min_length=1)] | UnsetType = UNSET
+
+
+# Patterns are read by msgspec (Python's re) and by JSON Schema tools (ECMA-262), whose ``\s``
+# differ (Python's includes U+001C..U+001F and U+0085): spaces and controls are spelt out instead.
+_SPACE = "\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+#: a program as one string: split into words at spaces when no ``args`` are given, so quotes and
+#: backslashes are not taken here (give ``command`` as a list for those)
+COMMAND_LINE_PATTERN: Final = f"^[^'\"\\\\]*[^{_SPACE}'\"\\\\][^'\"\\\\]*$"
+COMMAND_LINE: Final = re.compile(COMMAND_LINE_PATTERN)
+# msgspec 0.22 frees a ``pattern`` constraint twice when its str is in a union with an array type
+# (the process aborts at exit), so this pattern is documented here and checked by the handler
+CommandLine = Annotated[
+    str,
+    msgspec.Meta(
+        extra_json_schema={"pattern": COMMAND_LINE_PATTERN},
+        description="a program, or a command line without quotes",
+    ),
+]
+Word = Annotated[str, msgspec.Meta(pattern=f"[^{_SPACE}]")]
+Url = Annotated[str, msgspec.Meta(pattern=f"^https?://[^/{_SPACE}]+[^{_SPACE}]*$")]
+Namespace = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]+$")]
+_HTTP_TYPES = ["http", "streamable-http", "streamableHttp", "sse"]
 
 
 class ServerEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One mcp.json server entry plus its name (``${env:NAME}`` placeholders are expanded from
-    the service's environment when the server starts, and stored unexpanded)."""
+    the service's environment when the server starts, and stored unexpanded).
+
+    A stdio server has a ``command`` (and no ``type``, or ``stdio``); an HTTP server a ``url``
+    (and no ``command``, or an HTTP ``type``)."""
 
     name: ServerName
     type: Literal["stdio", "http", "streamable-http", "streamableHttp", "sse"] | UnsetType = UNSET
-    command: str | list[str] | UnsetType = UNSET
+    command: CommandLine | Annotated[list[Word], msgspec.Meta(min_length=1)] | UnsetType = UNSET
     args: list[str] | UnsetType = UNSET
     env: dict[str, str] | UnsetType = UNSET
     cwd: str | UnsetType = UNSET
-    url: str | UnsetType = UNSET
+    url: Url | UnsetType = UNSET
     headers: dict[str, str] | UnsetType = UNSET
     auth: Auth | UnsetType = UNSET
     enabled: bool | UnsetType = UNSET
     description: str | UnsetType = UNSET
     allowed_tools: ToolNames | UnsetType = UNSET
     disabled_tools: ToolNames | UnsetType = UNSET
-    namespace: str | UnsetType = UNSET
+    namespace: Namespace | UnsetType = UNSET
     timeout_seconds: Seconds | UnsetType = UNSET
     health_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] | UnsetType = UNSET
     policy: dict[str, Any] | UnsetType = UNSET
     era: Literal["auto", "legacy", "modern"] | UnsetType = UNSET
+
+
+#: the body of POST /servers: an entry that names a command (stdio) or a URL (HTTP)
+NewServer = Annotated[
+    ServerEntry,
+    msgspec.Meta(
+        extra_json_schema={
+            "anyOf": [
+                {"required": ["command"], "properties": {"type": {"const": "stdio"}}},
+                {"required": ["url"], "properties": {"type": {"enum": _HTTP_TYPES}}, "not": {"required": ["command"]}},
+                {"required": ["url", "type"], "properties": {"type": {"enum": _HTTP_TYPES}}},
+            ]
+        }
+    ),
+]
 
 
 class ServerPatch(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -159,7 +200,8 @@ class ToolList(Out, frozen=True, kw_only=True):
 
 class ToolCallIn(In, frozen=True, kw_only=True):
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
-    timeout_seconds: Annotated[float, msgspec.Meta(gt=0, le=3600)] | None = None
+    #: seconds for each attempt (1 to 3600), instead of the server's configured timeout
+    timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] | None = None
 
 
 class ToolCallOut(Out, frozen=True, kw_only=True):
@@ -279,7 +321,7 @@ class AuditQuery(msgspec.Struct, frozen=True, kw_only=True):
     tool: str | None = None
     outcome: str | None = None
     trace_id: str | None = None
-    cursor: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    cursor: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | None = None
     limit: Limit = 50
 
 
