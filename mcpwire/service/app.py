@@ -27,6 +27,7 @@ from starlette.routing import BaseRoute, Route
 from ..host import Host
 from .api import API, PREFIX, map_error
 from .audit import AuditWriter
+from .bridge import StoreAudit
 from .events import EventHub
 from .metrics import HttpMetrics, RouteNamer
 from .middleware import RateLimiter, ServiceMiddleware
@@ -108,6 +109,9 @@ def build_app(
 ) -> Starlette:
     """The service's app for ``host`` and ``store`` (both opened by the caller, who closes them).
 
+    Make the host with :func:`~mcpwire.service.bridge.service_host`, so that its approvals, pins
+    and audit records live in the store.
+
     Args:
         sources: where each server came from (``config`` or ``api``); all ``config`` by default.
         rows: what the store held about servers when the host was built.
@@ -116,7 +120,8 @@ def build_app(
         extra_routes: more routes (the console, the agent), after the API's.
     """
     hub = EventHub(kept=settings.events_kept, buffer=settings.sse_buffer)
-    audit = AuditWriter(store, hub)
+    audit = host.audit.writer if isinstance(host.audit, StoreAudit) else AuditWriter(store)
+    audit.hub = hub
     limiter = RateLimiter(rate=settings.rate_limit, burst=settings.rate_burst)
     manager = ServerManager(
         host=host,

@@ -46,7 +46,8 @@ class AuditWriter:
         on_stored: Callable[[AuditRow], None] | None = None,
     ) -> None:
         self._store = store
-        self._hub = hub
+        self.hub = hub
+        self.location = store.location
         self._timeout = timeout
         self._max_queued = max_queued
         self._on_stored = on_stored
@@ -147,8 +148,8 @@ class AuditWriter:
                 caller=record.caller,
                 record=record.record,
             )
-            if self._hub is not None:
-                self._hub.publish("audit", msgspec.to_builtins(row))
+            if self.hub is not None:
+                self.hub.publish("audit", msgspec.to_builtins(row))
             if self._on_stored is not None:
                 self._on_stored(row)
         return True

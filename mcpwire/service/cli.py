@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-body", type=float, default=4.0, metavar="MIB", help="largest request body in MiB (default 4)"
     )
+    parser.add_argument("--approval-timeout", type=float, default=300.0, metavar="S",
+                        help="seconds a call waits for a decision before it is denied (default 300)")  # fmt: skip
     parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
                         help="seconds requests in flight get at shutdown (default 10)")  # fmt: skip
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
@@ -83,8 +85,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    if args.max_body <= 0 or args.drain_timeout < 0:
-        raise SettingsError("--max-body must be positive and --drain-timeout not negative")
+    if args.max_body <= 0 or args.drain_timeout < 0 or args.approval_timeout <= 0:
+        raise SettingsError("--max-body and --approval-timeout must be positive, --drain-timeout not negative")
     settings = Settings(
         host=args.host,
         port=args.port,
@@ -95,6 +97,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         rate_burst=args.rate_burst,
         max_body_bytes=int(args.max_body * 1024 * 1024),
         drain_timeout=args.drain_timeout,
+        approval_timeout=args.approval_timeout,
         namespacing=args.namespacing == "on",
     )
     settings.check()

@@ -29,6 +29,7 @@ from ..host.config import find_config
 from ..redaction import clean_terminal, shorten
 from ..testing import demo_server_argv
 from .app import build_app
+from .bridge import service_host
 from .servers import Source, effective_config
 from .settings import Settings
 from .store import ServerRow, Store, describe_url, open_store
@@ -155,7 +156,7 @@ async def serve(
         loaded = load_servers(options.config, rows)
         for problem in loaded.problems:
             print(f"  config: {clean_terminal(problem, newlines=False)}", file=out)
-        host = Host(loaded.config, start_timeout=0.0)
+        host = service_host(loaded.config, store, settings)
         app = build_app(host, store, settings, sources=loaded.sources, rows=rows, base_path=loaded.base_path)
         service = app.state.service
         if options.stdio and service.gateway is None:

@@ -111,6 +111,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         drain_timeout: seconds in-flight requests get at shutdown.
         namespacing: the gateway prefixes tool names with their server's name.
         approval_poll: seconds between polls of shared approvals (several replicas).
+        approval_timeout: seconds a call waits for a decision before it is denied.
     """
 
     host: str = "127.0.0.1"
@@ -126,6 +127,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     drain_timeout: float = 10.0
     namespacing: bool = True
     approval_poll: float = 0.5
+    approval_timeout: float = 300.0
 
     def check(self) -> None:
         """Raises SettingsError for a setting the service must not start with."""

@@ -9,7 +9,6 @@ Calls waiting for an approval run in its nursery, so an HTTP caller that got a 2
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 from collections import OrderedDict
@@ -20,7 +19,7 @@ import msgspec
 import trio
 
 from .._version import __version__
-from ..host import Host, ServerStatus
+from ..host import Approval, ApprovalQueue, Host, ServerStatus
 from .audit import AuditWriter
 from .events import EventHub
 from .metrics import HttpMetrics
@@ -36,6 +35,8 @@ log = logging.getLogger("mcpwire.service")
 
 #: outcomes of approved calls kept for pollers
 KEPT_OUTCOMES: Final = 1000
+#: seconds a call waits for its server to finish (re)connecting
+CONNECTING_WAIT: Final = 10.0
 
 
 @dataclass(slots=True)
@@ -51,13 +52,13 @@ class CallOutcome:
 class ApprovalWatch:
     """Notices the approval the host opens for one call (matched by the call's ``run_id``)."""
 
-    def __init__(self, queue: Any, run_id: str) -> None:
+    def __init__(self, queue: ApprovalQueue | None, run_id: str) -> None:
         self.run_id = run_id
-        self.approval: Any = None
+        self.approval: Approval | None = None
         self._event = trio.Event()
-        self._stop = queue.on_change(self._seen) if queue is not None else None
+        self._stop = queue.on_change(self._seen, local_only=True) if queue is not None else None
 
-    def _seen(self, approval: Any) -> None:
+    def _seen(self, approval: Approval) -> None:
         if self.approval is None and approval.context.get("run_id") == self.run_id:
             self.approval = approval
             self._event.set()
@@ -92,15 +93,10 @@ class Service:
     outcomes: OrderedDict[str, CallOutcome] = field(default_factory=OrderedDict)
     gateway: Any = None
     _nursery: trio.Nursery | None = None
-    host_has_context: bool = False
     _openapi: dict[str, Any] | None = None
 
-    def __post_init__(self) -> None:
-        # the host takes a call context (trace id, run id, caller) when it has approval queues
-        self.host_has_context = "context" in inspect.signature(self.host.call_tool).parameters
-
     def watch_approvals(self, run_id: str) -> ApprovalWatch:
-        return ApprovalWatch(getattr(self.host, "approvals", None), run_id)
+        return ApprovalWatch(self.host.approvals, run_id)
 
     def log_unexpected(self, exc: BaseException, what: str) -> None:
         log.error("%s failed unexpectedly", what, exc_info=exc)
@@ -153,9 +149,31 @@ class Service:
         async with self.host.events(buffer=1000) as events:
             task_status.started()
             async for event in events:
+                if event.kind == "audit":
+                    continue  # published by the audit writer once stored, with its id
                 if event.kind == "status":
                     self._observe(event.server, ServerStatus(event.status), event.restart_count)
-                self.hub.publish(event.kind, msgspec.to_builtins(event))
+                data = msgspec.to_builtins(event)
+                if event.approval is not None:
+                    data["approval"] = event.approval.to_dict()
+                if event.pin is not None:
+                    data["pin"] = event.pin.to_dict()
+                self.hub.publish(event.kind, data)
+
+    async def ready_server(self, name: str) -> None:
+        """Lets a call wait (briefly) for a server that is starting or restarting, instead of
+        failing at once; a disabled server is the caller's to enable (409).
+
+        Cancellation: only the wait ends.
+        """
+        info = next((i for i in self.host.list() if i.name == name), None)
+        if info is None:
+            return
+        if not info.enabled:
+            raise ProblemError(409, f"server {name!r} is disabled; enable it (PATCH enabled: true) first")
+        if info.status in (ServerStatus.CONNECTING, ServerStatus.DISCONNECTED):
+            with trio.move_on_after(CONNECTING_WAIT):
+                await self.host.wait_status(name, ServerStatus.CONNECTED, timeout=CONNECTING_WAIT)
 
     # -- documents ---------------------------------------------------------------------------------
 
@@ -169,7 +187,7 @@ class Service:
     def prometheus(self) -> str:
         """The host's metrics, then the service's own."""
         hub, audit = self.hub, self.audit
-        pending = getattr(self.host, "approvals", None)
+        pending = self.host.approvals
         lines = [
             *self.http.prometheus(),
             "# HELP mcpwire_events_subscribers Clients reading /events.",

@@ -19,6 +19,7 @@ from hypercorn.trio import serve
 
 from mcpwire.host import Host
 from mcpwire.service.app import build_app
+from mcpwire.service.bridge import service_host
 from mcpwire.service.runner import load_servers
 from mcpwire.service.settings import Settings
 from mcpwire.service.state import Service
@@ -59,7 +60,7 @@ async def running_service(
     try:
         rows = await store.servers()
         loaded = load_servers(str(config) if config is not None else None, rows)
-        host = Host(loaded.config, start_timeout=0.0, **dict(host_options or {}))
+        host = service_host(loaded.config, store, settings, **dict(host_options or {}))
         app = build_app(host, store, settings, sources=loaded.sources, rows=rows, base_path=loaded.base_path)
         service: Service = app.state.service
         hconfig = Config()

@@ -48,7 +48,7 @@ async def test_servers_tools_and_a_call(db: str, config: Path) -> None:
         ]
         demo = servers[0]
         assert demo["tools"] == 11 and demo["transport"] == "stdio" and demo["revision"] == "2026-07-28"
-        assert demo["uptimeSeconds"] >= 0 and demo["breaker"] == "closed" and demo["lastError"] is None
+        assert demo["uptimeSeconds"] >= 0 and demo["breaker"] == "closed" and demo["error"] is None
         assert demo["target"].endswith("-m mcpwire.testing.demo_server")
         one = await svc.client.get("/api/v1/servers/legacy")
         assert one.json()["revision"] == "2025-11-25"

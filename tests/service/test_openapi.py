@@ -16,8 +16,10 @@ import pytest
 import trio
 from _harness import demo_entry, running_service, write_config
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "host"))
+from _host_fakes import Factory, FakeServer  # the host tests' fakes
+
 from mcpwire.client import open_client
-from mcpwire.errors import ConnectError
 from mcpwire.host import ServerConfig
 from mcpwire.service.api import API
 from mcpwire.service.api.types import ServerEntry, ToolCallIn
@@ -72,9 +74,12 @@ print("ok")
 
 @asynccontextmanager
 async def _only_config_servers(config: ServerConfig) -> AsyncIterator[Any]:
-    """Starts the servers of the config file; entries the fuzzer POSTs are never run."""
+    """Starts the servers of the config file; the commands and URLs the fuzzer POSTs are never
+    run or reached: those servers are in-process fakes without tools."""
     if config.description != "schemathesis backend":
-        raise ConnectError(f"server {config.name!r} added by the fuzzer is not started in this test")
+        async with Factory(FakeServer(config.name, tools=[]))(config) as fake:
+            yield fake
+        return
     async with open_client(config.to_spec(), timeout=config.policy.timeout_seconds) as client:
         yield client
 
@@ -86,6 +91,10 @@ async def _schemathesis(url: str, report: Path, *extra: str) -> tuple[int, str]:
     argv = [
         str(st), "run", f"{url}/api/v1/openapi.json",
         "--checks", "all",
+        # a call's arguments, a prompt's arguments and an approval's edits are judged by the
+        # backend server, whose schemas the API cannot declare: its refusal (422) of a body that
+        # fits the API's schema is right, so "schema-valid bodies are accepted" does not hold here
+        "--exclude-checks", "positive_data_acceptance",
         "--exclude-path", "/events",  # an endless stream: read by test_api's events tests
         "--max-examples", "12", "--max-time", "60", "--seed", "7", "--no-shrink",
         "--workers", "1", "--request-timeout", "20",

@@ -110,8 +110,8 @@ def test_no_config_anywhere_serves_the_demo_server_and_sigint_exits_0(tmp_path: 
         assert "  demo             stdio  modern 2026-07-28  11 tools" in lines
         assert f"database  sqlite:///{tmp_path / 'data' / 'mcpwire' / 'service.db'}" in lines
         with httpx.Client(base_url=serve.url, timeout=30) as client:
-            reply = client.post("/api/v1/tools/demo__add/call", json={"arguments": {"a": 2, "b": 3}})
-            assert reply.json()["structuredContent"] == {"sum": 5}
+            reply = client.post("/api/v1/tools/demo__echo/call", json={"arguments": {"text": "hi"}})
+            assert reply.json()["text"] == "hi"
         assert serve.stop(signal.SIGINT) == 0
         assert serve.proc.stderr is not None
         assert b"Traceback" not in serve.proc.stderr.read()

@@ -301,3 +301,16 @@ async def test_memory_database(tmp_path: Path) -> None:
     await store.aclose()
     with pytest.raises(StoreError, match=r"^the database sqlite::memory: is closed$"):
         await store.servers()
+
+
+async def test_approval_versions_refuse_a_stale_save(store: Store) -> None:
+    first = _approval("v", created=1.0)
+    first = msgspec.structs.replace(first, data={**first.data, "version": 1})
+    assert await store.save_approval(first, expect_version=0) is not None
+    assert await store.save_approval(first, expect_version=0) is None  # it exists now
+    second = msgspec.structs.replace(first, state="approved", data={**first.data, "version": 2})
+    saved = await store.save_approval(second, expect_version=1)
+    assert saved is not None and saved.seq == await store.approvals_cursor()
+    assert await store.save_approval(second, expect_version=1) is None  # stale
+    loaded = await store.approval("v")
+    assert loaded is not None and loaded.state == "approved" and loaded.data["version"] == 2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import urllib.parse
 
 import msgspec
 
@@ -27,41 +27,51 @@ def _target(info: ServerInfo) -> str:
 
 def server_out(ctx: Ctx, info: ServerInfo) -> ServerOut:
     service = service_of(ctx)
-    host = service.host
-    runtime_stats = host.metrics.snapshot(info.name).get(info.name, {})
-    calls = sum(s.calls for s in runtime_stats.values())
-    errors = sum(s.errors for s in runtime_stats.values())
-    # the slowest tool's percentiles stand for the server's (exact per-server figures come with
-    # the host's per-server statistics)
-    p50 = max((s.p50 for s in runtime_stats.values()), default=0.0)
-    p95 = max((s.p95 for s in runtime_stats.values()), default=0.0)
-    since = service.connected_since.get(info.name)
-    prompts = getattr(host, "prompts", None)
-    resources = getattr(host, "resources", None)
+    stats = service.host.server_statistics(info.name)
     return ServerOut(
         name=info.name,
         source=service.servers.source(info.name),
-        enabled=info.config.enabled,
-        transport=info.transport,
+        enabled=stats.enabled,
+        transport=stats.transport,
         target=_target(info),
-        status=info.status.value,
-        era=info.era,
-        revision=info.protocol_version,
-        tools=info.tool_count,
-        prompts=len(prompts(info.name)) if callable(prompts) else None,
-        resources=len(resources(info.name)) if callable(resources) else None,
-        last_error=info.error,
-        connected_since=since,
-        uptime_seconds=None if since is None else round(time.time() - since, 3),
-        restarts=info.restart_count,
-        health_failures=info.health_failures,
-        last_health_check=info.last_health_check,
-        breaker=host.breaker_for(info.name).current().value,
-        calls=calls,
-        errors=errors,
-        latency=Latency(p50_ms=round(p50 * 1000, 3), p95_ms=round(p95 * 1000, 3)),
+        status=stats.status,
+        era=stats.era,
+        revision=stats.protocol_version,
+        tools=stats.tools,
+        prompts=stats.prompts,
+        resources=stats.resources,
+        resource_templates=stats.resource_templates,
+        error=stats.error,
+        last_error=stats.last_error,
+        connected_since=stats.connected_since,
+        uptime_seconds=None if stats.uptime is None else round(stats.uptime, 3),
+        restarts=stats.restarts,
+        health_failures=stats.health_failures,
+        last_health_check=stats.last_health_check,
+        breaker=stats.breaker,
+        calls=stats.calls_total,
+        errors=stats.errors_total,
+        latency=Latency(p50_ms=round(stats.p50 * 1000, 3), p95_ms=round(stats.p95 * 1000, 3)),
+        cache_hits=stats.cache_hits,
+        cache_misses=stats.cache_misses,
         description=info.config.description,
     )
+
+
+def _check_entry(body: ServerEntry) -> None:
+    """What the schema says but msgspec cannot check here (see ``CommandLine``), and URLs whose
+    bracketed host is not an IP address."""
+    error: FieldError | None = None
+    if isinstance(body.command, str) and not COMMAND_LINE.match(body.command):
+        message = "expected a program, or words without quotes or backslashes (give a list for those)"
+        error = FieldError(location="body", path="$.command", message=message)
+    elif isinstance(body.url, str):
+        try:
+            urllib.parse.urlsplit(body.url)
+        except ValueError as exc:
+            error = FieldError(location="body", path="$.url", message=f"not a URL: {exc}")
+    if error is not None:
+        raise ProblemError(422, f"the request body is invalid: {error.message}", errors=[error])
 
 
 def _info(ctx: Ctx) -> ServerInfo:
@@ -109,13 +119,7 @@ async def add_server(ctx: Ctx) -> Reply:
     """The body is one mcp.json entry plus its name. It is stored (surviving a restart; the
     config file is not touched) and the server starts at once. 422 names each bad field."""
     body = ctx.body_as(ServerEntry)
-    if isinstance(body.command, str) and not COMMAND_LINE.match(body.command):
-        error = FieldError(
-            location="body",
-            path="$.command",
-            message="expected a program, or words without quotes or backslashes (give a list for those)",
-        )
-        raise ProblemError(422, f"the request body is invalid: {error.message}", errors=[error])
+    _check_entry(body)
     entry = msgspec.to_builtins(body)
     name = entry.pop("name")
     service = service_of(ctx)

@@ -16,8 +16,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ...host import RegisteredTool
-from ...host.policies.approval import classify_risk
+from ...host import Host, RegisteredTool
 from ..problems import ProblemError
 from ..state import CallOutcome, Service
 from .core import API, PREFIX, map_error, service_of
@@ -29,16 +28,10 @@ __all__ = ["run_call", "tool_out"]
 TAGS = ("tools",)
 
 
-def tool_out(reg: RegisteredTool) -> ToolOut:
+def tool_out(host: Host, reg: RegisteredTool) -> ToolOut:
     tool = reg.tool
     annotations = None if tool.annotations is None else msgspec.to_builtins(tool.annotations)
-    risk = classify_risk(
-        tool.name,
-        read_only=reg.read_only,
-        destructive=reg.destructive,
-        idempotent=reg.idempotent,
-        open_world=reg.open_world,
-    )
+    risk = host.tool_risk(reg.name)
     return ToolOut(
         name=reg.name,
         server=reg.server,
@@ -49,6 +42,7 @@ def tool_out(reg: RegisteredTool) -> ToolOut:
         output_schema=None if tool.output_schema is None else dict(tool.output_schema),
         annotations=annotations,
         risk=risk.name.lower(),
+        quarantined=reg.quarantined,
     )
 
 
@@ -64,7 +58,8 @@ async def list_tools(ctx: Ctx) -> ToolList:
     """``server`` keeps one server's tools; ``q`` keeps those whose name, title or description
     contains it (case-insensitive)."""
     query = ctx.query_as(ToolQuery)
-    tools = service_of(ctx).host.tools()
+    host = service_of(ctx).host
+    tools = host.tools()
     if query.server is not None:
         tools = [t for t in tools if t.server == query.server]
     if query.q:
@@ -76,12 +71,12 @@ async def list_tools(ctx: Ctx) -> ToolList:
             or needle in (t.tool.title or "").lower()
             or needle in (t.tool.description or "").lower()
         ]
-    return ToolList(items=[tool_out(t) for t in tools])
+    return ToolList(items=[tool_out(host, t) for t in tools])
 
 
 def _registered(ctx: Ctx) -> RegisteredTool:
     name = ctx.path["name"]
-    for reg in service_of(ctx).host.tools():
+    for reg in service_of(ctx).host.tools(include_quarantined=True):
         if reg.name == name:
             return reg
     raise ProblemError(404, f"no tool named {name!r}; GET {PREFIX}/tools lists them")
@@ -90,12 +85,12 @@ def _registered(ctx: Ctx) -> RegisteredTool:
 @API.operation(
     "GET",
     f"{PREFIX}/tools/{{name}}",
-    summary="One tool",
+    summary="One tool (also a quarantined one, flagged)",
     tags=TAGS,
     responses={200: ResponseSpec("The tool.", ToolOut)},
 )
 async def get_tool(ctx: Ctx) -> ToolOut:
-    return tool_out(_registered(ctx))
+    return tool_out(service_of(ctx).host, _registered(ctx))
 
 
 def result_out(result: Any, trace_id: str | None) -> ToolCallOut:
@@ -128,11 +123,7 @@ async def run_call(
 ) -> None:
     """Runs one call to its end and records its outcome (never raises but for cancellation)."""
     try:
-        call: Any = service.host.call_tool
-        if service.host_has_context:
-            result = await call(name, arguments, timeout=timeout, context=context)
-        else:
-            result = await call(name, arguments, timeout=timeout)
+        result = await service.host.call_tool(name, arguments, timeout=timeout, context=context)
         outcome.result = result_out(result, context.get("trace_id"))
     except Exception as exc:
         mapped = map_error(exc)
@@ -167,6 +158,7 @@ async def call_tool(ctx: Ctx) -> Reply:
     body = ctx.body_as(ToolCallIn)
     service = service_of(ctx)
     reg = _registered(ctx)
+    await service.ready_server(reg.server)
     run_id = "run_" + secrets.token_hex(8)
     context = {"trace_id": ctx.trace_id or "", "run_id": run_id, "caller": f"api {ctx.caller or 'unknown'}"}
     outcome = service.outcome(run_id)

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 ServerName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="letters, digits, _ . -")]
-Seconds = Annotated[float, msgspec.Meta(gt=0, le=86_400)]
+Seconds = Annotated[float, msgspec.Meta(ge=1, le=86_400)]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=500)]
 ToolNames = list[Annotated[str, msgspec.Meta(min_length=1, max_length=256)]]
 
@@ -83,9 +83,14 @@ CommandLine = Annotated[
     ),
 ]
 Word = Annotated[str, msgspec.Meta(pattern=f"[^{_SPACE}]")]
-Url = Annotated[str, msgspec.Meta(pattern=f"^https?://[^/{_SPACE}]+[^{_SPACE}]*$")]
+#: an http(s) URL whose host is a name, an address or a bracketed IPv6 address (so that every URL
+#: taken here also parses, e.g. by urllib.parse.urlsplit)
+Url = Annotated[
+    str,
+    msgspec.Meta(pattern=f"^https?://(\\[[0-9A-Fa-f:.]+\\](:[0-9]*)?|[^/?#\\[\\]{_SPACE}]+)([/?#][^{_SPACE}]*)?$"),
+]
 Namespace = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]+$")]
-_HTTP_TYPES = ["http", "streamable-http", "streamableHttp", "sse"]
+_HTTP_TYPES = ["http", "streamable-http", "streamableHttp", "remote", "sse"]
 
 
 class ServerEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -96,7 +101,7 @@ class ServerEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     (and no ``command``, or an HTTP ``type``)."""
 
     name: ServerName
-    type: Literal["stdio", "http", "streamable-http", "streamableHttp", "sse"] | UnsetType = UNSET
+    type: Literal["stdio", "local", "http", "streamable-http", "streamableHttp", "remote", "sse"] | UnsetType = UNSET
     command: CommandLine | Annotated[list[Word], msgspec.Meta(min_length=1)] | UnsetType = UNSET
     args: list[str] | UnsetType = UNSET
     env: dict[str, str] | UnsetType = UNSET
@@ -110,6 +115,7 @@ class ServerEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     disabled_tools: ToolNames | UnsetType = UNSET
     namespace: Namespace | UnsetType = UNSET
     timeout_seconds: Seconds | UnsetType = UNSET
+    connect_timeout_seconds: Seconds | UnsetType = UNSET
     health_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] | UnsetType = UNSET
     policy: dict[str, Any] | UnsetType = UNSET
     era: Literal["auto", "legacy", "modern"] | UnsetType = UNSET
@@ -121,7 +127,7 @@ NewServer = Annotated[
     msgspec.Meta(
         extra_json_schema={
             "anyOf": [
-                {"required": ["command"], "properties": {"type": {"const": "stdio"}}},
+                {"required": ["command"], "properties": {"type": {"enum": ["stdio", "local"]}}},
                 {"required": ["url"], "properties": {"type": {"enum": _HTTP_TYPES}}, "not": {"required": ["command"]}},
                 {"required": ["url", "type"], "properties": {"type": {"enum": _HTTP_TYPES}}},
             ]
@@ -155,8 +161,12 @@ class ServerOut(Out, frozen=True, kw_only=True):
     era: str | None
     revision: str | None
     tools: int
-    prompts: int | None
-    resources: int | None
+    prompts: int
+    resources: int
+    resource_templates: int
+    #: why it is not connected now (None while connected)
+    error: str | None
+    #: the most recent failure, kept after the server recovers
     last_error: str | None
     connected_since: float | None
     uptime_seconds: float | None
@@ -167,6 +177,8 @@ class ServerOut(Out, frozen=True, kw_only=True):
     calls: int
     errors: int
     latency: Latency
+    cache_hits: int
+    cache_misses: int
     description: str | None
 
 
@@ -192,6 +204,8 @@ class ToolOut(Out, frozen=True, kw_only=True):
     output_schema: dict[str, Any] | None
     annotations: dict[str, Any] | None
     risk: str
+    #: its definition changed since it was pinned: hidden from lists, refused by calls
+    quarantined: bool
 
 
 class ToolList(Out, frozen=True, kw_only=True):
@@ -244,6 +258,18 @@ class PromptGetIn(In, frozen=True, kw_only=True):
     arguments: dict[str, str] = msgspec.field(default_factory=dict)
 
 
+class PromptGetOut(Out, frozen=True, kw_only=True):
+    name: str
+    server: str
+    prompt: str
+    description: str | None
+    messages: list[dict[str, Any]]
+
+
+class ServerQuery(msgspec.Struct, frozen=True, kw_only=True):
+    server: str | None = None
+
+
 class ResourceOut(Out, frozen=True, kw_only=True):
     name: str
     server: str
@@ -269,6 +295,38 @@ class ResourceList(Out, frozen=True, kw_only=True):
 class ResourceReadQuery(msgspec.Struct, frozen=True, kw_only=True):
     uri: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
     server: str | None = None
+
+
+class ResourceReadOut(Out, frozen=True, kw_only=True):
+    server: str
+    uri: str
+    contents: list[dict[str, Any]]
+
+
+# -- pins ------------------------------------------------------------------------------------------
+
+
+class PinQuery(msgspec.Struct, frozen=True, kw_only=True):
+    server: str | None = None
+    state: Literal["pinned", "quarantined"] | None = None
+
+
+class PinOut(Out, frozen=True, kw_only=True):
+    server: str
+    tool: str
+    state: str
+    hash: str
+    definition: dict[str, Any]
+    pending_hash: str | None
+    pending_definition: dict[str, Any] | None
+    first_seen: float
+    changed_at: float | None
+    #: the change a quarantined tool awaits approval for (unified diff of the definitions)
+    diff: str | None
+
+
+class PinList(Out, frozen=True, kw_only=True):
+    items: list[PinOut]
 
 
 # -- approvals and audit -------------------------------------------------------------------------

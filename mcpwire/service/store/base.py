@@ -292,18 +292,27 @@ class Store:
 
     # -- approvals ----------------------------------------------------------------------------------------
 
-    async def save_approval(self, row: ApprovalRow, *, expect_state: str | None = None) -> ApprovalRow | None:
+    async def save_approval(
+        self, row: ApprovalRow, *, expect_state: str | None = None, expect_version: int | None = None
+    ) -> ApprovalRow | None:
         """Inserts or replaces an approval; returns it with its new ``seq``.
 
         With ``expect_state``, an existing approval is replaced only while its stored state is
-        that one (so two processes cannot both decide it); ``None`` is returned when it is not.
+        that one; with ``expect_version``, only while the ``version`` in its stored data is that
+        one (0: it must not exist yet). So two processes cannot both decide it: ``None`` is
+        returned, and nothing written, when the stored approval is not as expected.
         """
 
         def save(tx: Transaction) -> ApprovalRow | None:
-            if expect_state is not None:
-                current = tx.one("SELECT state FROM approvals WHERE id = ?", (row.id,))
-                if current is not None and current[0] != expect_state:
+            if expect_state is not None or expect_version is not None:
+                current = tx.one("SELECT state, data FROM approvals WHERE id = ?", (row.id,))
+                if expect_state is not None and current is not None and current[0] != expect_state:
                     return None
+                if expect_version is not None:
+                    version = None if current is None else _object(current[1]).get("version")
+                    stored = version if isinstance(version, int) else 0
+                    if stored != expect_version:
+                        return None
             seq_row = tx.one("UPDATE counters SET value = value + 1 WHERE name = 'approvals' RETURNING value")
             assert seq_row is not None
             seq = int(seq_row[0])
@@ -350,6 +359,13 @@ class Store:
             write=False,
         )
         return [self._approval(r) for r in rows]
+
+    async def approvals_cursor(self) -> int:
+        """The sequence number of the last change saved (a cursor that skips everything so far)."""
+        row = await self._driver.call(
+            lambda tx: tx.one("SELECT value FROM counters WHERE name = 'approvals'"), write=False
+        )
+        return int(row[0]) if row else 0
 
     async def approvals_changed_since(self, cursor: int, *, limit: int = MAX_PAGE) -> tuple[list[ApprovalRow], int]:
         """Approvals saved after ``cursor`` (0: all), in order, and the cursor to poll with next."""
