@@ -135,19 +135,7 @@ class AuditWriter:
         progress, self._progress = self._progress, trio.Event()
         progress.set()
         for record_id, record in zip(ids, batch, strict=True):
-            row = AuditRow(
-                id=record_id,
-                time=record.time,
-                server=record.server,
-                kind=record.kind,
-                tool=record.tool,
-                name=record.name,
-                outcome=record.outcome,
-                trace_id=record.trace_id,
-                run_id=record.run_id,
-                caller=record.caller,
-                record=record.record,
-            )
+            row = AuditRow(id=record_id, **msgspec.structs.asdict(record))
             if self.hub is not None:
                 self.hub.publish("audit", msgspec.to_builtins(row))
             if self._on_stored is not None:

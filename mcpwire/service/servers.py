@@ -35,7 +35,7 @@ PATCH_KEYS = ("enabled", "timeout_seconds", "allowed_tools", "disabled_tools", "
 
 
 def apply_patch(config: ServerConfig, patch: Mapping[str, JSONValue]) -> ServerConfig:
-    """``config`` with the patched fields changed (``era`` is kept for hosts that pin one)."""
+    """``config`` with the patched fields changed."""
     changes: dict[str, object] = {}
     if "enabled" in patch and isinstance(patch["enabled"], bool):
         changes["enabled"] = patch["enabled"]
@@ -44,6 +44,8 @@ def apply_patch(config: ServerConfig, patch: Mapping[str, JSONValue]) -> ServerC
         changes["allowed_tools"] = None if allowed is None else tuple(str(t) for t in allowed)  # type: ignore[union-attr]
     if "disabled_tools" in patch and isinstance(patch["disabled_tools"], list):
         changes["disabled_tools"] = tuple(str(t) for t in patch["disabled_tools"])
+    if patch.get("era") in ("auto", "legacy", "modern"):
+        changes["era"] = None if patch["era"] == "auto" else patch["era"]
     if "timeout_seconds" in patch:
         timeout = patch["timeout_seconds"]
         if isinstance(timeout, int | float) and not isinstance(timeout, bool):
@@ -52,8 +54,7 @@ def apply_patch(config: ServerConfig, patch: Mapping[str, JSONValue]) -> ServerC
 
 
 def _parse(name: str, entry: JSONObject, base: Path | None) -> ServerConfig:
-    clean = {k: v for k, v in entry.items() if k != "era"}
-    return parse_server(name, clean, base_path=base)
+    return parse_server(name, entry, base_path=base)
 
 
 def effective_config(file: HostConfig, rows: list[ServerRow]) -> tuple[HostConfig, dict[str, Source], list[str]]:

@@ -274,3 +274,17 @@ async def _sse(stream: httpx.Response) -> Any:
         elif line == "" and data:
             yield event_id, kind, json.loads("\n".join(data))
             data = []
+
+
+async def test_the_era_pin_is_kept_across_a_restart(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        assert (await svc.client.get("/api/v1/servers/demo")).json()["era"] == "modern"
+        pinned = await svc.client.patch("/api/v1/servers/demo", json={"era": "legacy"})
+        assert pinned.status_code == 200, pinned.text
+        await svc.host.wait_status("demo", ServerStatus.CONNECTED, timeout=30)
+        assert (await svc.client.get("/api/v1/servers/demo")).json()["era"] == "legacy"
+        added = await svc.client.post("/api/v1/servers", json={"name": "old", **demo_entry(), "era": "legacy"})
+        assert added.status_code == 201, added.text
+    async with running_service(db, config) as svc:
+        servers = {s["name"]: s for s in (await svc.client.get("/api/v1/servers")).json()["items"]}
+        assert servers["demo"]["era"] == "legacy" and servers["old"]["era"] == "legacy"

@@ -119,6 +119,7 @@ class ServerEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     health_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] | UnsetType = UNSET
     policy: dict[str, Any] | UnsetType = UNSET
     era: Literal["auto", "legacy", "modern"] | UnsetType = UNSET
+    protocol_version: Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}$")] | UnsetType = UNSET
 
 
 #: the body of POST /servers: an entry that names a command (stdio) or a URL (HTTP)
