@@ -442,7 +442,12 @@ def _delegate(command: str, argv: list[str]) -> int:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        print(f"mcpwire {command}: not available ({exc}); it needs {needs}", file=sys.stderr)
+        missing = getattr(exc, "name", None) or ""
+        if missing == "mcpwire" or missing.startswith("mcpwire."):
+            reason = f"{missing} is not part of this installation of mcpwire"
+        else:
+            reason = f"{exc}; it needs {needs}" if needs else str(exc)
+        print(f"mcpwire {command}: not available: {reason}", file=sys.stderr)
         return 2
     result: int = module.main(argv)
     return result

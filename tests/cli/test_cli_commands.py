@@ -93,9 +93,23 @@ def test_delegated_commands_reach_their_module(command: str, module: str, monkey
     assert seen == [["--x", "y"]]
 
 
-def test_a_delegated_command_that_is_not_installed_says_what_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_delegated_command_that_is_not_installed_says_what_it_needs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "mcpwire.agent.cli", None)  # import fails
     assert cli.main(["chat"]) == 2
+    assert capsys.readouterr().err == (
+        "mcpwire chat: not available: mcpwire.agent.cli is not part of this installation of mcpwire\n"
+    )
+
+    def no_httpx(name: str) -> None:
+        raise ModuleNotFoundError("No module named 'httpx'", name="httpx")
+
+    monkeypatch.setattr("importlib.import_module", no_httpx)
+    assert cli.main(["login", "http://h/mcp"]) == 2
+    assert capsys.readouterr().err == (
+        "mcpwire login: not available: No module named 'httpx'; it needs the http extra: pip install 'mcpwire[http]'\n"
+    )
 
 
 # -- one target syntax -----------------------------------------------------------------------------
