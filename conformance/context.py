@@ -1,10 +1,15 @@
 """What a check works with: the target, the revision under test, and fresh wires.
 
 Theory of operation: each check gets its own :class:`Context`. :meth:`Context.session` opens a
-fresh wire (a new server process on stdio, a new HTTP session over HTTP) and, in the legacy era,
-performs the ``initialize`` handshake for the revision under test; in the modern era it only
-connects, and :meth:`Context.params` adds the per-request ``_meta`` (2026-07-28 basic/index
-§_meta). Every wire opened is kept, so the report can show the exchange that proves a failure.
+wire (a server process on stdio, a new HTTP session over HTTP) and, in the legacy era, performs
+the ``initialize`` handshake for the revision under test; in the modern era it only connects, and
+:meth:`Context.params` adds the per-request ``_meta`` (2026-07-28 basic/index §_meta). Every wire
+opened is kept, so the report can show the exchange that proves a failure.
+
+On stdio the run's :class:`~.pool.WirePool` (``Context.pool``) starts the processes: a plain
+``session()`` may get a process that earlier checks of the same revision left exactly as new (see
+:mod:`.pool`; the first ``session()`` of a check only), :meth:`Context.raw` always a new one.
+Without a pool (a context built by hand) every wire is a new process, as before.
 
 Tool calls: calling the tools of an arbitrary server can change the world (a tool may delete
 files or send mail), so checks that need a tool call ask :meth:`Context.callable_tools`, which
@@ -17,13 +22,18 @@ servers the user trusts), ``all``, plus an explicit allow-list of tool names.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
+from mcpwire.redaction import redact_argv, redact_url, shorten
+
+from .evidence import WireRecord
 from .harness import NoAnswer, WireBase, open_wire
-from .registry import Level
+from .levels import Level
+from .pool import Lease, WirePool
 
 __all__ = [
     "CLIENT_INFO",
@@ -34,6 +44,7 @@ __all__ = [
     "Context",
     "Target",
     "ToolPolicy",
+    "shown",
 ]
 
 META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
@@ -67,7 +78,9 @@ class Target:
     ``transport`` is ``"stdio"``, ``"http"`` (Streamable HTTP), ``"sse"`` (the 2024-11-05 HTTP+SSE
     transport) or ``"auto"`` (a URL whose transport the runner detects). ``headers`` go with every
     HTTP request (credentials: never shown in reports). ``era`` pins the revisions checked to
-    ``"legacy"`` or ``"modern"``.
+    ``"legacy"`` or ``"modern"``. ``env`` is the whole environment of a stdio server (None: ours;
+    the command line gives it the minimal one, see :mod:`.cli`); ``secrets`` are values the user
+    gave (``--env`` values, tokens) that no report may show.
     """
 
     argv: tuple[str, ...] = ()
@@ -80,10 +93,16 @@ class Target:
     headers: Mapping[str, str] | None = None
     era: str | None = None
     cwd: str | None = None
+    secrets: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
-        return self.name or self.url or " ".join(self.argv)
+        """The server as reports show it: its name, else its URL or command line, redacted."""
+        if self.name:
+            return self.name
+        if self.url is not None:
+            return redact_url(self.url)
+        return " ".join(redact_argv(self.argv))
 
     @property
     def is_http(self) -> bool:
@@ -123,9 +142,13 @@ class Context:
     capabilities: dict[str, Any]
     supported: tuple[str, ...]
     timeout: float = 5.0
-    wires: list[WireBase] = field(default_factory=list)
+    #: the wires the check opened, in order; a pooled wire is replaced by its record when the
+    #: check gives it back (the process may serve another check)
+    wires: list[WireBase | WireRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tools: ToolPolicy = field(default_factory=ToolPolicy)
+    pool: WirePool | None = None
+    _leased: bool = False
 
     # -- outcomes ---------------------------------------------------------------------------
 
@@ -160,11 +183,29 @@ class Context:
     # -- wires ------------------------------------------------------------------------------
 
     @asynccontextmanager
+    async def _lent(self, lease: Lease) -> AsyncIterator[Any]:
+        """Lend ``lease``'s wire to the check; give it back (clean only if the block ended normally)."""
+        assert self.pool is not None
+        self.wires.append(lease.wire)
+        clean = False
+        try:
+            yield lease.wire
+            clean = True
+        finally:
+            record = self.pool.give_back(lease, clean=clean)
+            at = next(i for i, w in enumerate(self.wires) if w is lease.wire)
+            self.wires[at] = record
+
+    @asynccontextmanager
     async def raw(self, *, headers: Mapping[str, str] | None = None, auth: bool = True) -> AsyncIterator[Any]:
         """A fresh wire, nothing sent yet: a new process (stdio) or a new HTTP client.
 
         ``headers`` are added to the target's; ``auth=False`` leaves the target's out.
         """
+        if not self.target.is_http and self.pool is not None:
+            async with self._lent(await self.pool.fresh()) as wire:
+                yield wire
+            return
         if not self.target.is_http:
             async with open_wire(
                 self.target.argv, env=self.target.env, eof_grace=self.target.eof_grace, cwd=self.target.cwd
@@ -187,23 +228,34 @@ class Context:
     async def session(
         self, *, capabilities: dict[str, Any] | None = None, initialized: bool = True
     ) -> AsyncIterator[Any]:
-        """A fresh wire, initialized for the revision under test in the legacy era."""
+        """A wire initialized for the revision under test in the legacy era (connected in the
+        modern one); on stdio, possibly a process earlier checks left as new (see the module
+        docstring)."""
+        if not self.target.is_http and self.pool is not None and not capabilities and initialized and not self._leased:
+            self._leased = True
+            lease = await self.pool.session(self.revision)
+            async with self._lent(lease) as wire:
+                if lease.fresh:
+                    await self._handshake(wire, capabilities, initialized)
+                    self.pool.handshake_done(lease)
+                yield wire
+            return
         async with self.raw() as wire:
-            if self.era == "legacy":
-                answer = await wire.request(
-                    "initialize",
-                    {
-                        "protocolVersion": self.revision,
-                        "capabilities": capabilities or {},
-                        "clientInfo": CLIENT_INFO,
-                    },
-                    timeout=self.timeout * 2,
-                )
-                if "result" not in answer:
-                    self.fail(f"initialize for {self.revision} failed: {answer.get('error')!r}")
-                if initialized:
-                    await wire.notify("notifications/initialized")
+            await self._handshake(wire, capabilities, initialized)
             yield wire
+
+    async def _handshake(self, wire: Any, capabilities: dict[str, Any] | None, initialized: bool) -> None:
+        if self.era != "legacy":
+            return
+        answer = await wire.request(
+            "initialize",
+            {"protocolVersion": self.revision, "capabilities": capabilities or {}, "clientInfo": CLIENT_INFO},
+            timeout=self.timeout * 2,
+        )
+        if "result" not in answer:
+            self.fail(f"initialize for {self.revision} failed: {shown(answer.get('error'))}")
+        if initialized:
+            await wire.notify("notifications/initialized")
 
     def params(
         self, params: dict[str, Any] | None = None, *, capabilities: dict[str, Any] | None = None
@@ -237,7 +289,7 @@ class Context:
         answer = await self.call(wire, method, params)
         result = answer.get("result")
         if not isinstance(result, dict):
-            self.fail(f"{method} answered without an object result: {answer!r:.300}")
+            self.fail(f"{method} answered without an object result: {shown(answer)}")
         return result
 
     async def list_all(
@@ -273,9 +325,10 @@ class Context:
             if not isinstance(nxt, str) or nxt in seen:
                 if judge:
                     self.fail(
-                        f"{method}: nextCursor {nxt!r} repeats or is not a string (pagination does not terminate)"
+                        f"{method}: nextCursor {shown(nxt, 120)} repeats or is not a string (pagination does not "
+                        "terminate)"
                     )
-                self.note(f"{method}: pagination stopped at a repeated cursor {nxt!r:.60}")
+                self.note(f"{method}: pagination stopped at a repeated cursor {shown(nxt, 60)}")
                 return items
             seen.add(nxt)
             cursor = nxt
@@ -379,3 +432,15 @@ def _example(schema: Any, defs: Mapping[str, Any], depth: int) -> Any:
         return None
     length = int(schema.get("minLength") or 1)
     return "x" * max(1, length)
+
+
+def shown(value: Any, limit: int = 300) -> str:
+    """A JSON value as a message shows it: compact JSON, cut to ``limit`` characters with ``…``.
+
+    Values JSON cannot encode (and hostile depth) fall back to ``repr``, cut the same way.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=repr)
+    except (ValueError, TypeError, RecursionError):
+        text = repr(value) if not isinstance(value, dict | list) else f"<{type(value).__name__} too deep to show>"
+    return shorten(text, limit)

@@ -11,25 +11,46 @@ stdout lines with a deadline each. Every line in either direction is recorded as
 are, so a check sees exactly what came back. Leaving the block shuts the server down in order
 (stdin closed, then SIGTERM, then SIGKILL to the group), each step bounded, and records which step
 was needed; the process is always reaped. Nothing here parses MCP beyond JSON.
+
+Memory is bounded whatever the server sends: frames wait for the check in a channel of
+:data:`MAX_QUEUED_FRAMES` (when it is full the reader stops reading, so a flooding server blocks
+on its own stdout, as it would with any client), and the records (``exchanges``, ``frames``,
+``sent``) are :class:`~.bounded.BoundedLog` objects that keep the first and the last items and
+count the rest. A recorded exchange keeps at most :data:`MAX_RECORDED_CHARS` of its text; the
+frame handed to the check keeps the whole message.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
 
-__all__ = ["EOF_GRACE_S", "Exchange", "Frame", "NoAnswer", "Wire", "WireBase", "open_wire"]
+from .bounded import BoundedLog
+
+__all__ = [
+    "EOF_GRACE_S",
+    "MAX_QUEUED_FRAMES",
+    "MAX_RECORDED_CHARS",
+    "Exchange",
+    "Frame",
+    "NoAnswer",
+    "Wire",
+    "WireBase",
+    "leaves",
+    "lone_errors",
+    "open_wire",
+    "shutdown",
+]
 
 _log = logging.getLogger("mcpwire.check.harness")
 
@@ -38,6 +59,14 @@ EOF_GRACE_S: Final = 2.0
 TERM_GRACE_S: Final = 1.0
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 MAX_STDERR_BYTES: Final = 64 * 1024
+#: frames received and not yet read by the check; when full, reading from the server pauses
+MAX_QUEUED_FRAMES: Final = 1024
+#: characters of one message kept in the recorded exchange (the evidence); the frame keeps it all
+MAX_RECORDED_CHARS: Final = 8 * 1024
+#: what a wire keeps of its records: the first and the last items of each, and bytes of frames
+KEEP_FRAMES: Final = 2000
+KEEP_EXCHANGES: Final = 200
+MAX_FRAME_BYTES_KEPT: Final = 64 * 1024 * 1024
 
 
 class NoAnswer(Exception):
@@ -46,11 +75,35 @@ class NoAnswer(Exception):
 
 @dataclass(slots=True, frozen=True)
 class Exchange:
-    """One line on the wire: ``">"`` client to server, ``"<"`` server to client, ``"!"`` event."""
+    """One line on the wire: ``">"`` client to server, ``"<"`` server to client, ``"!"`` event.
+
+    ``headers`` (HTTP) are the headers that matter for the line, as sent or received: the
+    evidence collector shows them, redacted (:mod:`.evidence`); ``text`` never carries them.
+    """
 
     direction: str
     text: str
     at: float
+    headers: Mapping[str, str] | None = None
+
+
+def recorded(text: str) -> str:
+    """``text`` as a recorded exchange keeps it: whole up to :data:`MAX_RECORDED_CHARS`."""
+    if len(text) <= MAX_RECORDED_CHARS:
+        return text
+    return text[:MAX_RECORDED_CHARS] + f"… ({len(text) - MAX_RECORDED_CHARS} more characters)"
+
+
+def new_frames() -> BoundedLog[Frame]:
+    return BoundedLog(head=KEEP_FRAMES, tail=KEEP_FRAMES, max_bytes=MAX_FRAME_BYTES_KEPT, size=_frame_size)
+
+
+def new_exchanges() -> BoundedLog[Exchange]:
+    return BoundedLog(head=KEEP_EXCHANGES, tail=KEEP_EXCHANGES)
+
+
+def new_sent() -> BoundedLog[Any]:
+    return BoundedLog(head=KEEP_EXCHANGES, tail=KEEP_EXCHANGES)
 
 
 @dataclass(slots=True)
@@ -85,6 +138,10 @@ class Frame:
         return isinstance(v, dict) and "method" in v and "id" not in v
 
 
+def _frame_size(frame: Frame) -> int:
+    return len(frame.text) + 64
+
+
 class WireBase:
     """What every wire offers a check: send JSON-RPC, read frames with deadlines, keep evidence.
 
@@ -92,8 +149,10 @@ class WireBase:
     """
 
     started: float
-    exchanges: list[Exchange]
-    frames: list[Frame]
+    exchanges: BoundedLog[Exchange]
+    frames: BoundedLog[Frame]
+    #: every JSON value sent (raw bytes that are not JSON are left out), batches as lists
+    sent: BoundedLog[Any]
     _receive: trio.MemoryReceiveChannel[Frame] | None
     _next_id: int
     #: "stdio", "http" (Streamable HTTP) or "sse" (2024-11-05 HTTP+SSE)
@@ -108,6 +167,15 @@ class WireBase:
     def new_id(self) -> int:
         self._next_id += 1
         return self._next_id
+
+    @property
+    def last_id(self) -> int:
+        """The last id :meth:`new_id` gave (0 before the first)."""
+        return self._next_id
+
+    def skip_ids(self, floor: int) -> None:
+        """Give ids above ``floor`` from now on (a reused session never repeats an id)."""
+        self._next_id = max(self._next_id, floor)
 
     async def send_bytes(self, data: bytes) -> None:
         raise NotImplementedError
@@ -144,16 +212,19 @@ class WireBase:
         return None
 
     def sent_messages(self) -> list[Any]:
-        """Every JSON value this wire sent, in order (batches as lists)."""
-        out: list[Any] = []
-        for exchange in self.exchanges:
-            if exchange.direction != ">":
-                continue
+        """Every JSON value this wire sent, in order (batches as lists; the first and last kept)."""
+        return list(self.sent)
+
+    def discard_queued(self) -> int:
+        """Drop the frames received but not read yet; returns how many."""
+        count = 0
+        while self._receive is not None:
             try:
-                out.append(json.loads(exchange.text))
-            except ValueError:
-                continue
-        return out
+                self._receive.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            count += 1
+        return count
 
     async def wait_response(self, rid: Any, *, timeout: float = 5.0, what: str = "request") -> dict[str, Any]:
         deadline = trio.current_time() + timeout
@@ -196,10 +267,13 @@ class WireBase:
         return time.monotonic() - self.started
 
     def _record(self, text: str, via: str = "") -> Frame:
-        self.exchanges.append(Exchange("<", f"{via} {text}" if via else text, self._now()))
+        self.exchanges.append(Exchange("<", recorded(f"{via} {text}" if via else text), self._now()))
         try:
             value = json.loads(text)
         except ValueError:
+            frame = Frame(text, via=via)
+        except RecursionError:  # hostile depth: kept as text, never decoded
+            self.note("a message nested too deeply to decode was kept as text")
             frame = Frame(text, via=via)
         else:
             frame = Frame(text, value, True, via=via)
@@ -213,19 +287,34 @@ class Wire(WireBase):
 
     process: trio.Process
     started: float
-    exchanges: list[Exchange] = field(default_factory=list)
-    frames: list[Frame] = field(default_factory=list)
+    exchanges: BoundedLog[Exchange] = field(default_factory=new_exchanges)
+    frames: BoundedLog[Frame] = field(default_factory=new_frames)
+    sent: BoundedLog[Any] = field(default_factory=new_sent)
     stderr: bytearray = field(default_factory=bytearray)
     exit_step: str | None = None
     stdout_closed: bool = False
     exit_after_s: float | None = None
+    #: set when the shutdown begins: frames are recorded but no longer queued for the check
+    closing: bool = False
+    #: bytes sent that were not JSON (a framing check): the process is never reused
+    tainted: bool = False
+    #: stderr bytes received in all (``stderr`` keeps the last MAX_STDERR_BYTES of them)
+    stderr_total: int = 0
+    #: frames received while closing, or for no reader, and so never queued
+    unqueued: int = 0
     _receive: trio.MemoryReceiveChannel[Frame] | None = None
     _next_id: int = 0
 
     async def send_bytes(self, data: bytes) -> None:
         """Write raw bytes to the server's stdin (no newline added)."""
         assert self.process.stdin is not None
-        self.exchanges.append(Exchange(">", data.decode("utf-8", "replace").rstrip("\n"), self._now()))
+        text = data.decode("utf-8", "replace").rstrip("\n")
+        self.exchanges.append(Exchange(">", recorded(text), self._now()))
+        for line in text.split("\n"):
+            try:
+                self.sent.append(json.loads(line))
+            except ValueError:
+                self.tainted = True
         try:
             with trio.fail_after(5):
                 await self.process.stdin.send_all(data)
@@ -245,6 +334,25 @@ class Wire(WireBase):
             with trio.move_on_after(1):
                 await self.process.stdin.aclose()
 
+    def begin_closing(self) -> None:
+        """From now on nothing is queued for the check, so a server still writing is never blocked
+        by a full queue while it is asked to exit (SV-08 would blame it)."""
+        self.closing = True
+        self.unqueued += self.discard_queued()
+
+
+async def _deliver(wire: Wire, send: trio.MemorySendChannel[Frame], frame: Frame) -> None:
+    """Queue ``frame`` for the check; waits while the queue is full, unless the wire is closing."""
+    if wire.closing:
+        wire.unqueued += 1
+        return
+    try:
+        send.send_nowait(frame)
+    except trio.WouldBlock:
+        await send.send(frame)  # backpressure: the server waits for the check, as for any client
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        wire.unqueued += 1
+
 
 async def _read_stdout(wire: Wire, send: trio.MemorySendChannel[Frame]) -> None:
     stream = wire.process.stdout
@@ -261,14 +369,15 @@ async def _read_stdout(wire: Wire, send: trio.MemorySendChannel[Frame]) -> None:
                     line = bytes(buffer[:cut]).rstrip(b"\r")
                     del buffer[: cut + 1]
                     if line.strip():
-                        await send.send(wire._record(line.decode("utf-8", "replace")))
+                        await _deliver(wire, send, wire._record(line.decode("utf-8", "replace")))
                 if len(buffer) > MAX_LINE_BYTES:
-                    await send.send(wire._record(bytes(buffer[:200]).decode("utf-8", "replace") + "...(truncated)"))
+                    text = bytes(buffer[:200]).decode("utf-8", "replace") + "...(truncated)"
+                    await _deliver(wire, send, wire._record(text))
                     buffer.clear()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         if buffer.strip():
-            await send.send(wire._record(bytes(buffer).decode("utf-8", "replace")))
+            await _deliver(wire, send, wire._record(bytes(buffer).decode("utf-8", "replace")))
     wire.stdout_closed = True
     wire.note("stdout closed")
 
@@ -279,6 +388,7 @@ async def _read_stderr(wire: Wire) -> None:
     try:
         while chunk := await stream.receive_some(65536):
             wire.stderr += chunk
+            wire.stderr_total += len(chunk)
             if len(wire.stderr) > MAX_STDERR_BYTES:
                 del wire.stderr[: len(wire.stderr) - MAX_STDERR_BYTES]
     except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -301,6 +411,7 @@ async def shutdown(wire: Wire, *, eof_grace: float = EOF_GRACE_S) -> None:
         return
     process = wire.process
     begin = time.monotonic()
+    wire.begin_closing()
     await wire.close_stdin()
     step = "eof"
     with trio.move_on_after(eof_grace):
@@ -322,11 +433,25 @@ async def shutdown(wire: Wire, *, eof_grace: float = EOF_GRACE_S) -> None:
         _signal_group(process, signal.SIGKILL)
 
 
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+def leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """Every exception in ``group``, nested groups flattened."""
     out: list[BaseException] = []
     for exc in group.exceptions:
-        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+        out.extend(leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
     return out
+
+
+@contextmanager
+def lone_errors() -> Iterator[None]:
+    """A lone exception out of the nurseries inside comes out as itself, not wrapped in a group
+    (the caller's own exception, or the run's, as callers expect it)."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        found = leaves(group)
+        if len(found) == 1:
+            raise found[0] from None
+        raise
 
 
 @asynccontextmanager
@@ -347,11 +472,11 @@ async def open_wire(
         start_new_session=True,
     )
     wire = Wire(process, time.monotonic())
-    send, receive = trio.open_memory_channel[Frame](math.inf)
+    send, receive = trio.open_memory_channel[Frame](MAX_QUEUED_FRAMES)
     wire._receive = receive
     _log.debug("spawned %s (pid %d)", argv[0], process.pid)
     try:
-        try:
+        with lone_errors():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_read_stdout, wire, send)
                 nursery.start_soon(_read_stderr, wire)
@@ -361,12 +486,6 @@ async def open_wire(
                     with trio.CancelScope(shield=True):
                         await shutdown(wire, eof_grace=eof_grace)
                     nursery.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            # the caller's own exception comes out as itself, not wrapped by our nursery
-            leaves = _leaves(group)
-            if len(leaves) == 1:
-                raise leaves[0] from None
-            raise
     finally:
         with trio.CancelScope(shield=True):
             if process.returncode is None:

@@ -25,17 +25,25 @@ Leaving the block cancels open streams and closes the client; with ``delete_sess
 DELETEs a legacy session (2025-11-25 transports: "Clients that no longer need a particular session
 ... SHOULD send an HTTP DELETE"; the checks leave that to SV-24c: a DELETE per check doubles the
 traffic of short checks).
-Every HTTP exchange is kept for the report, with secret headers masked. ``httpx`` is imported
-lazily: stdio checks never need it.
+Over HTTP+SSE the ``endpoint`` event is resolved against the stream's URL and refused unless it is
+on the same origin (scheme, host and port) with no userinfo and no fragment, as the client does
+(:mod:`mcpwire.actors.legacy_sse`) and every official SDK does: otherwise a server could have the
+checker POST every message, with the user's ``--header`` credentials, to a host of its choosing.
+:func:`open_http_wire` then raises :class:`EndpointRefused` and nothing is sent there (the runner
+reports it as the failed check HS-02).
+
+Every HTTP exchange is kept for the report as it happened (the evidence collector redacts it); what
+a wire keeps is bounded (:class:`~.bounded.BoundedLog`) whatever the server sends, and frames wait
+for the check in a bounded queue: a background POST whose stream outruns the check pauses reading
+(TCP pushes back on the server), a foreground one keeps reading and counts what it could not queue.
+``httpx`` is imported lazily: stdio checks never need it.
 """
 
 from __future__ import annotations
 
 import base64
-import codecs
 import json
 import logging
-import math
 import re
 import time
 import urllib.parse
@@ -46,29 +54,50 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from .harness import Exchange, Frame, WireBase
+from .bounded import BoundedLog
+from .harness import (
+    MAX_QUEUED_FRAMES,
+    Exchange,
+    Frame,
+    WireBase,
+    lone_errors,
+    new_exchanges,
+    new_frames,
+    new_sent,
+    recorded,
+)
+from .sse import SseEvent, SseParser
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HttpReply", "HttpWire", "SseEvent", "TargetUnreachable", "encode_header_value", "open_http_wire"]
+__all__ = [
+    "EndpointRefused",
+    "HttpReply",
+    "HttpWire",
+    "SseEvent",
+    "TargetUnreachable",
+    "encode_header_value",
+    "endpoint_problem",
+    "id_key",
+    "open_http_wire",
+]
 
 _log = logging.getLogger("mcpwire.check.http")
 
 MODERN: Final = "2026-07-28"
 META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-#: Header names whose values are never shown (case-insensitive).
-SECRET_HEADERS: Final = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "x-auth-token"}
-)
-#: other header names taken for credentials (their values are masked too)
-_SECRET_NAME = re.compile(r"token|secret|passw|api[-_]?key|credential", re.I)
 MAX_BODY_SHOWN: Final = 2000
 MAX_READ_BYTES: Final = 16 * 1024 * 1024
 #: GETs with Last-Event-ID tried for one request whose stream closed before its response
 MAX_RESUMES: Final = 3
 #: the longest ``retry`` delay honoured before resuming (seconds); a longer one is cut to this
 MAX_RETRY_WAIT_S: Final = 5.0
+#: what one wire keeps: replies (first and last, and their bodies' bytes), and per reply its SSE
+#: events and JSON-RPC messages (first and last)
+KEEP_REPLIES: Final = 500
+MAX_REPLY_BYTES_KEPT: Final = 64 * 1024 * 1024
+KEEP_EVENTS: Final = 1000
 _SAFE_VALUE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
 _SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.S)
 
@@ -77,19 +106,55 @@ class TargetUnreachable(OSError):
     """The HTTP target cannot be reached at all (connection refused, DNS, TLS)."""
 
 
-@dataclass(slots=True, frozen=True)
-class SseEvent:
-    """One dispatched SSE event (WHATWG event-stream rules)."""
+class EndpointRefused(Exception):
+    """The HTTP+SSE ``endpoint`` event named a URI the checker will not POST to (HS-02).
 
-    event: str
-    data: str
-    id: str | None = None
-    retry: int | None = None
+    ``endpoint`` is the URI as resolved (it may carry credentials: show it redacted), ``reason``
+    says what is wrong with it.
+    """
+
+    def __init__(self, url: str, endpoint: str, reason: str) -> None:
+        super().__init__(f"the SSE stream at {url} named a POST endpoint {reason}; nothing was sent there")
+        self.url = url
+        self.endpoint = endpoint
+        self.reason = reason
+        #: what the wire recorded until it refused (the evidence)
+        self.exchanges: list[Exchange] = []
+        self.replies: list[dict[str, Any]] = []
+
+
+def endpoint_problem(stream_url: str, endpoint: str) -> str | None:
+    """Why the resolved ``endpoint`` may not receive our POSTs, or None when it may.
+
+    2024-11-05 basic/transports §HTTP with SSE: "All subsequent client messages MUST be sent as HTTP
+    POST requests to this endpoint"; the origin rule is the clients' own (HS-02), grounded in the
+    same page's warning: "attackers could use DNS rebinding to interact with local MCP servers".
+    """
+    try:
+        base = urllib.parse.urlsplit(stream_url)
+        target = urllib.parse.urlsplit(endpoint)
+        base_port, target_port = base.port, target.port
+    except ValueError:
+        return "that is not a valid URL"
+
+    def origin(parts: urllib.parse.SplitResult, port: int | None) -> tuple[str, str, int | None]:
+        default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+        return (parts.scheme.lower(), (parts.hostname or "").lower(), port if port is not None else default)
+
+    if origin(target, target_port) != origin(base, base_port):
+        scheme, host, port = origin(target, target_port)
+        return f"on another origin ({scheme}://{host}:{port})"
+    if target.username is not None or target.password is not None or "@" in target.netloc:
+        return "with userinfo (user:password@)"
+    if target.fragment or endpoint.endswith("#"):
+        return "with a fragment"
+    return None
 
 
 @dataclass(slots=True)
 class HttpReply:
-    """One HTTP exchange: what was sent and, as it came, what came back."""
+    """One HTTP exchange: what was sent and, as it came, what came back (SSE events and messages:
+    the first and the last :data:`KEEP_EVENTS` of each)."""
 
     number: int
     method: str
@@ -100,9 +165,11 @@ class HttpReply:
     #: lower-cased names; repeated headers joined with ", "
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
-    events: list[SseEvent] = field(default_factory=list)
+    events: BoundedLog[SseEvent] = field(default_factory=lambda: BoundedLog(head=KEEP_EVENTS, tail=KEEP_EVENTS))
     #: JSON-RPC messages in the body or in the SSE ``message`` events, in order
-    messages: list[Any] = field(default_factory=list)
+    messages: BoundedLog[Any] = field(default_factory=lambda: BoundedLog(head=KEEP_EVENTS, tail=KEEP_EVENTS))
+    #: ids of the responses seen (as :func:`id_key`), kept whole: a response is never forgotten
+    answered: set[tuple[str, str]] = field(default_factory=set)
     #: SSE comment lines seen (keep-alives)
     comments: int = 0
     #: the body ended (False when the wire stopped reading first)
@@ -125,18 +192,33 @@ class HttpReply:
         """The body decoded as JSON, or None."""
         try:
             return json.loads(self.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
 
+    def add_message(self, message: Any) -> None:
+        """Record a JSON value that came on this exchange (a batch: each of its items)."""
+        for item in message if isinstance(message, list) else [message]:
+            self.messages.append(item)
+            if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
+                key = id_key(item.get("id"))
+                if key is not None:
+                    self.answered.add(key)
+
+    def answers(self, rid: Any) -> bool:
+        """Whether the response to ``rid`` came on this exchange."""
+        key = id_key(rid)
+        return key is not None and key in self.answered
+
     def to_dict(self) -> dict[str, Any]:
-        """The exchange for reports: secrets masked, long bodies cut."""
+        """The exchange for reports, as it happened (not redacted: see :mod:`.evidence`), long
+        bodies cut."""
         return {
             "method": self.method,
             "url": self.url,
-            "request_headers": _masked(self.request_headers),
+            "request_headers": dict(self.request_headers),
             "request_body": _shown(self.request_body),
             "status": self.status,
-            "response_headers": _masked(self.headers),
+            "response_headers": dict(self.headers),
             "content_type": self.content_type,
             "body": "" if self.is_sse else _shown(self.body),
             "events": [
@@ -147,8 +229,11 @@ class HttpReply:
         }
 
 
-def _masked(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if k.lower() in SECRET_HEADERS or _SECRET_NAME.search(k) else v) for k, v in headers.items()}
+def id_key(rid: Any) -> tuple[str, str] | None:
+    """A hashable key for a JSON-RPC id that keeps its JSON type (1 and "1" differ)."""
+    if isinstance(rid, bool) or not (rid is None or isinstance(rid, int | str | float)):
+        return None
+    return (type(rid).__name__, repr(rid))
 
 
 def _shown(data: bytes) -> str:
@@ -171,59 +256,6 @@ def _header_text(value: Any) -> str | None:
     return None
 
 
-class _SseParser:
-    """Incremental WHATWG event-stream parser (lines end in CRLF, LF or CR)."""
-
-    def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._buffer = ""
-        self._data: list[str] = []
-        self._event = ""
-        self._id: str | None = None
-        self._retry: int | None = None
-        self._pending_cr = False
-        self.comments = 0
-
-    def feed(self, data: bytes) -> list[SseEvent]:
-        text = self._decoder.decode(data)
-        if self._pending_cr and text.startswith("\n"):
-            text = text[1:]
-        self._pending_cr = text.endswith("\r")
-        self._buffer += text
-        lines = re.split(r"\r\n|\r|\n", self._buffer)
-        self._buffer = lines.pop()
-        out: list[SseEvent] = []
-        for line in lines:
-            event = self._line(line)
-            if event is not None:
-                out.append(event)
-        return out
-
-    def _line(self, line: str) -> SseEvent | None:
-        if line == "":
-            if not self._data and self._id is None and self._retry is None:
-                self._event = ""
-                return None
-            event = SseEvent(self._event or "message", "\n".join(self._data), self._id, self._retry)
-            self._data, self._event, self._id, self._retry = [], "", None, None
-            return event
-        if line.startswith(":"):
-            self.comments += 1
-            return None
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-        elif name == "event":
-            self._event = value
-        elif name == "id" and "\0" not in value:
-            self._id = value
-        elif name == "retry" and value.isdigit():
-            self._retry = int(value)
-        return None
-
-
 @dataclass(slots=True, eq=False)
 class HttpWire(WireBase):
     """A raw connection to one MCP endpoint (a session for the legacy era)."""
@@ -235,16 +267,25 @@ class HttpWire(WireBase):
     extra_headers: dict[str, str]
     started: float
     transport: str = "http"
-    exchanges: list[Exchange] = field(default_factory=list)
-    frames: list[Frame] = field(default_factory=list)
-    replies: list[HttpReply] = field(default_factory=list)
+    exchanges: BoundedLog[Exchange] = field(default_factory=new_exchanges)
+    frames: BoundedLog[Frame] = field(default_factory=new_frames)
+    sent: BoundedLog[Any] = field(default_factory=new_sent)
+    replies: BoundedLog[HttpReply] = field(
+        default_factory=lambda: BoundedLog(
+            head=KEEP_REPLIES, tail=KEEP_REPLIES, max_bytes=MAX_REPLY_BYTES_KEPT, size=_reply_size
+        )
+    )
     session_id: str | None = None
     negotiated: str | None = None
     #: tool name -> {argument: header name} from x-mcp-header annotations
     param_headers: dict[str, dict[str, str]] = field(default_factory=dict)
     #: 2024-11-05 HTTP+SSE: where messages are POSTed
     endpoint: str | None = None
+    #: 2024-11-05 HTTP+SSE: the endpoint event refused (see :func:`endpoint_problem`)
+    refused: EndpointRefused | None = None
     stream_closed: bool = False
+    #: frames a foreground exchange could not queue (the check reads its reply instead)
+    unqueued: int = 0
     _send: trio.MemorySendChannel[Frame] | None = None
     _receive: trio.MemoryReceiveChannel[Frame] | None = None
     _next_id: int = 0
@@ -348,12 +389,15 @@ class HttpWire(WireBase):
         self._numbers += 1
         reply = HttpReply(self._numbers, method, url, dict(headers), body)
         self.replies.append(reply)
-        shown = " ".join(
-            f"{k}: {v}" for k, v in _masked(headers).items() if k.lower() not in ("content-type", "accept")
-        )
+        if body:
+            try:
+                self.sent.append(json.loads(body))
+            except ValueError:
+                pass
+        shown = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "accept")}
         path = urllib.parse.urlsplit(url).path or "/"
-        text = f"{reply.label} {method} {path} [{shown}] {_shown(body)}".rstrip()
-        self.exchanges.append(Exchange(">", text, self._now()))
+        text = f"{reply.label} {method} {path} {_shown(body)}".rstrip()
+        self.exchanges.append(Exchange(">", recorded(text), self._now(), headers=shown))
         return reply
 
     async def _exchange_task(self, reply: HttpReply, rid: Any, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -400,17 +444,17 @@ class HttpWire(WireBase):
             session = reply.headers.get("mcp-session-id")
             if session is not None and self.transport == "http" and self.era == "legacy" and self.session_id is None:
                 self.session_id = session
-            shown = " ".join(f"{k}: {v}" for k, v in _masked(reply.headers).items() if k in _SHOWN_HEADERS)
-            self.exchanges.append(Exchange("<", f"{reply.label} {reply.status} [{shown}]", self._now()))
+            shown = {k: v for k, v in reply.headers.items() if k in _SHOWN_HEADERS}
+            self.exchanges.append(Exchange("<", f"{reply.label} {reply.status}", self._now(), headers=shown))
             task_status.started()
             started = True
-            parser = _SseParser() if reply.is_sse else None
+            parser = SseParser() if reply.is_sse else None
             async for chunk in response.aiter_raw():
                 if len(reply.body) < MAX_READ_BYTES:
                     reply.body += chunk
                 if parser is not None:
                     for event in parser.feed(chunk):
-                        await self._on_event(reply, event, stream_to_frames)
+                        await self._on_event(reply, event, stream_to_frames, block=not foreground)
                     reply.comments = parser.comments
                 if stop is not None and stop(reply):
                     break
@@ -420,13 +464,14 @@ class HttpWire(WireBase):
                 text = reply.body.decode("utf-8", "replace")
                 value = reply.json()
                 if value is not None:
-                    reply.messages.extend(value if isinstance(value, list) else [value])
+                    reply.add_message(value)
                     for item in value if isinstance(value, list) else [value]:
                         self._learn(item)
                 if stream_to_frames:
-                    await self._push(self._record(text, via=reply.label))
+                    await self._push(self._record(text, via=reply.label), block=not foreground)
                 else:
-                    self.exchanges.append(Exchange("<", f"{reply.label} body {_shown(reply.body)}", self._now()))
+                    text = f"{reply.label} body {_shown(reply.body)}"
+                    self.exchanges.append(Exchange("<", recorded(text), self._now()))
         except httpx.TransportError as exc:
             reply.error = f"{type(exc).__name__}: {exc}"
             self.note(f"{reply.label} read failed: {reply.error}")
@@ -435,7 +480,7 @@ class HttpWire(WireBase):
                 task_status.started()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await response.aclose()
-        answered = rid is None or any(_answers(m, rid) for m in reply.messages)
+        answered = rid is None or reply.answers(rid)
         if not answered and not (resume and await self._resume(reply, rid)):
             self._ended(rid, reply)
 
@@ -461,10 +506,8 @@ class HttpWire(WireBase):
             headers = self._get_headers()
             headers["Last-Event-ID"] = last_id
             reply = self._new_reply("GET", self.url, headers, b"")
-            await self._exchange(
-                reply, stream_to_frames=True, rid=None, stop=lambda r: any(_answers(m, rid) for m in r.messages)
-            )
-            if any(_answers(m, rid) for m in reply.messages):
+            await self._exchange(reply, stream_to_frames=True, rid=None, stop=lambda r: r.answers(rid))
+            if reply.answers(rid):
                 return True
             if reply.status is None:
                 # the pooled connection was the one the server closed: try again on a new one
@@ -474,7 +517,7 @@ class HttpWire(WireBase):
             source = reply
         return False
 
-    async def _on_event(self, reply: HttpReply, event: SseEvent, to_frames: bool) -> None:
+    async def _on_event(self, reply: HttpReply, event: SseEvent, to_frames: bool, *, block: bool = True) -> None:
         reply.events.append(event)
         meta = f"event: {event.event}" + (f" id: {event.id}" if event.id is not None else "")
         meta += f" retry: {event.retry}" if event.retry is not None else ""
@@ -483,22 +526,33 @@ class HttpWire(WireBase):
             return
         try:
             value = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
         if value is not None:
-            reply.messages.extend(value if isinstance(value, list) else [value])
+            reply.add_message(value)
             self._learn(value)
         if to_frames:
-            await self._push(self._record(event.data, via=reply.label))
+            await self._push(self._record(event.data, via=reply.label), block=block)
         else:
             self.exchanges.append(Exchange("<", f"{reply.label} {meta} data: {event.data[:400]}", self._now()))
 
-    async def _push(self, frame: Frame) -> None:
-        if self._send is not None:
-            try:
-                self._send.send_nowait(frame)
-            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-                pass
+    async def _push(self, frame: Frame, *, block: bool) -> None:
+        """Queue ``frame`` for the check: waiting while the queue is full when ``block`` (a
+        background exchange), else dropping it and counting (the check reads its reply)."""
+        if self._send is None:
+            return
+        try:
+            self._send.send_nowait(frame)
+        except trio.WouldBlock:
+            if block:
+                try:
+                    await self._send.send(frame)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    self.unqueued += 1
+            else:
+                self.unqueued += 1
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self.unqueued += 1
 
     def _ended(self, rid: Any, reply: HttpReply) -> None:
         if rid is None or self._send is None:
@@ -573,16 +627,6 @@ class HttpWire(WireBase):
         if scope.cancelled_caught:
             self.note(f"{reply.label}: stopped reading after {timeout:g} s")
 
-    def sent_messages(self) -> list[Any]:
-        out: list[Any] = []
-        for reply in self.replies:
-            if reply.method == "POST" and reply.request_body:
-                try:
-                    out.append(json.loads(reply.request_body))
-                except ValueError:
-                    continue
-        return out
-
     def reply_for(self, rid: Any) -> HttpReply | None:
         """The POST that carried the request ``rid`` (the last one with that id)."""
         for reply in reversed(self.replies):
@@ -602,13 +646,8 @@ _SHOWN_HEADERS: Final = frozenset(
 )
 
 
-def _answers(message: Any, rid: Any) -> bool:
-    return (
-        isinstance(message, dict)
-        and "method" not in message
-        and message.get("id") == rid
-        and type(message.get("id")) is type(rid)
-    )
+def _reply_size(reply: HttpReply) -> int:
+    return len(reply.body) + len(reply.request_body) + 256
 
 
 async def _read_sse_transport(wire: HttpWire, reply: HttpReply, ready: trio.Event) -> None:
@@ -635,15 +674,23 @@ async def _read_sse_transport(wire: HttpWire, reply: HttpReply, ready: trio.Even
         if response.status_code != 200 or not reply.is_sse:
             ready.set()
             return
-        parser = _SseParser()
+        parser = SseParser()
         async for chunk in response.aiter_raw():
             for event in parser.feed(chunk):
-                if event.event == "endpoint" and wire.endpoint is None:
+                if event.event == "endpoint" and wire.endpoint is None and wire.refused is None:
                     reply.events.append(event)
-                    wire.endpoint = urllib.parse.urljoin(wire.url, event.data.strip())
                     wire.exchanges.append(
-                        Exchange("<", f"{reply.label} event: endpoint data: {event.data}", wire._now())
+                        Exchange("<", recorded(f"{reply.label} event: endpoint data: {event.data}"), wire._now())
                     )
+                    endpoint = urllib.parse.urljoin(wire.url, event.data.strip())
+                    problem = endpoint_problem(wire.url, endpoint)
+                    if problem is None:
+                        wire.endpoint = endpoint
+                    else:
+                        wire.refused = EndpointRefused(wire.url, endpoint, problem)
+                        wire.note(f"endpoint refused: {problem}; nothing is sent there")
+                        ready.set()
+                        return
                     ready.set()
                     continue
                 await wire._on_event(reply, event, True)
@@ -691,49 +738,41 @@ async def open_http_wire(
 
     timeout = httpx.Timeout(connect=connect_timeout, read=None, write=connect_timeout, pool=connect_timeout)
     client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=_ssl_context())
-    send, receive = trio.open_memory_channel[Frame](math.inf)
+    send, receive = trio.open_memory_channel[Frame](MAX_QUEUED_FRAMES)
     try:
-        async with trio.open_nursery() as nursery:
-            wire = HttpWire(
-                url=url,
-                revision=revision,
-                client=client,
-                nursery=nursery,
-                extra_headers=dict(headers or {}),
-                started=time.monotonic(),
-                transport=transport,
-            )
-            wire._send, wire._receive = send, receive
-            try:
-                if transport == "sse":
-                    ready = trio.Event()
-                    stream = wire._new_reply("GET", url, {"Accept": "text/event-stream", **wire.extra_headers}, b"")
-                    nursery.start_soon(_read_sse_transport, wire, stream, ready)
-                    with trio.move_on_after(connect_timeout):
-                        await ready.wait()
-                    if wire.endpoint is None:
-                        detail = stream.error or (f"HTTP {stream.status}" if stream.status else "no answer")
-                        raise TargetUnreachable(f"no 'endpoint' event from the SSE stream at {url} ({detail})")
-                yield wire
-            finally:
-                with trio.CancelScope(shield=True):
-                    if delete_session and wire.session_id is not None and wire.transport == "http":
-                        with trio.move_on_after(2):
-                            await wire.delete()
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # the caller's own exception comes out as itself, not wrapped by our nursery
-        leaves = _leaves(group)
-        if len(leaves) == 1:
-            raise leaves[0] from None
-        raise
+        with lone_errors():
+            async with trio.open_nursery() as nursery:
+                wire = HttpWire(
+                    url=url,
+                    revision=revision,
+                    client=client,
+                    nursery=nursery,
+                    extra_headers=dict(headers or {}),
+                    started=time.monotonic(),
+                    transport=transport,
+                )
+                wire._send, wire._receive = send, receive
+                try:
+                    if transport == "sse":
+                        ready = trio.Event()
+                        stream = wire._new_reply("GET", url, {"Accept": "text/event-stream", **wire.extra_headers}, b"")
+                        nursery.start_soon(_read_sse_transport, wire, stream, ready)
+                        with trio.move_on_after(connect_timeout):
+                            await ready.wait()
+                        if wire.refused is not None:
+                            wire.refused.exchanges = list(wire.exchanges)
+                            wire.refused.replies = [reply.to_dict() for reply in wire.replies]
+                            raise wire.refused
+                        if wire.endpoint is None:
+                            detail = stream.error or (f"HTTP {stream.status}" if stream.status else "no answer")
+                            raise TargetUnreachable(f"no 'endpoint' event from the SSE stream at {url} ({detail})")
+                    yield wire
+                finally:
+                    with trio.CancelScope(shield=True):
+                        if delete_session and wire.session_id is not None and wire.transport == "http":
+                            with trio.move_on_after(2):
+                                await wire.delete()
+                    nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
             await client.aclose()
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return out

@@ -15,29 +15,16 @@ the server answered with another version (the version negotiation checks judge t
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:
-    from .context import Context
+from .context import Context
+from .levels import Level
 
 __all__ = ["CATALOGUE", "Check", "CheckFn", "Level", "check"]
 
-
-class Level(enum.Enum):
-    """BCP 14 level of the rule a check tests."""
-
-    #: A violation fails the run.
-    MUST = "MUST"
-    #: A violation is a warning (a failure with ``--strict``).
-    SHOULD = "SHOULD"
-    #: Informative; a violation is a warning, also with ``--strict``.
-    MAY = "MAY"
-
-
-CheckFn = Callable[["Context"], Awaitable[None]]
+CheckFn = Callable[[Context], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -199,6 +199,7 @@ CASES = [
     ("modern_fewer_tools", "http", "2026-07-28", "none", "ERA-01", "warning"),
     ("parse_error_code", "stdio", "2025-11-25", "none", "FR-01", "warning"),
     ("sse_hello_first", "sse", "2025-11-25", "none", "HS-01", "fail"),
+    ("sse_foreign_endpoint", "sse", "2025-11-25", "none", "HS-02", "fail"),
     ("setlevel_error", "http", "2025-11-25", "none", "LG-01", "fail"),
     ("bad_log_level_ok", "http", "2026-07-28", "none", "LG-02", "warning"),
     ("ignores_log_level", "http", "2025-11-25", "read-only", "LG-03", "warning"),
@@ -340,7 +341,7 @@ async def test_a_counter_offered_revision_is_judged_by_the_negotiation_check_onl
         ): (
             "skipped",
             "the server does not accept 2024-11-05: initialize 2024-11-05 was answered with protocolVersion "
-            "'2025-03-26'",
+            '"2025-03-26"',
         ),
     }
     assert outcome.exit_code == 0

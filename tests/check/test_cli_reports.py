@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 from _targets import fixture_argv
 from mcpwire.conformance.cli import main
+from mcpwire.conformance.evidence import ExchangeEntry, Redactor, WireRecord, collect
 from mcpwire.conformance.report import (
     JSON_SCHEMA,
     SCHEMA_VERSION,
@@ -40,17 +41,23 @@ def test_must_failure_exits_1_with_a_line_per_failed_check(capsys: pytest.Captur
     code = main(["-q", "--only", "lifecycle", "--revision", "2025-06-18", "--", *fixture_argv("ping_result")])
     assert code == 1
     out = capsys.readouterr().out
-    fail_lines = [line for line in out.splitlines() if line.startswith("FAIL")]
+    lines = out.splitlines()
+    fail_lines = [line for line in lines if line.startswith("FAIL")]
     assert fail_lines == [
-        "FAIL  SV-12  MUST   2025-06-18  ping is answered promptly with an empty result  "
+        "FAIL  SV-12  MUST   lifecycle    ping is answered promptly with an empty result  "
         "[basic/utilities/ping.mdx §Behavior Requirements]"
     ]
-    assert '      spec: "The receiver MUST respond promptly with an empty response"' in out
+    at = lines.index(fail_lines[0])
+    assert lines[at + 1].startswith("      2025-06-18: ping answered ")
+    assert lines[at + 2] == '      spec: "The receiver MUST respond promptly with an empty response"'
+    assert "failures (1 in 1 check): MUST rules broken; each fails the run" in lines
     assert out.splitlines()[-1] == "result: FAIL (1 failure)"
 
 
-def test_progress_lines_go_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+def test_off_a_terminal_progress_lines_only_with_verbose(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--only", "SV-12", "--revision", "2025-11-25"]) == 0
+    assert capsys.readouterr().err == ""  # CI logs get the summary only
+    assert main(["-v", "--only", "SV-12", "--revision", "2025-11-25"]) == 0
     assert capsys.readouterr().err.splitlines() == ["[2025-11-25] ok    SV-12"]
 
 
@@ -140,8 +147,9 @@ def test_strict_fails_the_run_on_should_violations_only(capsys: pytest.CaptureFi
     assert main(["--strict", *argv]) == 1
     out = capsys.readouterr().out
     assert [line.split()[:4] for line in out.splitlines() if line.startswith("FAIL")] == [
-        ["FAIL", "PR-03", "SHOULD", "2025-11-25"]
+        ["FAIL", "PR-03", "SHOULD", "prompts"]
     ]
+    assert "      2025-11-25: " in out
     assert out.splitlines()[-1] == "result: FAIL (1 failure)"
 
 
@@ -150,9 +158,7 @@ def test_strict_keeps_a_heuristic_warning(capsys: pytest.CaptureFixture[str]) ->
     argv = ["-q", "--strict", "--call-tools", "read-only", "--only", "SV-40", "--revision", "2025-11-25"]
     assert main([*argv, "--", *fixture_argv("asks_password")]) == 0
     out = capsys.readouterr().out
-    assert [line.split()[:4] for line in out.splitlines() if line.startswith("warn ")] == [
-        ["warn", "SV-40", "MUST", "2025-11-25"]
-    ]
+    assert [line.split()[:3] for line in out.splitlines() if line.startswith("warn ")] == [["warn", "SV-40", "MUST"]]
     assert out.splitlines()[-1] == "result: PASS (1 warning)"
 
 
@@ -200,7 +206,8 @@ def test_json_report_from_a_real_run(capsys: pytest.CaptureFixture[str]) -> None
     assert [m.get("method") for m in sent] == ["initialize", "notifications/initialized", "ping"]
     assert len(received) == 2
     assert json.loads(received[0])["result"]["protocolVersion"] == "2025-11-25"  # recorded whole
-    assert json.loads(received[1]) == {"jsonrpc": "2.0", "id": 2, "result": {"pong": True}}
+    ping = next(m for m in sent if m.get("method") == "ping")
+    assert json.loads(received[1]) == {"jsonrpc": "2.0", "id": ping["id"], "result": {"pong": True}}
     assert {e["process"] for e in failure["exchange"]} == {1}
     assert report["counts"]["fail"] == 1
     assert report["total"] == 4
@@ -239,14 +246,12 @@ def _result(check_id: str, revision: str, status: str, **kw: object) -> Result:
 
 
 EXCHANGE = [
-    "--- process 1",
-    '  0.000 > {"jsonrpc":"2.0","id":1,"method":"ping"}',
-    '  0.004 < {"jsonrpc":"2.0","id":1,"result":{"pong":true}}',
-    "  0.005 ! stdin closed",
-    "stderr (tail): Traceback (most recent call last)",
-    "--- process 2",
-    "...",
-    "  0.100 < not json at all",
+    ExchangeEntry(1, 0.0, "sent", '{"jsonrpc":"2.0","id":1,"method":"ping"}'),
+    ExchangeEntry(1, 0.004, "received", '{"jsonrpc":"2.0","id":1,"result":{"pong":true}}'),
+    ExchangeEntry(1, 0.005, "event", "stdin closed"),
+    ExchangeEntry(1, None, "stderr", "Traceback (most recent call last)"),
+    ExchangeEntry(2, None, "omitted", "3 entries left out"),
+    ExchangeEntry(2, 0.1, "received", "not json at all"),
 ]
 
 
@@ -268,7 +273,14 @@ def sample_run() -> Run:
         _result("SV-29", "2025-11-25", "expected_fail", tags=["tools"], message="tool 'x' has no inputSchema"),
         _result("SV-13", "2025-11-25", "skipped", tags=["modern", "lifecycle"], message="modern era only"),
         _result("SV-13", "2026-07-28", "pass", tags=["modern", "lifecycle"]),
-        _result("SV-02", "2026-07-28", "fail", title=f"hostile {HOSTILE}", message=HOSTILE, exchanges=[HOSTILE]),
+        _result(
+            "SV-02",
+            "2026-07-28",
+            "fail",
+            title=f"hostile {HOSTILE}",
+            message=HOSTILE,
+            exchanges=[ExchangeEntry(None, None, "note", HOSTILE)],
+        ),
     ]
     probes = [
         Probe("2026-07-28", True, {"tools": {}}),
@@ -278,7 +290,7 @@ def sample_run() -> Run:
     return Run("demo server", probes, ["2026-07-28", "2025-11-25"], results, stale_baseline=["SV-99"])
 
 
-def test_terminal_lists_failures_warnings_and_not_observed_separately() -> None:
+def test_terminal_lists_failures_errors_warnings_and_not_observed_separately() -> None:
     run = sample_run()
     text = to_terminal(run)
     lines = text.splitlines()
@@ -287,27 +299,31 @@ def test_terminal_lists_failures_warnings_and_not_observed_separately() -> None:
         "revisions checked: 2026-07-28, 2025-11-25",
         "not accepted: 2025-06-18",
     ]
-    heads = [line for line in lines if re.match(r"^[a-z ]+ \(\d+\): ", line)]
+    heads = [line for line in lines if re.match(r"^[a-z ]+ \(\d+( in \d+ checks?)?\): ", line)]
     assert [h.split(" (")[0] for h in heads] == [
         "failures",
+        "errors",
         "warnings",
         "not observed",
         "expected failures",
         "stale baseline entries",
     ]
+    assert "failures (2 in 1 check): MUST rules broken; each fails the run" in lines
+    assert "errors (1 in 1 check): the check itself could not run; each fails the run" in lines
     listed = [line.split()[:4] for line in lines if re.match(r"^(FAIL|ERROR|warn|n/o|xfail) ", line)]
     assert listed == [
-        ["FAIL", "SV-02", "MUST", "2025-11-25"],
-        ["ERROR", "SV-12", "MUST", "2025-11-25"],
-        ["FAIL", "SV-02", "MUST", "2026-07-28"],
-        ["warn", "SV-08", "SHOULD", "2025-11-25"],
-        ["n/o", "SV-32b", "MUST", "2025-11-25"],
-        ["xfail", "SV-29", "MUST", "2025-11-25"],
+        ["FAIL", "SV-02", "MUST", "framing"],  # one entry for both revisions it failed in
+        ["ERROR", "SV-12", "MUST", "lifecycle"],
+        ["warn", "SV-08", "SHOULD", "lifecycle"],
+        ["n/o", "SV-32b", "MUST", "resources"],
+        ["xfail", "SV-29", "MUST", "tools"],
     ]
-    # each listed line ends with the spec reference; the reason and quote follow, indented
+    # each listed line ends with the spec reference; the reason per revision and the quote follow
     first = lines.index(next(line for line in lines if line.startswith("FAIL")))
     assert lines[first].endswith("rule SV-02  [basic/index.mdx §Responses]")
-    assert lines[first + 1 : first + 3] == ["      id 1 came back as '1'", '      spec: "The rule SV-02 MUST hold."']
+    assert lines[first + 1] == "      2025-11-25: id 1 came back as '1'"
+    assert lines[first + 2].startswith("      2026-07-28: answer\\x1b[2J")
+    assert lines[first + 3] == '      spec: "The rule SV-02 MUST hold."'
     assert "STALE SV-99: remove it from the baseline" in lines
     assert lines[-2] == (
         "totals: 2 fail, 1 error, 1 warning, 1 not observed, 1 expected failure, 2 pass, 1 skipped (9 results)"
@@ -315,6 +331,40 @@ def test_terminal_lists_failures_warnings_and_not_observed_separately() -> None:
     assert lines[-1] == (
         "result: FAIL (2 failures, 1 error, 1 warning, 1 rule not observed, 1 expected failure, 1 stale baseline entry)"
     )
+
+
+def test_terminal_groups_by_check_sorted_by_area_and_id_with_reasons_shared_across_revisions() -> None:
+    same = "the server answered late"
+    results = [
+        _result(check_id, revision, "fail", tags=[tag], message=same)
+        for check_id, tag in (("SV-31", "tools"), ("SV-10", "lifecycle"), ("SV-9", "lifecycle"), ("SV-02", "framing"))
+        for revision in ("2025-11-25", "2025-06-18")
+    ]
+    run = Run("s", [Probe("2025-11-25", True), Probe("2025-06-18", True)], ["2025-11-25", "2025-06-18"], results)
+    lines = to_terminal(run).splitlines()
+    listed = [line.split()[1] for line in lines if line.startswith("FAIL ")]
+    assert listed == ["SV-02", "SV-9", "SV-10", "SV-31"]  # framing, lifecycle (ids in natural order), tools
+    at = lines.index(next(line for line in lines if line.startswith("FAIL  SV-31")))
+    assert lines[at + 1] == f"      2025-11-25, 2025-06-18: {same}"
+
+
+def test_skipped_checks_are_counted_by_reason_with_the_option_that_runs_them() -> None:
+    off = "tool calls are off (enable with --call-tools read-only|all or --call-tool NAME)"
+    results = [
+        *(_result(f"SV-3{i}", "2025-11-25", "skipped", message=off) for i in range(3)),
+        _result("SV-13", "2025-11-25", "skipped", message="applies to the modern era only"),
+        _result("SV-12", "2026-07-28", "skipped", message="applies to the legacy era only"),
+        _result("LG-01", "2025-11-25", "skipped", message="the server does not advertise logging"),
+        _result("SV-01", "2025-11-25", "pass"),
+    ]
+    lines = to_terminal(Run("s", [Probe("2025-11-25", True)], ["2025-11-25"], results)).splitlines()
+    at = lines.index("skipped: 6 (--json says why for each)")
+    assert lines[at + 1 : at + 4] == [
+        "     3  tool calls are off: run with --call-tools read-only (tools annotated readOnlyHint), "
+        "--call-tools all, or --call-tool NAME to run them",
+        "     2  not defined in the revision",
+        "     1  the server does not advertise what they test (logging)",
+    ]
 
 
 def test_terminal_is_plain_unless_asked_and_server_text_cannot_drive_the_terminal() -> None:
@@ -325,8 +375,8 @@ def test_terminal_is_plain_unless_asked_and_server_text_cannot_drive_the_termina
     assert "answer\\x1b[2J\\x1b]0;pwned\\x07 with\\x0d\\x00 \\ud800 \\u202e and <tag>" in plain
     plain.encode("utf-8")  # printable: no lone surrogate left
     colored = to_terminal(run, color=True)
-    assert "\x1b[1;31mFAIL \x1b[0m SV-02" in colored
-    assert colored.splitlines()[-1].startswith("result: \x1b[1;31mFAIL\x1b[0m")
+    assert re.search(r"\x1b\[[0-9;]*31m(\x1b\[[0-9;]*m)*FAIL \x1b\[0m SV-02", colored)  # red
+    assert re.search(r"^result: \x1b\[[0-9;]*m(\x1b\[[0-9;]*m)*FAIL\x1b\[0m", colored.splitlines()[-1])
     # the only escape sequences are ours: stripping them gives the plain text back
     assert re.sub(r"\x1b\[[0-9;]*m", "", colored) == plain
 
@@ -377,7 +427,7 @@ def test_json_document_follows_its_schema_and_keeps_every_field() -> None:
         },
         {"process": 1, "at_s": 0.005, "direction": "event", "text": "stdin closed"},
         {"process": 1, "at_s": None, "direction": "stderr", "text": "Traceback (most recent call last)"},
-        {"process": 2, "at_s": None, "direction": "omitted", "text": "lines left out of the evidence"},
+        {"process": 2, "at_s": None, "direction": "omitted", "text": "3 entries left out"},
         {"process": 2, "at_s": 0.1, "direction": "received", "text": "not json at all"},
     ]
     # lossless: the server's text comes back exactly, lone surrogate and control characters included
@@ -417,7 +467,9 @@ HTTP_EXCHANGES: list[dict[str, object]] = [
 
 
 def test_json_report_carries_the_http_exchanges_with_credentials_redacted() -> None:
-    result = _result("SV-22", "2025-11-25", "fail", tags=["http"], http_exchanges=HTTP_EXCHANGES, transport="http")
+    # as the runner collects it: redacted once (by name, and the URL's credentials), then reported as it is
+    _, collected = collect([WireRecord([], http=HTTP_EXCHANGES)], Redactor(url="http://user:pw@127.0.0.1:8000/mcp"))
+    result = _result("SV-22", "2025-11-25", "fail", tags=["http"], http_exchanges=collected, transport="http")
     run = Run("http server", [Probe("2025-11-25", True)], ["2025-11-25"], [result])
     text = to_json(run)
     doc = json.loads(text)

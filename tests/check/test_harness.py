@@ -11,20 +11,21 @@ import pytest
 from _targets import fixture_argv, http_server, reference_argv
 from mcpwire.conformance.cli import main
 from mcpwire.conformance.context import Target, ToolPolicy, example_arguments
+from mcpwire.conformance.evidence import Redactor, WireRecord, collect
 from mcpwire.conformance.http_harness import (
     HttpReply,
     TargetUnreachable,
-    _SseParser,
     encode_header_value,
     open_http_wire,
 )
 from mcpwire.conformance.registry import CATALOGUE
 from mcpwire.conformance.runner import detect_transport, run, spec_url
 from mcpwire.conformance.schema import SchemaProblem, compile_schema
+from mcpwire.conformance.sse import SseParser
 
 
 def test_sse_parser_follows_the_event_stream_rules() -> None:
-    parser = _SseParser()
+    parser = SseParser()
     events = parser.feed(b': keep-alive\r\nid: 1.0\r\nretry: 500\r\ndata: \r\n\r\nevent: message\ndata: {"a":')
     events += parser.feed(b"\ndata: 1}\n\n")
     events += parser.feed("data: \u00e9t\u00e9".encode()[:-1])  # a multi-byte character split across reads
@@ -98,10 +99,12 @@ def test_spec_urls_and_quotes_per_revision() -> None:
 
 def test_http_evidence_masks_secrets() -> None:
     reply = HttpReply(1, "POST", "http://127.0.0.1/mcp", {"Authorization": "Bearer s3cret", "X-Other": "shown"}, b"{}")
-    reply.headers = {"set-cookie": "a=b", "cookie": "c=d"}
-    shown = reply.to_dict()
+    reply.headers = {"set-cookie": "a=b", "cookie": "c=d", "x-echo": "Bearer s3cret"}
+    assert reply.to_dict()["request_headers"]["Authorization"] == "Bearer s3cret"  # recorded as it was
+    # redacted once, when the evidence is collected: by name, and every value the user gave
+    _, (shown,) = collect([WireRecord([], http=[reply.to_dict()])], Redactor(values=["Bearer s3cret"]))
     assert shown["request_headers"] == {"Authorization": "***", "X-Other": "shown"}
-    assert shown["response_headers"]["cookie"] == "***"
+    assert shown["response_headers"] == {"set-cookie": "***", "cookie": "***", "x-echo": "***"}
     assert "s3cret" not in repr(shown)
 
 
@@ -176,7 +179,7 @@ async def test_json_report_of_an_http_target_shows_the_http_exchange(tmp_path: P
             ["--header", "no-colon", "http://127.0.0.1:9/mcp"],
             "mcpwire check: --header: expected NAME: VALUE or NAME=VALUE",
         ),
-        (["--header", "A: b", "--", "cmd"], "mcpwire check: --header applies to URL targets only"),
+        (["--header", "A: b", "--", "cmd"], "mcpwire check: --header and --bearer-env apply to URL targets only"),
         (["http://"], "mcpwire check: 'http://' is not an http(s) URL with a host"),
     ],
 )

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcpwire.conformance.evidence import ExchangeEntry, Redactor, WireRecord, collect
 from mcpwire.conformance.report import MAX_PAYLOAD_LINES, MAX_STRING_CHARS, area_of, to_html
-from mcpwire.conformance.report_assets import script_hash
+from mcpwire.conformance.report.assets import script_hash
 from mcpwire.conformance.runner import Probe, Result, Run
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -115,13 +116,16 @@ def parse(markup: str) -> Node:
 
 REVISIONS = ["2026-07-28", "2025-11-25", "2025-06-18"]
 PING = [
-    "--- process 1",
-    '  0.000 > {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}',
-    '  0.090 < {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}',
-    '  0.095 > {"jsonrpc":"2.0","id":2,"method":"ping"}',
-    '  0.099 < {"jsonrpc":"2.0","id":2,"result":{"pong":true}}',
-    "  0.100 ! stdin closed",
-    "  0.102 ! process ended after eof (0.00 s, status 0)",
+    ExchangeEntry(
+        1, 0.0, "sent", '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}'
+    ),
+    ExchangeEntry(
+        1, 0.09, "received", '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}'
+    ),
+    ExchangeEntry(1, 0.095, "sent", '{"jsonrpc":"2.0","id":2,"method":"ping"}'),
+    ExchangeEntry(1, 0.099, "received", '{"jsonrpc":"2.0","id":2,"result":{"pong":true}}'),
+    ExchangeEntry(1, 0.1, "event", "stdin closed"),
+    ExchangeEntry(1, 0.102, "event", "process ended after eof (0.00 s, status 0)"),
 ]
 TOOLS = ",".join(f'{{"name":"tool{i}","inputSchema":{{"type":"object"}}}}' for i in range(120))
 BIG_TOOLS = f'{{"jsonrpc":"2.0","id":3,"result":{{"tools":[{TOOLS}]}}}}'
@@ -181,7 +185,10 @@ def sample_run() -> Run:
             ["lifecycle", "stdio"],
             level="SHOULD",
             message="still running 2 s after stdin EOF; SIGTERM was needed",
-            exchanges=["--- process 1", "  0.000 ! stdin closed", "stderr (tail): Traceback: boom"],
+            exchanges=[
+                ExchangeEntry(1, 0.0, "event", "stdin closed"),
+                ExchangeEntry(1, None, "stderr", "Traceback: boom"),
+            ],
         ),
         _result("SV-32b", "2025-11-25", "not_observed", ["resources"], message="the server lists no resources"),
         _result("SV-34", "2025-06-18", "error", ["tools"], message="the check raised KeyError('x')"),
@@ -195,10 +202,9 @@ def sample_run() -> Run:
             quote=f"hostile quote {PWN_IMG}",
             message=f"tools/call answered {PWN_SCRIPT} {PWN_IMG}",
             exchanges=[
-                "--- process 1",
-                f"  0.010 < {BIG_TOOLS}",
-                f"  0.020 < {LONG_TEXT}",
-                f"  0.030 < {PWN_BREAKOUT}",
+                ExchangeEntry(1, 0.01, "received", BIG_TOOLS),
+                ExchangeEntry(1, 0.02, "received", LONG_TEXT),
+                ExchangeEntry(1, 0.03, "received", PWN_BREAKOUT),
             ],
         ),
     ]
@@ -326,7 +332,9 @@ def test_http_exchanges_show_request_status_and_headers_without_credentials() ->
             "events": [{"event": "message", "id": "1.0", "retry": 500, "data": ""}],
         },
     ]
-    r = _result("SV-22", "2025-11-25", "fail", ["http"], message="Origin accepted", http_exchanges=exchanges)
+    # as the runner collects it: redacted once, then shown as it is
+    _, collected = collect([WireRecord([], http=exchanges)], Redactor())
+    r = _result("SV-22", "2025-11-25", "fail", ["http"], message="Origin accepted", http_exchanges=collected)
     markup = to_html(Run("t", [Probe("2025-11-25", True)], ["2025-11-25"], [r]))
     assert "s3cret" not in markup
     (card,) = parse(markup).find_all("details")
