@@ -38,20 +38,30 @@ import contextlib
 import dataclasses
 import logging
 import os
-import signal
 import sys
-import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
+from mcpwire.cliargs import (
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    UsageError,
+    add_target_options,
+    load_target_config,
+    output_file,
+    resolve_target,
+    run_cli,
+    split_command,
+    target_epilog,
+)
 from mcpwire.redaction import clean_terminal
+from mcpwire.transports import StdioServer
 
 from .baseline import apply_baseline, read_baseline
 from .context import Target, ToolPolicy
-from .harness import lone_errors
 from .http_harness import TargetUnreachable
 from .model import ALL_REVISIONS, Result, Run
 from .registry import CATALOGUE
@@ -70,22 +80,11 @@ from .report import (
     to_terminal,
 )
 from .runner import DEFAULT_JOBS, redactor_for, run
-from .targets import (
-    UsageError,
-    config_target,
-    config_targets,
-    env_additions,
-    headers_from,
-    minimal_env,
-    reference_target,
-    reference_tool_policy,
-    url_target,
-)
+from .targets import config_targets, entry_era, reference_target, reference_tool_policy, spec_target
 
-__all__ = ["UsageError", "main", "reference_target", "reference_tool_policy", "run_interruptibly"]
+__all__ = ["UsageError", "main", "reference_target", "reference_tool_policy"]
 
 _log = logging.getLogger("mcpwire.check.cli")
-T = TypeVar("T")
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
@@ -95,16 +94,19 @@ def _split(values: Sequence[str] | None) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcpwire check",
-        description="Check an MCP server against the specification. Targets: '-- CMD ARGS...' (stdio), a URL, "
-        "or a server name from mcp.json; none = the bundled reference server.",
-        epilog="examples:\n  mcpwire check http://127.0.0.1:3000/mcp\n  mcpwire check -- npx -y "
-        "@modelcontextprotocol/server-everything\n  mcpwire check --config mcp.json github\n  mcpwire check "
-        "--config mcp.json --json report.json   (every enabled server)",
+        description="Check an MCP server against the specification: every rule of every revision it accepts. "
+        "Without a target, the bundled reference server; with --config FILE and no server name (or --all), "
+        "every enabled server of the config.",
+        epilog=target_epilog(
+            "mcpwire check",
+            "examples:\n  mcpwire check http://127.0.0.1:3000/mcp --html report.html\n"
+            "  mcpwire check --call-tools read-only -- npx -y @modelcontextprotocol/server-everything\n"
+            "  mcpwire check --config mcp.json --json report.json   (every enabled server: one matrix)",
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("target", nargs="?", help="a URL or a server name from mcp.json")
-    p.add_argument("--config", type=Path, help="mcp.json to find TARGET in; without TARGET, check all its servers")
-    p.add_argument("--all", action="store_true", help="check every enabled server of the config (mcp.json found)")
+    p.add_argument("target", nargs="*", help="a URL or a server name from mcp.json")
+    p.add_argument("--all", action="store_true", help="check every enabled server of the config (found or --config)")
     p.add_argument(
         "--revision",
         action="append",
@@ -118,26 +120,14 @@ def _parser() -> argparse.ArgumentParser:
         help="SHOULD-level violations fail the run too; warnings that prove no violation (heuristics such as "
         "SV-40's secret-name guess, cases the spec leaves open such as SV-09b and SV-24c) stay warnings",
     )
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE", help="JSON report to FILE (or stdout)")
-    p.add_argument("--junit", metavar="FILE", help="JUnit XML report")
-    p.add_argument("--html", metavar="FILE", help="self-contained HTML report (several servers: an index)")
+    p.add_argument(
+        "--json", nargs="?", const="-", type=output_file, metavar="FILE", help="JSON report to FILE (or stdout)"
+    )
+    p.add_argument("--junit", type=output_file, metavar="FILE", help="JUnit XML report")
+    p.add_argument(
+        "--html", type=output_file, metavar="FILE", help="self-contained HTML report (several servers: an index)"
+    )
     p.add_argument("--baseline", type=Path, metavar="FILE", help="expected failures: ID or ID@REVISION per line")
-    p.add_argument(
-        "--transport",
-        choices=("auto", "http", "streamable-http", "sse"),
-        default="auto",
-        help="URL targets: Streamable HTTP, the 2024-11-05 HTTP+SSE transport, or detect (default)",
-    )
-    p.add_argument(
-        "--header",
-        action="append",
-        metavar="'NAME: VALUE'",
-        help="an HTTP header for every request (NAME: VALUE or NAME=VALUE); its value is never shown",
-    )
-    p.add_argument("--bearer-env", metavar="VAR", help="send 'Authorization: Bearer $VAR'; never shown")
-    p.add_argument("--env", action="append", metavar="NAME=VALUE", help="set a variable for a stdio server")
-    p.add_argument("--env-pass", action="append", metavar="NAME", help="pass our variable NAME to a stdio server")
-    p.add_argument("--cwd", metavar="DIR", help="working directory of a stdio server")
     p.add_argument(
         "--call-tools",
         choices=("none", "read-only", "all"),
@@ -146,7 +136,6 @@ def _parser() -> argparse.ArgumentParser:
         "readOnlyHint), all; the reference server defaults to read-only",
     )
     p.add_argument("--call-tool", action="append", metavar="NAME", help="also allow calling this tool (repeatable)")
-    p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each answer (default 5)")
     p.add_argument("--eof-grace", type=float, default=2.0, help="seconds to exit after stdin EOF (default 2)")
     p.add_argument(
         "--jobs",
@@ -162,74 +151,49 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--list", action="store_true", help="list the checks and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress")
-    p.add_argument(
-        "-v", "--verbose", action="store_true", help="a line per check (off a terminal) and evidence in the summary"
-    )
+    add_target_options(p)
+    # -v: a line per check off a terminal and the evidence in the summary; -vv: debug logs too
+    p.set_defaults(timeout=5.0, connect_timeout=10.0)
     return p
 
 
-def _with_options(target: Target, options: argparse.Namespace) -> Target:
-    """``target`` with the connection options of the command line: headers for a URL; for a
-    stdio server, ``--env``/``--env-pass`` added to its (minimal or configured) environment and
-    ``--cwd``."""
-    headers = dict(target.headers or {})
-    headers.update(headers_from(options.header or (), options.bearer_env))
-    if target.is_http:
-        if options.env or options.env_pass or options.cwd:
-            raise UsageError("--env, --env-pass and --cwd apply to stdio servers only")
-        return dataclasses.replace(target, headers=headers or target.headers)
-    if headers:
-        raise UsageError("--header and --bearer-env apply to URL targets only")
-    added, secrets = env_additions(options.env or (), options.env_pass or ())
-    env = minimal_env()[0] if target.env is None else dict(target.env)
-    env.update(added)
-    return dataclasses.replace(
-        target, env=env, secrets=target.secrets + secrets, cwd=options.cwd or target.cwd, eof_grace=options.eof_grace
-    )
+def _resolved(options: argparse.Namespace, command: list[str] | None) -> Target:
+    """The one target of the command line (cliargs' rules), as the checker's :class:`Target`."""
+    resolved = resolve_target(options, options.target, command)
+    if resolved.kind == "demo":
+        base = reference_target()
+        env = dict(base.env or {})
+        env.update(resolved.spec.env if isinstance(resolved.spec, StdioServer) else {})
+        target = dataclasses.replace(base, env=env, cwd=options.cwd)
+    elif resolved.kind == "config":
+        era = entry_era(resolved.config_path, resolved.name or "")
+        target = spec_target(resolved.spec, name=resolved.name or "", era=era)
+    else:
+        target = spec_target(resolved.spec)
+    return dataclasses.replace(target, masked=resolved.secrets, eof_grace=options.eof_grace)
 
 
-def _targets(options: argparse.Namespace, command: list[str]) -> Target | list[tuple[str, Target | str]]:
+def _with_era(options: argparse.Namespace, target: Target) -> Target:
+    if options.era in ("legacy", "modern"):
+        target = dataclasses.replace(target, era=options.era)
+    return target
+
+
+def _targets(options: argparse.Namespace, command: list[str] | None) -> Target | list[tuple[str, Target | str]]:
     """One target, or every server of a config (``--all``, or ``--config`` without a name)."""
-    json_value = options.json
-    if isinstance(json_value, str) and "://" in json_value:
-        # `--json URL`: the URL is the target and the report goes to stdout; a file option never
-        # swallows a target
-        if options.target is not None or command:
-            raise UsageError(f"--json takes a file, not the URL {json_value!r}")
-        options.target, options.json = json_value, "-"
-    for name in ("junit", "html"):
-        value = getattr(options, name)
-        if isinstance(value, str) and "://" in value:
-            raise UsageError(f"--{name} takes a file, not the URL {value!r}; give the report file first")
-    if command:
-        if options.target or options.all:
-            raise UsageError("give either TARGET or '-- CMD ARGS...', not both")
-        return _with_options(Target(tuple(command), env=minimal_env()[0]), options)
-    if options.target is not None and "://" in options.target:
-        if options.all:
-            raise UsageError("--all checks a config's servers; it takes no URL")
-        transport = {"streamable-http": "http"}.get(options.transport, options.transport)
-        return _with_options(url_target(options.target, transport), options)
-    if options.target is not None:
-        path = options.config or Path("mcp.json")
-        return _with_options(config_target(path, options.target), options)
-    if options.all or options.config is not None:
-        path = options.config or _found_config()
-        return [(name, t if isinstance(t, str) else _with_options(t, options)) for name, t in config_targets(path)]
-    return _with_options(reference_target(), options)
-
-
-def _found_config() -> Path:
-    from mcpwire.errors import ConfigError
-    from mcpwire.host.config import find_config
-
-    try:
-        found = find_config()
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    if found is None:
-        raise UsageError("--all: no mcp.json found (give --config FILE)")
-    return found
+    if (options.all or options.config) and not options.target and command is None:
+        if options.header or options.bearer_env or options.env or options.env_pass or options.cwd:
+            raise UsageError(
+                "with several servers, put headers and environments in the config, not on the command line"
+            )
+        config = load_target_config(options)
+        if config is None:
+            raise UsageError("--all: no mcp.json found (give --config FILE)")
+        servers = config_targets(config)
+        return [(name, t if isinstance(t, str) else _with_era(options, t)) for name, t in servers]
+    if options.all:
+        raise UsageError("--all checks the servers of a config; it takes no target")
+    return _with_era(options, _resolved(options, command))
 
 
 def _write(path: str, text: str) -> None:
@@ -250,36 +214,6 @@ def _missing_extra() -> str | None:
     if not missing:
         return None
     return f"mcpwire check needs {', '.join(missing)}: pip install 'mcpwire[check]'"
-
-
-def run_interruptibly(async_fn: Callable[[], Awaitable[T]]) -> tuple[T | None, int | None]:
-    """Run ``async_fn`` under trio so that SIGINT and SIGTERM cancel it cleanly (every server
-    process shut down, no traceback): ``(result, None)``, or ``(None, 130 | 143)`` on a signal."""
-    received: list[int] = []
-
-    async def guarded() -> T | None:
-        if threading.current_thread() is not threading.main_thread():  # no signal handling to take over
-            return await async_fn()
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
-
-                async def watch() -> None:
-                    async for number in signals:
-                        received.append(int(number))
-                        nursery.cancel_scope.cancel()
-                        return
-
-                nursery.start_soon(watch)
-                result = await async_fn()
-                nursery.cancel_scope.cancel()
-                return result
-        return None  # pragma: no cover - the nursery above returns or is cancelled
-
-    with lone_errors():  # the run's own error, as itself
-        result = trio.run(guarded)
-    if received:
-        return None, 128 + received[0]
-    return result, None
 
 
 class _Progress:
@@ -311,9 +245,10 @@ class _Progress:
             print(progress_line(result), file=sys.stderr, flush=True)
 
 
-def _tool_policy(options: argparse.Namespace, command: list[str]) -> ToolPolicy:
+def _tool_policy(options: argparse.Namespace, command: list[str] | None) -> ToolPolicy:
     extra = tuple(_split(options.call_tool))
-    if options.call_tools is None and options.target is None and not command and not options.all:
+    bundled = not options.target and command is None and not options.all and not options.config
+    if options.call_tools is None and bundled:
         reference = reference_tool_policy()
         return ToolPolicy(reference.mode, reference.allow + extra)
     return ToolPolicy(options.call_tools or "none", extra)
@@ -323,10 +258,17 @@ def _color(stream: Any) -> bool:
     return bool(stream.isatty()) and "NO_COLOR" not in os.environ
 
 
+def _revisions(options: argparse.Namespace) -> list[str]:
+    revisions = _split(options.revision)
+    if options.protocol_version:
+        revisions.append(options.protocol_version)
+    return revisions
+
+
 async def _check(target: Target, options: argparse.Namespace, tools: ToolPolicy, progress: _Progress | None) -> Run:
     return await run(
         target,
-        revisions=_split(options.revision),
+        revisions=_revisions(options),
         only=_split(options.only),
         skip=_split(options.skip),
         strict=options.strict,
@@ -347,17 +289,30 @@ def _unreachable(target: Target, exc: OSError) -> str:
     return f"cannot {verb} {target.label!r}: {text}"
 
 
+def _interrupted(code: int) -> bool:
+    if code in (EXIT_SIGINT, EXIT_SIGTERM):
+        print("mcpwire check: interrupted; every server process was shut down", file=sys.stderr)
+        return True
+    return False
+
+
 def _check_one(options: argparse.Namespace, target: Target, tools: ToolPolicy, entries: list[str]) -> int:
     progress = _Progress(options, target.label)
+    runs: list[Run] = []
+
+    async def check() -> int:
+        runs.append(await _check(target, options, tools, progress))
+        return 0
+
     try:
         with progress.shown():
-            outcome, interrupted = run_interruptibly(lambda: _check(target, options, tools, progress))
+            code = run_cli(check)
     except OSError as exc:
         print(f"mcpwire check: {_unreachable(target, exc)}", file=sys.stderr)
         return 2
-    if interrupted is not None or outcome is None:
-        print("mcpwire check: interrupted; every server process was shut down", file=sys.stderr)
-        return interrupted or 130
+    if _interrupted(code) or not runs:
+        return code
+    outcome = runs[0]
     if not outcome.judged:
         details = "; ".join(f"{p.revision}: {p.detail}" for p in outcome.probes)
         print(f"mcpwire check: {target.label!r} accepted no protocol revision ({details})", file=sys.stderr)
@@ -370,7 +325,7 @@ def _check_one(options: argparse.Namespace, target: Target, tools: ToolPolicy, e
     if options.html:
         _write(options.html, to_html(outcome))
     if options.json != "-":
-        print(to_terminal(outcome, color=_color(sys.stdout), verbose=options.verbose))
+        print(to_terminal(outcome, color=_color(sys.stdout), verbose=bool(options.verbose)))
     return outcome.exit_code
 
 
@@ -386,7 +341,7 @@ def _check_many(
     results: dict[str, Run | str] = {name: why for name, why in servers if isinstance(why, str)}
     chatty = not options.quiet and (options.verbose or sys.stderr.isatty())
 
-    async def each() -> None:
+    async def each() -> int:
         limiter = trio.CapacityLimiter(max(1, options.jobs or 2))
 
         async def one(name: str, target: Target) -> None:
@@ -408,11 +363,11 @@ def _check_many(
             for name, target in servers:
                 if not isinstance(target, str):
                     nursery.start_soon(one, name, target)
+        return 0
 
-    _, interrupted = run_interruptibly(each)
-    if interrupted is not None:
-        print("mcpwire check: interrupted; every server process was shut down", file=sys.stderr)
-        return interrupted
+    code = run_cli(each)
+    if _interrupted(code):
+        return code
     ordered = [(name, results[name]) for name, _ in servers]
     if options.json:
         _write(options.json, dumps(multi_to_dict(ordered)))
@@ -438,29 +393,28 @@ def main(argv: list[str]) -> int:
     if problem is not None:
         print(f"mcpwire check: {problem}", file=sys.stderr)
         return 2
-    command: list[str] = []
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, command = argv[:cut], argv[cut + 1 :]
-        if not command:
-            print("mcpwire check: '--' must be followed by a command", file=sys.stderr)
-            return 2
     try:
-        options = _parser().parse_args(argv)
+        words, command = split_command(argv)
+    except UsageError as exc:
+        print(f"mcpwire check: {exc}", file=sys.stderr)
+        return 2
+    try:
+        options = _parser().parse_args(words)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
     if options.list:
         for c in CATALOGUE.values():
-            print(f"{c.id:8} {c.level.value:6} {c.title}  [{c.spec}]")
+            print(f"{c.id:8} {c.level.value:6} {clean_terminal(c.title)}  [{c.spec}]")
         return 0
+    if options.verbose > 1:
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s: %(message)s")
     try:
-        chosen = _targets(options, command)
-        revisions = _split(options.revision)
-        unknown = [r for r in revisions if r not in ALL_REVISIONS]
+        unknown = [r for r in _revisions(options) if r not in ALL_REVISIONS]
         if unknown:
             raise UsageError(f"unknown revision(s) {', '.join(unknown)}; known: {', '.join(ALL_REVISIONS)}")
         if options.jobs is not None and options.jobs < 1:
             raise UsageError(f"--jobs must be at least 1, not {options.jobs}")
+        chosen = _targets(options, command)
         entries = read_baseline(options.baseline) if options.baseline else []
         tools = _tool_policy(options, command)
         if isinstance(chosen, list):

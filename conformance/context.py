@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
-from mcpwire.redaction import redact_argv, redact_url, shorten
+from mcpwire.redaction import SecretValues, redact_argv, redact_url, shorten
 
 from .evidence import WireRecord
 from .harness import NoAnswer, WireBase, open_wire
@@ -94,6 +94,8 @@ class Target:
     era: str | None = None
     cwd: str | None = None
     secrets: tuple[str, ...] = ()
+    #: more values no report may show (every ``--env`` value, header and token the user gave)
+    masked: SecretValues | None = None
 
     @property
     def label(self) -> str:

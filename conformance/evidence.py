@@ -105,7 +105,7 @@ class WireRecord:
 class Redactor:
     """Masks what a user gave the checker, wherever it appears (see the module docstring)."""
 
-    __slots__ = ("_header_names", "_secrets", "_url")
+    __slots__ = ("_extra", "_header_names", "_secrets")
 
     def __init__(
         self,
@@ -114,37 +114,38 @@ class Redactor:
         header_names: Iterable[str] = (),
         url: str | None = None,
         argv: Sequence[str] = (),
+        extra: SecretValues | None = None,
     ) -> None:
         found = [v for v in values if v]
         if url:
             found += _url_secrets(url)
         found += _argv_secrets(argv)
         self._secrets = SecretValues(found)
+        self._extra = extra
         self._header_names = frozenset(name.lower() for name in header_names)
-        self._url = url
 
-    @property
-    def secrets(self) -> SecretValues:
-        return self._secrets
+    def _mask(self, text: str) -> str:
+        text = self._secrets.mask(text)
+        return self._extra.mask(text) if self._extra is not None else text
 
     def text(self, text: str) -> str:
         """``text`` with every known secret masked and credentials in URLs redacted."""
         if "://" in text:
             text = _URL_IN_TEXT.sub(lambda m: redact_url(m.group()), text)
-        return self._secrets.mask(text)
+        return self._mask(text)
 
     def url(self, url: str) -> str:
-        return self._secrets.mask(redact_url(url))
+        return self._mask(redact_url(url))
 
     def argv(self, argv: Sequence[str]) -> list[str]:
-        return [self._secrets.mask(word) for word in redact_argv(argv)]
+        return [self._mask(word) for word in redact_argv(argv)]
 
     def headers(self, headers: Mapping[str, Any]) -> dict[str, str]:
         """Values of headers the user gave, and of credential-named ones, hidden; the rest masked."""
         return {
             str(name): REDACTED
             if str(name).lower() in self._header_names or is_secret_name(str(name))
-            else self._secrets.mask(str(value))
+            else self._mask(str(value))
             for name, value in headers.items()
         }
 

@@ -72,6 +72,7 @@ def redactor_for(target: Target) -> Redactor:
         header_names=headers,
         url=target.url,
         argv=target.argv,
+        extra=target.masked,
     )
 
 

@@ -1,84 +1,36 @@
-"""Which server ``mcpwire check`` checks, built from its command line or an ``mcp.json``.
+"""The servers ``mcpwire check`` knows by itself: the bundled reference server, and every server of
+a config (``--config FILE`` without a name, or ``--all``).
 
-Theory of operation: a target is a URL (Streamable HTTP or HTTP+SSE), ``-- CMD ARGS...`` (stdio),
-a server named in a config, or nothing (the bundled reference server). A stdio server never gets
-our whole environment: it starts with the minimal one (:data:`mcpwire.transports.DEFAULT_INHERITED_ENV`),
-plus ``--env NAME=VALUE`` and ``--env-pass NAME`` (copied from ours), or a config entry's ``env``.
-Every credential the user gives (every header value, the ``--bearer-env`` token, secret-named
-``--env`` values) is listed in :attr:`Target.secrets` or :attr:`Target.headers`, which the run's
-redactor masks in every report.
+Theory of operation: the command line names one server with :mod:`mcpwire.cliargs` (a URL,
+``-- CMD ARGS...``, a config entry, or nothing); this module adds what the checker needs beyond it.
+The reference server is run with the minimal environment plus the path of this mcpwire; its
+read-only tools are allowed by name (:func:`reference_tool_policy`). A config entry may pin the era
+checked with ``"era": "legacy"`` or ``"modern"`` (read from the file itself: the host ignores the
+key). Every server of a config becomes a :class:`~.context.Target` whose header values and
+environment values are masked in every report.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-import urllib.parse
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcpwire.redaction import is_secret_name
-from mcpwire.transports import DEFAULT_INHERITED_ENV, HttpServer, split_header
+from mcpwire.cliargs import UsageError
+from mcpwire.redaction import SecretValues
+from mcpwire.transports import DEFAULT_INHERITED_ENV, HttpServer, StdioServer
 
 from .context import Target, ToolPolicy
 
-__all__ = [
-    "UsageError",
-    "config_target",
-    "config_targets",
-    "env_additions",
-    "headers_from",
-    "minimal_env",
-    "reference_target",
-    "reference_tool_policy",
-    "url_target",
-]
+if TYPE_CHECKING:
+    from mcpwire.host.config import HostConfig, ServerConfig
 
+__all__ = ["config_targets", "entry_era", "reference_target", "reference_tool_policy", "spec_target"]
 
-class UsageError(Exception):
-    """Bad command line; its message is the one line printed (exit status 2)."""
-
-
-def env_additions(
-    env: Sequence[str] = (), env_pass: Sequence[str] = (), *, base: Mapping[str, str] | None = None
-) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The variables ``--env NAME=VALUE`` and ``--env-pass NAME`` (copied from ``base``, default
-    ours) give a stdio server, and the values among them to mask (those with secret-looking names).
-
-    Raises:
-        UsageError: a pair without ``=`` (never echoed: it may be a secret), or an unset variable.
-    """
-    source = os.environ if base is None else base
-    out: dict[str, str] = {}
-    secrets: list[str] = []
-    for name in env_pass:
-        if name not in source:
-            raise UsageError(f"--env-pass {name}: the variable is not set")
-        out[name] = source[name]
-        if is_secret_name(name):
-            secrets.append(source[name])
-    for pair in env:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise UsageError("--env expects NAME=VALUE; one of the values given has no NAME= part")
-        out[name] = value
-        if is_secret_name(name):
-            secrets.append(value)
-    return out, tuple(secrets)
-
-
-def minimal_env(
-    env: Sequence[str] = (), env_pass: Sequence[str] = (), *, base: Mapping[str, str] | None = None
-) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The whole environment of a stdio server started from the command line: the minimal
-    inherited set, plus :func:`env_additions`; and the values in it to mask."""
-    source = os.environ if base is None else base
-    out = {k: v for k in DEFAULT_INHERITED_ENV if (v := source.get(k)) is not None}
-    added, secrets = env_additions(env, env_pass, base=source)
-    out.update(added)
-    return out, secrets
+_PROBLEM_OF = re.compile(r"^\$\.(?:mcpServers|servers)\.([^.\[:]+)")
 
 
 def reference_target() -> Target:
@@ -86,10 +38,11 @@ def reference_target() -> Target:
     path of this mcpwire (so that it runs from a source checkout too)."""
     import mcpwire
 
-    env, _ = minimal_env()
+    env = {k: v for k in DEFAULT_INHERITED_ENV if (v := os.environ.get(k)) is not None}
     home = str(Path(mcpwire.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH", "")) if p)
-    return Target((sys.executable, "-u", "-m", "mcpwire.testing.everything"), env=env, name="mcpwire reference server")
+    argv = (sys.executable, "-u", "-m", "mcpwire.testing.everything")
+    return Target(argv, env=env, name="mcpwire reference server")
 
 
 def reference_tool_policy() -> ToolPolicy:
@@ -117,110 +70,71 @@ def reference_tool_policy() -> ToolPolicy:
     return ToolPolicy("read-only", safe)
 
 
-def headers_from(values: Sequence[str], bearer_env: str | None) -> dict[str, str]:
-    """``--header`` values and the ``--bearer-env`` token as headers.
+def entry_era(path: Path | None, name: str) -> str | None:
+    """The ``"era"`` pin of the config entry ``name`` (``"legacy"``, ``"modern"`` or None).
 
     Raises:
-        UsageError: a malformed header (its value is never echoed), or an unset variable.
+        UsageError: the entry pins something else.
     """
-    headers: dict[str, str] = {}
-    for header in values:
-        try:
-            name, value = split_header(header)
-        except ValueError as exc:
-            raise UsageError(f"--header: {exc}") from None
-        headers[name] = value
-    if bearer_env is not None:
-        token = os.environ.get(bearer_env)
-        if not token:
-            raise UsageError(f"--bearer-env {bearer_env}: the variable is not set or empty")
-        headers["Authorization"] = f"Bearer {token}"
-    return headers
-
-
-def url_target(url: str, transport: str) -> Target:
-    """A URL positional as a target.
-
-    Raises:
-        UsageError: it is not an http(s) URL with a host.
-    """
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(f"{url!r} is not an http(s) URL with a host")
-    return Target(url=url, transport=transport)
-
-
-def _config_data(path: Path) -> tuple[Any, Any]:
-    from mcpwire.errors import ConfigError
-    from mcpwire.host.config import parse_config
-
+    if path is None:
+        return None
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc}") from None
-    try:
-        config = parse_config(data, base_path=path.resolve().parent)
-    except ConfigError as exc:
-        raise UsageError(f"{path}: {exc}") from None
-    return data, config
-
-
-def _entry_target(path: Path, data: Any, server: Any) -> Target:
-    name = server.name
+    except (OSError, ValueError):
+        return None
     entries = (data.get("mcpServers") or data.get("servers") or {}) if isinstance(data, dict) else {}
     entry = entries.get(name) if isinstance(entries, dict) else None
     era = entry.get("era") if isinstance(entry, dict) else None
     if era not in (None, "legacy", "modern"):
         raise UsageError(f'{path}: server {name!r} has "era": {era!r}; expected "legacy" or "modern"')
-    spec = server.to_spec()
+    return era if isinstance(era, str) else None
+
+
+def spec_target(spec: StdioServer | HttpServer, *, name: str = "", era: str | None = None) -> Target:
+    """A transport spec (from the command line or a config) as the checker's target."""
     if isinstance(spec, HttpServer):
         transport = {"auto": "auto", "streamable-http": "http", "sse": "sse"}[spec.transport]
-        if server.type == "sse":
-            transport = "sse"
         return Target(url=spec.url, transport=transport, headers=spec.auth_headers(), name=name, era=era)
-    secrets = tuple(v for k, v in server.env.items() if is_secret_name(k))
-    return Target(tuple(spec.argv), env=spec.environment(), name=name, era=era, cwd=spec.cwd, secrets=secrets)
+    return Target(tuple(spec.argv), env=spec.environment(), name=name, era=era, cwd=spec.cwd)
 
 
-def config_target(path: Path, name: str) -> Target:
-    """The server ``name`` of the config at ``path``.
+def _server_target(path: Path | None, server: ServerConfig) -> Target:
+    spec = server.to_spec()
+    target = spec_target(spec, name=server.name, era=entry_era(path, server.name))
+    if isinstance(spec, StdioServer):
+        return Target(
+            target.argv,
+            env=target.env,
+            name=target.name,
+            era=target.era,
+            cwd=target.cwd,
+            masked=SecretValues(spec.env.values()),
+        )
+    return target
+
+
+def config_targets(config: HostConfig) -> list[tuple[str, Target | str]]:
+    """Every server of ``config`` that is enabled, in file order: its target, or the problem that
+    keeps it from being checked (an invalid entry is listed with its problems).
 
     Raises:
-        UsageError: the file cannot be read, or has no usable server of that name.
+        UsageError: the config holds no server at all.
     """
-    data, config = _config_data(path)
-    server = next((s for s in config.servers if s.name == name), None)
-    if server is None:
-        problems = [p for p in config.problems if f".{name}" in p]
-        detail = f": {'; '.join(problems)}" if problems else ""
-        raise UsageError(f"{path} has no usable server named {name!r}{detail}")
-    return _entry_target(path, data, server)
-
-
-def config_targets(path: Path) -> list[tuple[str, Target | str]]:
-    """Every server of the config at ``path`` that is enabled, in file order: its target, or the
-    problem that keeps it from being checked (an invalid entry is listed with its problems).
-
-    Raises:
-        UsageError: the file cannot be read, or holds no server at all.
-    """
-    data, config = _config_data(path)
+    path = Path(config.path) if config.path else None
     out: list[tuple[str, Target | str]] = []
     for server in config.servers:
         if not server.enabled:
             continue
         try:
-            out.append((server.name, _entry_target(path, data, server)))
+            out.append((server.name, _server_target(path, server)))
         except UsageError as exc:
             out.append((server.name, str(exc)))
-    valid = {s.name for s in config.servers}
-    entries = (data.get("mcpServers") or data.get("servers") or {}) if isinstance(data, dict) else {}
-    for name in entries if isinstance(entries, dict) else ():
-        if name not in valid:
-            problems = [p for p in config.problems if f".{name}" in p]
-            out.append((str(name), "; ".join(problems) or "invalid entry"))
+    invalid: dict[str, list[str]] = {}
+    for problem in config.problems:
+        match = _PROBLEM_OF.match(problem)
+        if match is not None and match.group(1) not in {s.name for s in config.servers}:
+            invalid.setdefault(match.group(1), []).append(problem)
+    out += [(name, "; ".join(problems)) for name, problems in invalid.items()]
     if not out:
-        raise UsageError(f"{path} has no enabled server to check")
+        raise UsageError(f"{config.path or 'the config'} has no enabled server to check")
     return out

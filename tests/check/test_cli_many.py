@@ -83,23 +83,25 @@ def test_all_without_a_config_names_what_is_missing(
 
 
 def test_an_option_that_takes_a_file_never_swallows_a_url(capsys: pytest.CaptureFixture[str]) -> None:
-    # `--json URL`: the URL is the target (unreachable here: exit 2 naming it), not the report file
-    assert main(["-q", "--json", "http://127.0.0.1:9/mcp"]) == 2
-    assert capsys.readouterr().err.startswith("mcpwire check: cannot reach http://127.0.0.1:9/mcp: ")
+    # `--json URL` is refused (the report file comes first), never taken as a file while the
+    # bundled server is checked instead
+    for option in ("--json", "--junit", "--html"):
+        assert main(["-q", option, "http://127.0.0.1:9/mcp"]) == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"mcpwire check: error: argument {option}: expected a file name, not the URL "
+            "'http://127.0.0.1:9/mcp' (put the target last)"
+        )
     assert not Path("http:").exists()
-    assert main(["--html", "http://127.0.0.1:9/mcp"]) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "mcpwire check: --html takes a file, not the URL 'http://127.0.0.1:9/mcp'; give the report file first"
-    )
+    # after the file, the URL is the target
+    assert main(["-q", "--json", "-", "http://127.0.0.1:9/mcp"]) == 2
+    assert capsys.readouterr().err.startswith("mcpwire check: cannot reach http://127.0.0.1:9/mcp: ")
 
 
 @pytest.mark.slow
 def test_the_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     pexpect = pytest.importorskip("pexpect")
     argv = ["-m", "mcpwire", "check", "--only", "SV-12,SV-02,PR-01", "--revision", "2025-11-25,2025-06-18"]
-    child = pexpect.spawn(
-        sys.executable, argv, cwd=str(tmp_path), encoding="utf-8", timeout=120, dimensions=(40, 120)
-    )
+    child = pexpect.spawn(sys.executable, argv, cwd=str(tmp_path), encoding="utf-8", timeout=120, dimensions=(40, 120))
     try:
         # the bar: the current revision and area, done/total and counts per outcome
         child.expect(r"\d+/6")

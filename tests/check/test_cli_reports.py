@@ -70,7 +70,11 @@ def test_off_a_terminal_progress_lines_only_with_verbose(capsys: pytest.CaptureF
             "mcpwire check: unknown revision(s) 1999-01-01; known: "
             "2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05",
         ),
-        (["--"], "mcpwire check: '--' must be followed by a command"),
+        (
+            ["--"],
+            "mcpwire check: nothing after '--': give the server's command, e.g. -- npx -y "
+            "@modelcontextprotocol/server-everything",
+        ),
         (["--no-such-option"], None),
         (["--", "/nonexistent/mcpwire-check-server"], None),
     ],
@@ -100,7 +104,9 @@ def test_server_name_from_mcp_json(tmp_path: Path, capsys: pytest.CaptureFixture
     config.write_text(json.dumps({"mcpServers": {"pinger": {"command": command, "args": args}}}))
     assert main(["-q", "--config", str(config), "--only", "SV-12", "--revision", "2025-11-25", "pinger"]) == 1
     assert main(["-q", "--config", str(config), "nobody"]) == 2
-    assert f"{config} has no usable server named 'nobody'" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"mcpwire check: no server named 'nobody' in {config}; its servers: pinger"
+    )
 
 
 def test_baseline_turns_known_failures_green_and_fails_on_stale_entries(

@@ -98,14 +98,12 @@ def test_a_stdio_server_gets_the_minimal_environment_plus_what_is_asked(
     assert set(env) <= {*DEFAULT_INHERITED_ENV, "EXTRA", "MCPWIRE_PASSED"}
 
 
-def test_env_options_are_checked_without_echoing_values(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--env", "s3cr3t-no-equals", "--", sys.executable, "-c", "pass"]) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "mcpwire check: --env expects NAME=VALUE; one of the values given has no NAME= part"
-    )
+def test_env_options_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--env", "NO_EQUALS", "--", sys.executable, "-c", "pass"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "mcpwire check: --env takes KEY=VALUE, not 'NO_EQUALS'"
     assert main(["--env-pass", "MCPWIRE_SURELY_UNSET", "--", sys.executable, "-c", "pass"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "mcpwire check: --env-pass MCPWIRE_SURELY_UNSET: the variable is not set"
+        "mcpwire check: --env-pass MCPWIRE_SURELY_UNSET: that variable is not set"
     )
 
 

@@ -179,8 +179,15 @@ async def test_json_report_of_an_http_target_shows_the_http_exchange(tmp_path: P
             ["--header", "no-colon", "http://127.0.0.1:9/mcp"],
             "mcpwire check: --header: expected NAME: VALUE or NAME=VALUE",
         ),
-        (["--header", "A: b", "--", "cmd"], "mcpwire check: --header and --bearer-env apply to URL targets only"),
-        (["http://"], "mcpwire check: 'http://' is not an http(s) URL with a host"),
+        (
+            ["--header", "A: b", "--", "cmd"],
+            "mcpwire check: --header and --bearer-env are for HTTP servers; give a URL instead of a command",
+        ),
+        (["http://"], "mcpwire check: not an http(s) URL: 'http://'"),
+        (
+            ["http://127.0.0.1:9/mcp", "extra"],
+            "mcpwire check: a URL takes no further words: http://127.0.0.1:9/mcp was followed by 'extra'",
+        ),
     ],
 )
 def test_target_usage_errors_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
