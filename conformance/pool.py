@@ -12,9 +12,11 @@ served earlier checks of the same revision. A process goes back to the pool only
 check did cannot have changed it, judged from the record, never from the check's name:
 
 - the check ended normally and the process is alive, its stdout open;
-- everything sent was a single JSON-RPC request (no batch, no raw bytes, no notification but the
-  handshake's ``notifications/initialized``) for a method that only reads (:data:`READ_ONLY`), or
-  one the server answered with "method not found", every one with an id this pool chose;
+- everything sent was a single JSON-RPC request (no batch, no raw bytes) for a method that only
+  reads (:data:`READ_ONLY`), or one the server refused before doing anything ("method not found",
+  "invalid params"), every one with an id this pool chose; the only notifications sent were the
+  handshake's ``notifications/initialized`` and ``notifications/cancelled`` (every request was
+  answered by then, so it cancels nothing);
 - everything received was the response to one of those requests, exactly one each (a server that
   sends anything unasked, a notification, a request or a stray line, is never reused);
 - nothing arrived while the process waited in the pool.
@@ -54,7 +56,10 @@ READ_ONLY: Final = frozenset(
         "completion/complete",
     }
 )
-METHOD_NOT_FOUND: Final = -32601
+#: error codes that say a request was refused before anything was done
+REFUSED: Final = frozenset({-32601, -32602})
+#: notifications a check may send without changing the session (see the module docstring)
+HARMLESS_NOTIFICATIONS: Final = frozenset({"notifications/cancelled"})
 #: request ids of the n-th reuse of a process start at n times this
 ID_STRIDE: Final = 1_000_000
 
@@ -213,7 +218,7 @@ class WirePool:
                 return False
             method = message["method"]
             if "id" not in message:
-                if method not in handshake:
+                if method not in handshake and method not in HARMLESS_NOTIFICATIONS:
                     return False
                 continue
             rid = message["id"]
@@ -232,9 +237,10 @@ class WirePool:
             if type(rid) is not int or rid not in asked or rid in answered:
                 return False
             answered.add(rid)
-            if asked[rid]:  # a method that might change something: only "method not found" is harmless
+            if asked[rid]:  # a method that might change something: harmless only when refused outright
                 error = value.get("error")
-                if not isinstance(error, dict) or error.get("code") != METHOD_NOT_FOUND:
+                code = error.get("code") if isinstance(error, dict) else None
+                if type(code) is not int or code not in REFUSED:
                     return False
         return answered == set(asked)
 
