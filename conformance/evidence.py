@@ -18,7 +18,6 @@ is kept whole otherwise: reports escape it, they do not change it.
 from __future__ import annotations
 
 import re
-import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,6 +25,7 @@ from typing import Any, Final
 from mcpwire.redaction import (
     REDACTED,
     SecretValues,
+    argv_secrets,
     is_secret_name,
     redact_argv,
     redact_url,
@@ -117,9 +117,7 @@ class Redactor:
         extra: SecretValues | None = None,
     ) -> None:
         found = [v for v in values if v]
-        if url:
-            found += _url_secrets(url)
-        found += _argv_secrets(argv)
+        found += argv_secrets([url, *argv] if url else argv)
         self._secrets = SecretValues(found)
         self._extra = extra
         self._header_names = frozenset(name.lower() for name in header_names)
@@ -152,34 +150,6 @@ class Redactor:
     def value(self, value: Any) -> Any:
         """Every string inside a JSON-like value, masked (iteratively: any depth)."""
         return _map_strings(value, self.text)
-
-
-def _url_secrets(url: str) -> list[str]:
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return []
-    out = [p for p in (parts.password,) if p]
-    if parts.username and parts.password:
-        out.append(f"{parts.username}:{parts.password}")
-    out += [v for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if is_secret_name(k) and v]
-    return out
-
-
-def _argv_secrets(argv: Sequence[str]) -> list[str]:
-    """The words :func:`mcpwire.redaction.redact_argv` would hide, as values to mask elsewhere."""
-    shown = redact_argv(argv)
-    out: list[str] = []
-    for word, redacted in zip(argv, shown, strict=True):
-        if word == redacted:
-            continue
-        if redacted == REDACTED:
-            out.append(word)
-        elif "=" in word and redacted.endswith("=" + REDACTED):
-            out.append(word.partition("=")[2])
-        elif "://" in word:
-            out += _url_secrets(word)
-    return out
 
 
 def _map_strings(value: Any, fn: Any) -> Any:
