@@ -21,12 +21,14 @@ NPM_PACKAGES=(
 PY_PACKAGES=(
   "mcp-server-time==2026.10.19"
   "mcp-server-git==2026.10.19"
-  "mcp-server-sqlite==2025.4.25"
 )
+# mcp-server-sqlite's last release is written for the Python SDK 1.x (it crashes on start with 2.x):
+# its own venv, its command linked into py/bin beside the others.
+SQLITE_PACKAGES=("mcp-server-sqlite==2025.4.25" "mcp<2")
 # Proxies in front of other servers, each in its own venv (their SDK pins differ).
 PROXY_PACKAGES=("mcp-proxy==0.13.0")
 FASTMCP_PACKAGES=("fastmcp==4.1.2")
-stamp_text="${NPM_PACKAGES[*]} ${PY_PACKAGES[*]} ${PROXY_PACKAGES[*]} ${FASTMCP_PACKAGES[*]}"
+stamp_text="${NPM_PACKAGES[*]} ${PY_PACKAGES[*]} ${SQLITE_PACKAGES[*]} ${PROXY_PACKAGES[*]} ${FASTMCP_PACKAGES[*]}"
 mkdir -p "$dir"
 if [ -f "$dir/stamp" ] && [ "$(cat "$dir/stamp")" = "$stamp_text" ]; then
   echo "servers already installed in $dir"
@@ -36,6 +38,9 @@ echo "installing MCP servers into $dir"
 npm install --silent --no-audit --no-fund --prefix "$dir/npm" "${NPM_PACKAGES[@]}"
 "$python" -m venv "$dir/py"
 "$dir/py/bin/python" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+"$python" -m venv "$dir/sqlite"
+"$dir/sqlite/bin/python" -m pip install -q --disable-pip-version-check "${SQLITE_PACKAGES[@]}"
+ln -sfn ../../sqlite/bin/mcp-server-sqlite "$dir/py/bin/mcp-server-sqlite"
 "$python" -m venv "$dir/proxy"
 "$dir/proxy/bin/python" -m pip install -q --disable-pip-version-check "${PROXY_PACKAGES[@]}"
 "$python" -m venv "$dir/fastmcp"
