@@ -47,24 +47,23 @@ class CallOutcome:
     result: Any = None  #: a ToolCallOut once it succeeded
     error: str | None = None
     problem: ProblemError | None = None
+    #: set when the call ends or asks for a decision, whichever comes first
+    first: trio.Event = field(default_factory=trio.Event)
 
 
 class ApprovalWatch:
     """Notices the approval the host opens for one call (matched by the call's ``run_id``)."""
 
-    def __init__(self, queue: ApprovalQueue | None, run_id: str) -> None:
+    def __init__(self, queue: ApprovalQueue | None, run_id: str, seen: trio.Event) -> None:
         self.run_id = run_id
         self.approval: Approval | None = None
-        self._event = trio.Event()
+        self._event = seen
         self._stop = queue.on_change(self._seen, local_only=True) if queue is not None else None
 
     def _seen(self, approval: Approval) -> None:
         if self.approval is None and approval.context.get("run_id") == self.run_id:
             self.approval = approval
             self._event.set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
 
     def close(self) -> None:
         if self._stop is not None:
@@ -95,8 +94,9 @@ class Service:
     _nursery: trio.Nursery | None = None
     _openapi: dict[str, Any] | None = None
 
-    def watch_approvals(self, run_id: str) -> ApprovalWatch:
-        return ApprovalWatch(self.host.approvals, run_id)
+    def watch_approvals(self, run_id: str, seen: trio.Event) -> ApprovalWatch:
+        """Sets ``seen`` when the host opens an approval for the call ``run_id``."""
+        return ApprovalWatch(self.host.approvals, run_id, seen)
 
     def log_unexpected(self, exc: BaseException, what: str) -> None:
         log.error("%s failed unexpectedly", what, exc_info=exc)
@@ -123,6 +123,7 @@ class Service:
         self._nursery.start_soon(fn, *args)
 
     def outcome(self, key: str) -> CallOutcome:
+        """The outcome kept under ``key`` (a call's run id, then its approval's id), bounded."""
         found = self.outcomes.get(key)
         if found is None:
             found = self.outcomes[key] = CallOutcome()

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-import trio
 
 from ...host import Host, RegisteredTool
 from ..problems import ProblemError
@@ -134,6 +133,7 @@ async def run_call(
         outcome.problem = mapped
     finally:
         outcome.done.set()
+        outcome.first.set()
 
 
 @API.operation(
@@ -162,7 +162,7 @@ async def call_tool(ctx: Ctx) -> Reply:
     run_id = "run_" + secrets.token_hex(8)
     context = {"trace_id": ctx.trace_id or "", "run_id": run_id, "caller": f"api {ctx.caller or 'unknown'}"}
     outcome = service.outcome(run_id)
-    opened = service.watch_approvals(run_id)
+    opened = service.watch_approvals(run_id, outcome.first)
     try:
         service.start_soon(
             functools.partial(
@@ -175,21 +175,11 @@ async def call_tool(ctx: Ctx) -> Reply:
                 outcome=outcome,
             )
         )
-        async with trio.open_nursery() as nursery:
-
-            async def finished() -> None:
-                await outcome.done.wait()
-                nursery.cancel_scope.cancel()
-
-            async def asked() -> None:
-                await opened.wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(finished)
-            nursery.start_soon(asked)
+        await outcome.first.wait()  # the call ended, or asked for a decision
     finally:
         approval = opened.approval
         opened.close()
+    service.outcomes.pop(run_id, None)  # kept (by approval id) only for a caller told to poll
     if outcome.done.is_set():
         if outcome.problem is not None:
             raise outcome.problem
