@@ -80,8 +80,31 @@ def _parser() -> argparse.ArgumentParser:
                         help="seconds a call waits for a decision before it is denied (default 300)")  # fmt: skip
     parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
                         help="seconds requests in flight get at shutdown (default 10)")  # fmt: skip
+    parser.add_argument(
+        "-y",
+        "--yes",
+        "--trust",
+        dest="yes",
+        action="store_true",
+        help="trust a project-local ./mcp.json without asking (for CI and service managers)",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
     return parser
+
+
+def _trusted(args: argparse.Namespace) -> bool:
+    """A project-local ./mcp.json (found by the search, not named) starts servers only once trusted:
+    the first time, its commands are shown and the user is asked (the answer is remembered)."""
+    from ..cliargs import UsageError, confirm_project_config, find_target_config
+
+    try:
+        path, project_local = find_target_config(args)
+    except UsageError as exc:
+        print(f"mcpwire serve: {exc}", file=sys.stderr)
+        return False
+    if path is None or not project_local:
+        return True
+    return confirm_project_config(path, assume_yes=args.yes, stdin=sys.stdin, stderr=sys.stderr)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -126,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
     except SettingsError as exc:
         print(f"mcpwire serve: {exc}", file=sys.stderr)
+        return 2
+    if not _trusted(args):
         return 2
     _logging(args.verbose)
     options = ServeOptions(settings=settings, config=args.config, db=args.db, stdio=args.stdio)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -126,3 +127,14 @@ def test_help_names_every_option(tmp_path: Path) -> None:
                    "--allowed-host", "--cors-origin", "--rate-limit", "--max-body", "--drain-timeout"):  # fmt: skip
         assert option in proc.stdout
     assert "mcpwire serve --stdio --namespacing off" in proc.stdout
+
+
+def test_a_project_local_config_is_not_run_without_trust(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    (tmp_path / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"p": {"command": "sh", "args": ["-c", f"touch {marker}"]}}})
+    )
+    proc = run_serve(["--port", "0"], tmp_path)
+    assert proc.returncode == 2
+    assert "mcp.json" in proc.stderr and "--yes" in proc.stderr
+    assert not marker.exists()
