@@ -29,7 +29,7 @@ from .api import API, PREFIX, map_error
 from .audit import AuditWriter
 from .bridge import StoreAudit
 from .events import EventHub
-from .metrics import HttpMetrics, RouteNamer
+from .metrics import CallMetrics, HttpMetrics, RouteNamer
 from .middleware import RateLimiter, ServiceMiddleware
 from .problems import ProblemError
 from .servers import ServerManager, Source
@@ -122,6 +122,9 @@ def build_app(
     hub = EventHub(kept=settings.events_kept, buffer=settings.sse_buffer)
     audit = host.audit.writer if isinstance(host.audit, StoreAudit) else AuditWriter(store)
     audit.hub = hub
+    calls = CallMetrics()
+    if isinstance(host.audit, StoreAudit):
+        host.audit.metrics = calls
     limiter = RateLimiter(rate=settings.rate_limit, burst=settings.rate_burst)
     manager = ServerManager(
         host=host,
@@ -140,9 +143,14 @@ def build_app(
         audit=audit,
         limiter=limiter,
         http=HttpMetrics(namer=namer),
+        calls=calls,
     )
     service.gateway = gateway if gateway is not None else _gateway_app(host, settings)
-    mcp = _Asgi(service.gateway.asgi_app()) if service.gateway is not None else _Asgi(_gateway_missing)
+    if service.gateway is not None:
+        # the gateway keeps its own bound as well (INTERFACES: it refuses bodies over it)
+        mcp = _Asgi(service.gateway.asgi_app(max_body_bytes=settings.max_body_bytes))
+    else:
+        mcp = _Asgi(_gateway_missing)
     routes: list[BaseRoute] = [*API.routes(service, map_error), Route(MCP_PATH, mcp), *extra_routes]
 
     @asynccontextmanager

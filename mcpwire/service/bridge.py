@@ -18,6 +18,7 @@ import msgspec
 
 from ..host import Approval, ApprovalConflict, ApprovalQueue, AuditRecord, Host, HostConfig, Pin
 from .audit import AuditWriter
+from .metrics import CallMetrics
 from .settings import Settings
 from .store import ApprovalRow, AuditIn, PinRow, Store
 
@@ -95,12 +96,16 @@ class StorePins:
 
 
 class StoreAudit:
-    """:class:`~mcpwire.host.AuditSink` queuing records for the store (see :class:`AuditWriter`)."""
+    """:class:`~mcpwire.host.AuditSink` queuing records for the store (see :class:`AuditWriter`);
+    ``metrics``, when set, sees every record too."""
 
-    def __init__(self, writer: AuditWriter) -> None:
+    def __init__(self, writer: AuditWriter, metrics: CallMetrics | None = None) -> None:
         self.writer = writer
+        self.metrics = metrics
 
     def write(self, record: AuditRecord) -> None:
+        if self.metrics is not None:
+            self.metrics.observe(record.kind, record.server, record.tool, record.outcome, record.latency_ms)
         data: dict[str, Any] = msgspec.to_builtins(record)
         self.writer.add(
             AuditIn(

@@ -14,7 +14,10 @@ from typing import Final
 
 from ..host.policies.metrics import escape_label
 
-__all__ = ["BUCKETS", "HttpMetrics", "RouteNamer"]
+__all__ = ["BUCKETS", "MAX_SERIES", "CallMetrics", "HttpMetrics", "RouteNamer"]
+
+#: (server, tool) series kept in the call histograms; later ones are counted under tool="other"
+MAX_SERIES: Final = 2000
 
 #: histogram bucket bounds, seconds
 BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -97,6 +100,56 @@ class HttpMetrics:
                 lines.append(f'mcpwire_http_request_duration_seconds_bucket{{route="{label}",le="{le}"}} {running}')
             lines.append(f'mcpwire_http_request_duration_seconds_sum{{route="{label}"}} {hist.total!r}')
             lines.append(f'mcpwire_http_request_duration_seconds_count{{route="{label}"}} {hist.count}')
+        return lines
+
+
+@dataclass(slots=True)
+class CallMetrics:
+    """Latency histograms of calls per server and tool, and approval decisions by outcome, fed
+    by the audit records the host writes (one per call, read and prompt, one per decision)."""
+
+    latency: dict[tuple[str, str, str], _Histogram] = field(default_factory=dict)
+    decisions: dict[str, int] = field(default_factory=dict)
+
+    def observe(self, kind: str, server: str, tool: str, outcome: str, latency_ms: float | None) -> None:
+        if kind == "approval":
+            self.decisions[outcome] = self.decisions.get(outcome, 0) + 1
+            return
+        if latency_ms is None:
+            return
+        key = (server, tool if kind == "tool" else kind, kind)
+        hist = self.latency.get(key)
+        if hist is None:
+            if len(self.latency) >= MAX_SERIES:
+                key = (server, "other", kind)
+                hist = self.latency.get(key)
+            if hist is None:
+                hist = self.latency[key] = _Histogram()
+        hist.observe(latency_ms / 1000)
+
+    def prometheus(self) -> list[str]:
+        lines = [
+            "# HELP mcpwire_call_duration_seconds Calls through the host's policies, by server and tool "
+            "(reads and prompts as tool=resource, prompt).",
+            "# TYPE mcpwire_call_duration_seconds histogram",
+        ]
+        for (server, tool, _kind), hist in sorted(self.latency.items()):
+            label = f'server="{escape_label(server)}",tool="{escape_label(tool)}"'
+            running = 0
+            for bound, count in zip((*BUCKETS, float("inf")), hist.counts, strict=True):
+                running += count
+                le = "+Inf" if bound == float("inf") else repr(bound)
+                lines.append(f'mcpwire_call_duration_seconds_bucket{{{label},le="{le}"}} {running}')
+            lines.append(f"mcpwire_call_duration_seconds_sum{{{label}}} {hist.total!r}")
+            lines.append(f"mcpwire_call_duration_seconds_count{{{label}}} {hist.count}")
+        lines += [
+            "# HELP mcpwire_approval_decisions_total Approvals decided, by outcome (approved, denied, expired).",
+            "# TYPE mcpwire_approval_decisions_total counter",
+        ]
+        lines += [
+            f'mcpwire_approval_decisions_total{{outcome="{escape_label(o)}"}} {n}'
+            for o, n in sorted(self.decisions.items())
+        ]
         return lines
 
 

@@ -22,7 +22,7 @@ from .._version import __version__
 from ..host import Approval, ApprovalQueue, Host, ServerStatus
 from .audit import AuditWriter
 from .events import EventHub
-from .metrics import HttpMetrics
+from .metrics import CallMetrics, HttpMetrics
 from .middleware import RateLimiter
 from .problems import ProblemError
 from .servers import ServerManager
@@ -81,6 +81,7 @@ class Service:
     audit: AuditWriter
     limiter: RateLimiter
     http: HttpMetrics
+    calls: CallMetrics = field(default_factory=CallMetrics)
     version: str = __version__
     started_at: float = field(default_factory=time.time)
     #: when each connected server connected (epoch seconds)
@@ -102,11 +103,13 @@ class Service:
         log.error("%s failed unexpectedly", what, exc_info=exc)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The service's own tasks, until cancelled."""
+        """The service's own tasks (and the gateway's), until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.audit.run)
             await nursery.start(self._pump)
+            if self.gateway is not None and hasattr(self.gateway, "run"):
+                nursery.start_soon(self.gateway.run)  # the gateway's sessions and background work
             self._observe_all()
             self.running = True
             task_status.started()
@@ -190,6 +193,7 @@ class Service:
         hub, audit = self.hub, self.audit
         pending = self.host.approvals
         lines = [
+            *self.calls.prometheus(),
             *self.http.prometheus(),
             "# HELP mcpwire_events_subscribers Clients reading /events.",
             "# TYPE mcpwire_events_subscribers gauge",

@@ -210,6 +210,8 @@ async def test_metrics_and_probes(db: str, config: Path) -> None:
         assert 'mcpwire_http_requests_total{route="/api/v1/tools/{name}/call",method="POST",code="200"} 1' in text
         assert 'mcpwire_http_request_duration_seconds_bucket{route="/api/v1/tools/{name}/call",le="+Inf"} 1' in text
         assert 'mcpwire_host_server_up{server="demo"} 1' in text and "mcpwire_store_up 1" in text
+        assert 'mcpwire_call_duration_seconds_count{server="demo",tool="echo"} 1' in text
+        assert 'mcpwire_call_duration_seconds_bucket{server="demo",tool="echo",le="+Inf"} 1' in text
         health = (await c.get("/healthz")).json()
         assert health["status"] == "ok" and health["uptimeSeconds"] >= 0
         assert (await c.get("/readyz")).json() == {"ready": True, "waitingFor": [], "store": "ok"}

@@ -63,6 +63,7 @@ async def test_a_call_that_needs_approval_is_accepted_then_released(db: str, con
         body = waited["reply"].json()
         assert body["state"] == "approved"
         assert body["result"]["structuredContent"] == {"sum": 5} and body["result"]["approval"] == "approved"
+        assert 'mcpwire_approval_decisions_total{outcome="approved"} 1' in (await c.get("/metrics")).text
         again = problem_detail(await c.post(accepted["location"], json={"decision": "deny"}), 409)
         assert again.startswith(f"approval {accepted['approvalId']} is already approved by api 127.0.0.1 at ")
         assert problem_detail(await c.get("/api/v1/approvals/apv_nope"), 404) == "no approval with id 'apv_nope'"

@@ -225,3 +225,29 @@ async def test_token_is_never_logged(db: str, config: Path, caplog: pytest.LogCa
 
 def test_httpx_is_what_the_tests_speak() -> None:
     assert httpx.__version__
+
+
+async def test_the_trace_id_is_in_the_log_line_of_the_call(db: str, config: Path) -> None:
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Keep(level=logging.INFO)
+    handler.addFilter(TraceFilter())
+    host_log = logging.getLogger("mcpwire.host")
+    old_level = host_log.level
+    host_log.addHandler(handler)
+    host_log.setLevel(logging.INFO)
+    try:
+        async with running_service(db, config) as svc:
+            reply = await svc.client.post(
+                "/api/v1/tools/demo__echo/call", json={"arguments": {"text": "x"}}, headers={"X-Trace-ID": "log-trace-1"}
+            )
+            assert reply.status_code == 200
+    finally:
+        host_log.removeHandler(handler)
+        host_log.setLevel(old_level)
+    lines = [(r.getMessage(), getattr(r, "trace_id", None)) for r in records]
+    assert ("demo: echo -> ok", "log-trace-1") in lines, lines
