@@ -322,6 +322,12 @@ def test_risk_from_names() -> None:
         ("run_task", Risk.HIGH),
         ("disable_task", Risk.HIGH),
         ("remove_task", Risk.CRITICAL),
+        # a changing word with code to run
+        ("write_query", Risk.CRITICAL),
+        ("run_script", Risk.CRITICAL),
+        ("runCommand", Risk.CRITICAL),
+        ("read_query", Risk.MEDIUM),
+        ("get_command_help", Risk.LOW),
     ],
 )
 def test_risk_keywords_tuned_on_real_names(name: str, risk: Risk) -> None:

@@ -34,7 +34,8 @@ def _require(path: Path) -> str:
 L, M, H, C = Risk.LOW, Risk.MEDIUM, Risk.HIGH, Risk.CRITICAL
 
 #: Every tool of every installed server and the risk the host gives it. Annotated servers are
-#: judged by their annotations; mcp-cron (Go, no annotations) by the words of its names.
+#: judged by their annotations; mcp-cron (Go) and mcp-server-sqlite (no annotations) by the words of
+#: their names.
 RISKS: dict[str, dict[str, Risk]] = {
     "everything": {
         "echo": L,
@@ -93,6 +94,14 @@ RISKS: dict[str, dict[str, Risk]] = {
         "git_show": L,
         "git_status": L,
     },
+    "sqlite": {
+        "append_insight": H,
+        "create_table": H,
+        "describe_table": L,
+        "list_tables": L,
+        "read_query": M,  # SQL: read-only by the server's word only
+        "write_query": C,  # any SQL: DROP and DELETE too
+    },
     "cron": {
         "add_ai_task": H,
         "add_http_task": H,
@@ -128,6 +137,10 @@ async def test_the_risk_of_every_tool_of_every_installed_server(tmp_path: Path) 
                 },
                 "time": {"command": _require(PY_BIN / "mcp-server-time")},
                 "git": {"command": _require(PY_BIN / "mcp-server-git"), "args": ["--repository", str(repo)]},
+                "sqlite": {
+                    "command": _require(PY_BIN / "mcp-server-sqlite"),
+                    "args": ["--db-path", str(tmp_path / "s.db")],
+                },
                 "cron": {
                     "command": _require(cron),
                     "args": [

@@ -17,7 +17,9 @@ Theory of operation: each tool call gets a :class:`Risk`, by this rule:
    Two refinements keep pure tools low: a changing word after a read word is a noun when it is
    not a bare verb or is a word that is also a noun (``list_posts``, ``get_commit``,
    ``read_deleted``), and ``add`` is LOW when every other word is a value or a read word
-   (``add``, ``add_time``, ``add_numbers``; ``add_task`` stays HIGH);
+   (``add``, ``add_time``, ``add_numbers``; ``add_task`` stays HIGH). One raises: a changing word
+   with a word naming code (query, sql, script, code, command) is CRITICAL (``write_query``,
+   ``run_script``): the tool runs whatever it is given;
 4. a name with no such word, and no annotations, is MEDIUM.
 
 Annotations are untrusted hints (2025-11-25 server/tools: "clients MUST consider tool
@@ -119,6 +121,8 @@ _VALUES: Final = frozenset(
         "x", "y", "and", "to", "with",
     }
 )  # fmt: skip
+#: words naming code to run: with a changing word, the tool runs whatever it is given
+_CODE: Final = frozenset({"query", "sql", "script", "scripts", "code", "command", "commands"})
 _WORDS: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
@@ -167,7 +171,11 @@ def name_risk(tool: str) -> Risk | None:
             risk = Risk.LOW  # arithmetic: "add", "add_time"
         after_read = after_read or risk is Risk.LOW
         risks.append(risk)
-    return max(risks) if risks else None
+    if not risks:
+        return None
+    if max(risks) is Risk.HIGH and any(w in _CODE for w in words):
+        return Risk.CRITICAL  # changing or running code: "write_query", "run_script", "run_command"
+    return max(risks)
 
 
 def annotation_risk(
