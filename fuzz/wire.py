@@ -116,10 +116,13 @@ class Peer(Protocol):
     trace: Trace
     exit_status: int | None
     oversized: bool
-    #: how the transport cancels a request: a ``notifications/cancelled`` line, or closing its stream
-    cancel_by_closing: bool
-    #: whether bytes go down one stream (stdio: framing matters) or one body per message (HTTP)
-    stream_framing: bool
+    @property
+    def cancel_by_closing(self) -> bool:
+        """How the transport cancels a request: a ``notifications/cancelled`` line, or closing its stream."""
+
+    @property
+    def stream_framing(self) -> bool:
+        """Whether bytes go down one stream (stdio: framing matters) or one body per message (HTTP)."""
 
     def alive(self) -> bool: ...
     def send(self, line: bytes, *, timeout: float, wait: bool = False) -> bool: ...

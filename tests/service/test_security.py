@@ -243,7 +243,9 @@ async def test_the_trace_id_is_in_the_log_line_of_the_call(db: str, config: Path
     try:
         async with running_service(db, config) as svc:
             reply = await svc.client.post(
-                "/api/v1/tools/demo__echo/call", json={"arguments": {"text": "x"}}, headers={"X-Trace-ID": "log-trace-1"}
+                "/api/v1/tools/demo__echo/call",
+                json={"arguments": {"text": "x"}},
+                headers={"X-Trace-ID": "log-trace-1"},
             )
             assert reply.status_code == 200
     finally:
