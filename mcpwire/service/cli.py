@@ -142,7 +142,11 @@ def _logging(verbose: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mcpwire serve``."""
-    from .runner import ServeOptions, serve
+    try:
+        from .runner import ServeOptions, serve
+    except ImportError as exc:  # the web stack is an extra
+        print(f"mcpwire serve: {exc}; it needs the serve extra: pip install 'mcpwire[serve]'", file=sys.stderr)
+        return 2
 
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
