@@ -1,0 +1,137 @@
+""":class:`Agent`: a provider, a set of tools and a policy, from which runs are made.
+
+Theory of operation: an agent holds what every run shares - the provider, the tool surface
+(the host's namespaced tools, narrowed to some servers and tool globs when asked), the system
+prompt, the policy and the budgets - and makes a :class:`~mcpwire.agent.loop.Run` per
+conversation turn. It keeps no conversation itself: a run starts from the messages it is given
+and leaves the whole conversation in ``run.messages`` for the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from ..host import Host
+from .errors import AgentError
+from .events import ApprovalRequired, Failed
+from .events import Final as FinalEvent
+from .loop import DEFAULT_DEADLINE, DEFAULT_MAX_STEPS, AgentPolicy, Run
+from .messages import Message
+from .providers.base import Provider
+from .sampling import SamplingResponder
+from .tools import HostTools, ToolSurface
+
+__all__ = ["Agent"]
+
+
+class Agent:
+    """A model that calls tools, with a person in the loop for the risky ones.
+
+    Args:
+        tools: a running :class:`~mcpwire.host.Host` (its namespaced tools, through its
+            policies and audit log), or any :class:`~mcpwire.agent.tools.ToolSurface`.
+        provider: the model (:mod:`mcpwire.agent.providers`).
+        system: the system prompt.
+        policy: approvals, budgets, result size, tool mode (:class:`AgentPolicy`).
+        max_steps: model requests a run may make.
+        deadline: seconds a run may take (``None``: no bound beyond each wait's own).
+        servers: only the tools of these servers (with a host).
+        allowed_tools: only tools whose namespaced name (or ``server/tool``) matches one of
+            these globs (with a host).
+        caller: who the runs' calls come from, in approvals and audit records.
+        sampling: answers the servers' sampling requests; runs attach to it while they run.
+
+    Example::
+
+        async with agent.run("What time is it in Tokyo?") as run:
+            async for event in run:
+                if isinstance(event, ApprovalRequired):
+                    event.approve()
+        print(run.outcome)
+    """
+
+    def __init__(
+        self,
+        tools: Host | ToolSurface,
+        provider: Provider,
+        *,
+        system: str | None = None,
+        policy: AgentPolicy | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        deadline: float | None = DEFAULT_DEADLINE,
+        servers: Sequence[str] | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        caller: str = "agent",
+        sampling: SamplingResponder | None = None,
+    ) -> None:
+        self.policy = policy or AgentPolicy()
+        if isinstance(tools, Host):
+            self.tools: ToolSurface = HostTools(
+                tools, servers=servers, allowed=allowed_tools, timeout=self.policy.tool_timeout
+            )
+        elif servers is not None or allowed_tools is not None:
+            raise ValueError("servers and allowed_tools narrow a host's tools; narrow your own surface yourself")
+        else:
+            self.tools = tools
+        self.provider = provider
+        self.system = system
+        self.max_steps = max_steps
+        self.deadline = deadline
+        self.caller = caller
+        self.sampling = sampling
+
+    def run(
+        self,
+        messages: str | Message | Sequence[Message],
+        *,
+        run_id: str | None = None,
+        context: Mapping[str, str] | None = None,
+    ) -> Run:
+        """A run over ``messages`` (a user's text, a message, or a whole conversation); use it
+        as ``async with agent.run(...) as run: async for event in run: ...``.
+
+        ``context`` (``trace_id``...) goes into every approval and audit record of the run,
+        with its ``run_id``.
+        """
+        if isinstance(messages, str):
+            conversation: list[Message] = [Message.user(messages)]
+        elif isinstance(messages, Message):
+            conversation = [messages]
+        else:
+            conversation = list(messages)
+        if not conversation:
+            raise ValueError("a run needs at least one message")
+        return Run(
+            self.tools,
+            self.provider,
+            conversation,
+            system=self.system,
+            policy=self.policy,
+            max_steps=self.max_steps,
+            deadline=self.deadline,
+            run_id=run_id,
+            context=context,
+            caller=self.caller,
+            sampling=self.sampling,
+        )
+
+    async def respond(
+        self,
+        messages: str | Message | Sequence[Message],
+        *,
+        on_approval: Callable[[ApprovalRequired], Awaitable[None]] | None = None,
+    ) -> FinalEvent:
+        """Runs to the end and returns the answer; ``on_approval`` decides the approvals asked
+        (without it they wait for the host's queue, or expire).
+
+        Raises:
+            AgentError: the run failed (the message is its reason).
+        """
+        async with self.run(messages) as run:
+            async for event in run:
+                if isinstance(event, ApprovalRequired) and on_approval is not None:
+                    await on_approval(event)
+        outcome = run.outcome
+        if isinstance(outcome, Failed) or outcome is None:
+            raise AgentError(outcome.reason if outcome is not None else "the run ended without an outcome")
+        return outcome
