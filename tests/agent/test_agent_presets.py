@@ -1,0 +1,93 @@
+"""Presets in mcp.json: what a valid one gives, and a precise message for every kind of mistake
+(unknown field with a suggestion, wrong type, a secret in the file, credentials in a URL)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcpwire.agent import Preset, PresetError, load_presets
+from mcpwire.agent.presets import parse_presets
+
+
+def test_a_preset_with_every_kind_of_field() -> None:
+    presets = parse_presets(
+        {
+            "mcpServers": {},
+            "presets": {
+                "local": {
+                    "provider": "ollama",
+                    "model": "qwen2.5:7b",
+                    "servers": ["time"],
+                    "tools": ["time__*"],
+                    "system": "Answer briefly.",
+                    "approve": "ASK",
+                    "ask_at": "medium",
+                    "rules": [{"tool": "delete_*", "decision": "deny"}],
+                    "max_steps": 10,
+                    "temperature": 0,
+                    "api_key_env": "MY_KEY",
+                }
+            },
+        }
+    )
+    assert presets == {
+        "local": Preset(
+            name="local",
+            provider="ollama",
+            model="qwen2.5:7b",
+            servers=("time",),
+            tools=("time__*",),
+            system="Answer briefly.",
+            approve="ask",
+            ask_at="medium",
+            rules=(("*", "delete_*", "deny"),),
+            max_steps=10,
+            temperature=0.0,
+            api_key_env="MY_KEY",
+        )
+    }
+
+
+def test_a_file_without_presets_has_none() -> None:
+    assert parse_presets({"mcpServers": {}}) == {}
+
+
+def test_one_mistake_is_named_with_its_path_and_a_suggestion() -> None:
+    with pytest.raises(PresetError, match=r"^\$\.presets\.p\.modle: unknown field; did you mean 'model'\?$"):
+        parse_presets({"presets": {"p": {"provider": "openai", "model": "m", "modle": "x"}}})
+
+
+def test_every_mistake_is_listed() -> None:
+    with pytest.raises(PresetError) as caught:
+        parse_presets(
+            {
+                "presets": {
+                    "p": {"provider": "gemini", "max_steps": 0, "api_key": "sk-123"},
+                    "q": {"provider": "openai", "model": "m", "base_url": "https://u:p@example.com/v1"},
+                }
+            }
+        )
+    assert list(caught.value.problems) == [
+        '$.presets.p.provider: expected one of openai, anthropic, ollama, got "gemini"',
+        "$.presets.p.max_steps: expected a positive whole number, got 0",
+        "$.presets.p.api_key: presets hold no secrets; put the key in an environment variable and name it with "
+        "api_key_env",
+        "$.presets.p: model is missing",
+        "$.presets.q.base_url: credentials in the URL; name a key variable with api_key_env instead",
+    ]
+    assert str(caught.value).startswith("5 problems in the presets: $.presets.p.provider: ")
+    assert "sk-123" not in str(caught.value)
+
+
+def test_load_presets_names_the_file_and_the_json_position(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text('{"presets": {"p": {"provider": "openai",}}}')
+    with pytest.raises(PresetError, match=rf"^{path} is not valid JSON: line 1, column 41: Expecting property name enclosed in double quotes$"):
+        load_presets(path)
+    path.write_text(json.dumps({"presets": {"p": {"provider": "openai", "model": "gpt-4o-mini"}}}))
+    assert load_presets(path)["p"].model == "gpt-4o-mini"
+    with pytest.raises(PresetError, match=r"^cannot read '.*missing\.json': "):
+        load_presets(tmp_path / "missing.json")
