@@ -85,7 +85,8 @@ def test_every_mistake_is_listed() -> None:
 def test_load_presets_names_the_file_and_the_json_position(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     path.write_text('{"presets": {"p": {"provider": "openai",}}}')
-    with pytest.raises(PresetError, match=rf"^{path} is not valid JSON: line 1, column 41: Expecting property name enclosed in double quotes$"):
+    expected = rf"^{path} is not valid JSON: line 1, column 41: Expecting property name enclosed in double quotes$"
+    with pytest.raises(PresetError, match=expected):
         load_presets(path)
     path.write_text(json.dumps({"presets": {"p": {"provider": "openai", "model": "gpt-4o-mini"}}}))
     assert load_presets(path)["p"].model == "gpt-4o-mini"
