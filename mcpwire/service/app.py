@@ -96,6 +96,16 @@ def _gateway_app(host: Host, settings: Settings) -> Any:
     return gateway
 
 
+def _console() -> Any:
+    """The web console's module, or ``None`` when its dependencies (jinja2) are missing."""
+    try:
+        from . import console
+    except ImportError:
+        log.warning("the web console is not available (pip install 'mcpwire[serve]')")
+        return None
+    return console
+
+
 def build_app(
     host: Host,
     store: Store,
@@ -151,7 +161,10 @@ def build_app(
         mcp = _Asgi(service.gateway.asgi_app(max_body_bytes=settings.max_body_bytes))
     else:
         mcp = _Asgi(_gateway_missing)
+    console = _console()
     routes: list[BaseRoute] = [*API.routes(service, map_error), Route(MCP_PATH, mcp), *extra_routes]
+    if console is not None:
+        routes += console.routes()  # the console checks its own session cookie (not the bearer token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -163,7 +176,7 @@ def build_app(
                 nursery.cancel_scope.cancel()
 
     def is_public(method: str, path: str) -> bool:
-        return API.is_public(method, path)
+        return API.is_public(method, path) or (console is not None and console.handles(path))
 
     def is_call(method: str, path: str) -> bool:
         if path == MCP_PATH:

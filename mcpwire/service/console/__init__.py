@@ -1,0 +1,47 @@
+"""The web console of ``mcpwire serve``: server-rendered pages over the management API.
+
+Pages: ``/`` (servers, live, with charts), ``/tools``, ``/tools/{name}`` (with the try-it form),
+``/approvals``, ``/pins``, ``/audit``, ``/checks``; ``/login`` when the service has a token. The
+pages call the API's own operations (:func:`~mcpwire.service.console.web.call_api`), update
+themselves from the service's event stream (``/console/events``, the same events as ``/events``)
+with htmx (vendored in ``static/``), and carry no inline script. See :mod:`.web` for sessions,
+CSRF and the Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from . import servers
+from .web import STATIC, page
+
+__all__ = ["handles", "routes"]
+
+#: the first path segments the console answers (the API is under /api/v1, the gateway at /mcp)
+_SECTIONS: Final = frozenset({"login", "logout", "servers", "tools", "approvals", "pins", "audit", "checks", "console"})
+
+
+def handles(path: str) -> bool:
+    """Whether ``path`` is the console's: it checks its own session cookie there, so the service's
+    bearer-token check leaves these paths alone."""
+    return path == "/" or path.split("/", 2)[1] in _SECTIONS
+
+
+def routes() -> list[BaseRoute]:
+    from . import tools
+
+    return [
+        Route("/", page(servers.servers_page), methods=["GET"]),
+        Route("/login", servers.login, methods=["GET", "POST"]),
+        Route("/logout", page(servers.logout), methods=["POST"]),
+        Route("/servers", page(servers.add_server), methods=["POST"]),
+        Route("/servers/{name}/{action}", page(servers.server_action), methods=["POST"]),
+        Route("/console/events", page(servers.events), methods=["GET"]),
+        Route("/console/fragments/servers", page(servers.servers_fragment), methods=["GET"]),
+        Route("/console/fragments/charts", page(servers.charts_fragment), methods=["GET"]),
+        *tools.routes(),
+        Mount("/console/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
+    ]

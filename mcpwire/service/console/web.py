@@ -1,0 +1,382 @@
+"""The console's plumbing: templates, sessions and CSRF tokens, security headers, and calls into
+the management API's own operations.
+
+Theory of operation: every page handler is wrapped by :func:`page`. It finds the browser's session
+(a signed cookie, HttpOnly and SameSite=Strict), sends a browser without one to the login page
+when the service has a token (or gives it a session at once on a loopback service without one),
+checks the CSRF token of every request that changes something, renders the template and adds the
+security headers: a Content-Security-Policy that allows scripts from the console's own static
+folder only (no inline script, no inline style, no eval), no framing, no referrer.
+
+Data comes from the API's operations themselves (:func:`call_api` decodes a body or query into the
+operation's Struct exactly as the HTTP route does and calls its handler), so the console shows and
+does what the API shows and does, with the same validation and the same errors.
+
+Everything a server sends is hostile: templates autoescape, and every value printed also has its
+control characters (ANSI escapes, bidi overrides) made visible by :func:`mcpwire.redaction.clean_markup`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ...redaction import clean_markup, shorten
+from ..api import API, PREFIX, map_error
+from ..api.routing import Ctx, Operation, Reply
+from ..problems import ProblemError, validation_error
+from ..settings import Secret
+
+__all__ = [
+    "CSP",
+    "SESSION_COOKIE",
+    "STATIC",
+    "Form",
+    "Sessions",
+    "View",
+    "call_api",
+    "console_of",
+    "page",
+    "secure",
+]
+
+TEMPLATES: Final = Path(__file__).with_name("templates")
+STATIC: Final = Path(__file__).with_name("static")
+SESSION_COOKIE: Final = "mcpwire_console"
+#: how long a console session lasts
+SESSION_SECONDS: Final = 12 * 3600
+CSRF_FIELD: Final = "csrf_token"
+CSRF_HEADER: Final = "x-csrf-token"
+#: the pages' policy: scripts and styles from the console's own files only, nothing inline
+CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+#: the longest JSON shown in a page before it is cut (the API has it all)
+MAX_JSON_CHARS: Final = 20_000
+
+
+class Sessions:
+    """Signed session cookies (``expiry.nonce.signature``) and the CSRF token of each session.
+
+    With a service token, the signing key is derived from it, so every replica sharing the token
+    accepts the same sessions and a changed token ends them all; without one (loopback only), the
+    key is random per process.
+    """
+
+    def __init__(self, token: Secret | None, *, ttl: float = SESSION_SECONDS) -> None:
+        self.required = token is not None
+        self.ttl = ttl
+        if token is not None:
+            self._key = hashlib.sha256(b"mcpwire console session\0" + token.reveal().encode()).digest()
+        else:
+            self._key = secrets.token_bytes(32)
+
+    def _sign(self, text: str) -> str:
+        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
+
+    def issue(self, now: float | None = None) -> tuple[str, str]:
+        """A new session: the cookie's value and the session's nonce."""
+        expires = int((now if now is not None else time.time()) + self.ttl)
+        nonce = secrets.token_urlsafe(18)
+        payload = f"{expires}.{nonce}"
+        return f"{payload}.{self._sign(payload)}", nonce
+
+    def nonce(self, cookie: str | None, now: float | None = None) -> str | None:
+        """The session's nonce when ``cookie`` is a valid, unexpired session; else ``None``."""
+        if not cookie or cookie.count(".") != 2:
+            return None
+        expires, nonce, signature = cookie.split(".")
+        if not hmac.compare_digest(self._sign(f"{expires}.{nonce}"), signature):
+            return None
+        if not expires.isdigit() or int(expires) < (now if now is not None else time.time()):
+            return None
+        return nonce
+
+    def csrf(self, nonce: str) -> str:
+        return self._sign("csrf\0" + nonce)[:40]
+
+
+@dataclass(slots=True)
+class ConsoleState:
+    sessions: Sessions
+    #: per-page extras kept by other console modules (the charts' recorder...)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def console_of(request: Request) -> ConsoleState:
+    state = getattr(request.app.state, "console", None)
+    if state is None:
+        service = request.app.state.service
+        state = ConsoleState(sessions=Sessions(service.settings.token))
+        request.app.state.console = state
+    assert isinstance(state, ConsoleState)
+    return state
+
+
+class Form:
+    """An ``application/x-www-form-urlencoded`` body (every value of every name, in order)."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self.pairs = pairs
+
+    def get(self, name: str, default: str = "") -> str:
+        for key, value in self.pairs:
+            if key == name:
+                return value
+        return default
+
+    def all(self, name: str) -> list[str]:
+        return [value for key, value in self.pairs if key == name]
+
+    def __contains__(self, name: str) -> bool:
+        return any(key == name for key, _ in self.pairs)
+
+
+async def read_form(request: Request) -> Form:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    raw = await request.body()
+    if not raw:
+        return Form([])
+    if kind != "application/x-www-form-urlencoded":
+        raise ProblemError(415, f"send the form as application/x-www-form-urlencoded, not {kind or 'nothing'}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProblemError(400, "the form is not UTF-8") from None
+    return Form(urllib.parse.parse_qsl(text, keep_blank_values=True, max_num_fields=5000))
+
+
+# -- templates ------------------------------------------------------------------------------------
+
+
+def _finalize(value: object) -> object:
+    """Every printed value: ``None`` prints nothing, text gets its control characters made visible
+    (autoescaping then escapes the markup)."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return clean_markup(value)
+    return value
+
+
+def _ago(epoch: float | None) -> str:
+    if not epoch:
+        return ""
+    return _duration(max(0.0, time.time() - epoch)) + " ago"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
+    if seconds < 86400:
+        return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+    return f"{seconds // 86400:.0f} d {seconds % 86400 // 3600:.0f} h"
+
+
+def _clock(epoch: float | None) -> str:
+    if not epoch:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch)) + " UTC"
+
+
+def _pretty(value: object) -> str:
+    """JSON for reading: indented, cut past :data:`MAX_JSON_CHARS`."""
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return shorten(text, MAX_JSON_CHARS)
+
+
+def _compact(value: object) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return shorten(text, 300)
+
+
+ENV: Final = Environment(
+    loader=FileSystemLoader(str(TEMPLATES)),
+    autoescape=select_autoescape(["html", "svg"], default_for_string=True, default=True),
+    finalize=_finalize,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+ENV.filters.update(ago=_ago, duration=_duration, clock=_clock, pretty=_pretty, compact=_compact, shorten=shorten)
+
+
+@dataclass(slots=True)
+class View:
+    """What a page handler gets: the request, the service, the session's CSRF token."""
+
+    request: Request
+    service: Any
+    csrf: str
+    form: Form | None = None
+
+    @property
+    def htmx(self) -> bool:
+        """The request came from htmx (answer with the fragment, not the whole page)."""
+        return self.request.headers.get("hx-request") == "true"
+
+    def render(self, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("path", self.request.url.path)
+        html = ENV.get_template(template).render(
+            csrf=self.csrf,
+            token_required=self.service.settings.token is not None,
+            version=self.service.version,
+            **context,
+        )
+        return HTMLResponse(html, status_code=status)
+
+
+def secure(response: Response, *, csp: str = CSP, frame: str = "DENY") -> Response:
+    response.headers["Content-Security-Policy"] = csp
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Frame-Options"] = frame
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+def _error_page(view: View, exc: ProblemError) -> Response:
+    template = "fragments/problem.html" if view.htmx else "problem.html"
+    response = view.render(template, status=exc.status, problem=exc)
+    if view.htmx:
+        # show the problem where the answer would have gone, whatever the status
+        response.headers["HX-Reswap"] = "innerHTML"
+    return response
+
+
+def _next_path(request: Request) -> str:
+    path = request.url.path
+    if request.url.query:
+        path += "?" + request.url.query
+    return path
+
+
+PageHandler = Callable[[View], Awaitable[Response]]
+
+
+def page(handler: PageHandler, *, public: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    """A starlette endpoint for ``handler``: session, CSRF, errors as pages, security headers."""
+
+    async def endpoint(request: Request) -> Response:
+        console = console_of(request)
+        sessions = console.sessions
+        nonce = sessions.nonce(request.cookies.get(SESSION_COOKIE))
+        cookie = None
+        if nonce is None and sessions.required and not public:
+            if request.method == "GET" and request.headers.get("hx-request") != "true":
+                target = "/login?" + urllib.parse.urlencode({"next": _next_path(request)})
+                return secure(RedirectResponse(target, status_code=303))
+            return secure(Response("your console session has ended; sign in again", status_code=401))
+        if nonce is None:
+            cookie, nonce = sessions.issue()
+        view = View(request=request, service=request.app.state.service, csrf=sessions.csrf(nonce))
+        try:
+            if request.method not in ("GET", "HEAD"):
+                view.form = await read_form(request)
+                given = request.headers.get(CSRF_HEADER) or view.form.get(CSRF_FIELD)
+                if not given or not hmac.compare_digest(given.encode(), view.csrf.encode()):
+                    raise ProblemError(403, "the form's CSRF token is missing or stale; reload the page and try again")
+            response = await handler(view)
+        except ProblemError as exc:
+            response = _error_page(view, exc)
+        if cookie is not None:
+            set_session_cookie(request, response, cookie, sessions.ttl)
+        return secure(response)
+
+    return endpoint
+
+
+def set_session_cookie(request: Request, response: Response, value: str, ttl: float) -> None:
+    response.set_cookie(
+        SESSION_COOKIE,
+        value,
+        max_age=int(ttl),
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+
+
+# -- the API's operations ----------------------------------------------------------------------------
+
+_OPERATIONS: Final[dict[tuple[str, str], Operation]] = {(op.method, op.path): op for op in API.operations}
+
+
+async def call_api(
+    view: View,
+    method: str,
+    path: str,
+    *,
+    params: Mapping[str, str] | None = None,
+    query: Mapping[str, object] | None = None,
+    body: object = None,
+) -> Any:
+    """Runs the API operation ``method path`` (its path under ``/api/v1`` as declared, e.g.
+    ``/tools/{name}``) as its route would: ``query`` and ``body`` are converted into the
+    operation's types (a 422 naming the bad field when they do not fit), and errors become the
+    same problems. Returns what the handler returned (a Struct, or a :class:`Reply`)."""
+    op = _OPERATIONS.get((method, PREFIX + path)) or _OPERATIONS[(method, path)]
+    parsed_query: object | None = None
+    if op.query is not None:
+        try:
+            parsed_query = msgspec.convert(
+                {k: v for k, v in (query or {}).items() if v not in (None, "")}, op.query, strict=False
+            )
+        except msgspec.ValidationError as exc:
+            raise validation_error(exc, "query") from None
+    parsed_body: object | None = None
+    if op.body is not None:
+        try:
+            parsed_body = msgspec.convert(body, op.body)
+        except msgspec.ValidationError as exc:
+            raise validation_error(exc, "body") from None
+    state = view.request.scope.get("state") or {}
+    ctx = Ctx(
+        request=view.request,
+        service=view.service,
+        path=dict(params or {}),
+        query=parsed_query,
+        body=parsed_body,
+        trace_id=state.get("trace_id"),
+        caller=f"console {state.get('caller') or 'unknown'}",
+    )
+    try:
+        return await op.handler(ctx)
+    except ProblemError:
+        raise
+    except Exception as exc:
+        mapped = map_error(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+def reply_body(value: object) -> object:
+    """The body of what an operation returned (it returns a :class:`Reply` or the body itself)."""
+    return value.body if isinstance(value, Reply) else value

@@ -1,0 +1,201 @@
+"""The console end to end, in headless Chromium: a real ``mcpwire serve`` with server-everything,
+server-memory, mcp-server-time and a hostile fake; every page is also saved as screenshots at
+1280 and 390 px (tests/console/screenshots, git-ignored)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from _console import PY_BIN, Serve, console_config, require, screenshot, start_serve
+
+pytestmark = [pytest.mark.slow, pytest.mark.real]
+
+#: a watcher installed before any page script: records any attempt to set the flag, open a
+#: dialog or navigate away
+WATCH = """
+Object.defineProperty(window, "__xss", {
+  configurable: false,
+  set(value) { document.documentElement.setAttribute("data-xss", String(value)); },
+  get() { return document.documentElement.getAttribute("data-xss"); },
+});
+"""
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    folder = tmp_path_factory.mktemp("console")
+    running = start_serve(folder, console_config(folder))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def context(browser: Any, serve: Serve) -> Iterator[Any]:
+    made = browser.new_context(base_url=serve.url, viewport={"width": 1280, "height": 900})
+    made.add_init_script(WATCH)
+    made.set_default_timeout(20_000)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def page(context: Any) -> Iterator[Any]:
+    opened = context.new_page()
+    dialogs: list[str] = []
+    opened.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    opened.dialogs = dialogs
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def api(serve: Serve) -> httpx.Client:
+    return httpx.Client(base_url=serve.url, timeout=60)
+
+
+def row(page: Any, server: str) -> Any:
+    return page.locator(f'#servers tr[data-server="{server}"]')
+
+
+def test_servers_page_updates_live_and_acts(page: Any, serve: Serve) -> None:
+    page.goto("/")
+    for name in ("everything", "memory", "time", "hostile"):
+        page.locator(f'#servers tr[data-server="{name}"] .status-connected').wait_for()
+    page.locator("#live[data-state=on]").wait_for()
+    assert row(page, "everything").locator("td[data-label=Tools]").inner_text().strip() == "13"
+    page.evaluate("window.__notReloaded = true")
+    screenshot(page, "servers")
+
+    # a change made elsewhere (the API) shows up without a reload
+    with api(serve) as client:
+        assert client.patch("/api/v1/servers/time", json={"enabled": False}).status_code == 200
+    row(page, "time").locator(".status-disabled").wait_for()
+    assert page.evaluate("window.__notReloaded") is True
+
+    # and the console's own button turns it back on
+    row(page, "time").get_by_role("button", name="Enable time").click()
+    row(page, "time").locator(".status-connected").wait_for(timeout=30_000)
+    assert page.evaluate("window.__notReloaded") is True
+
+
+def test_add_a_server_from_a_pasted_entry_and_remove_it(page: Any, serve: Serve) -> None:
+    page.goto("/")
+    page.get_by_label("Name").fill("clock")
+    page.get_by_label("Entry (JSON)").fill('{"command": 42, "args": ["x"]}')
+    page.get_by_role("button", name="Add server").click()
+    errors = page.locator("#server-entry-errors")
+    errors.wait_for()
+    assert errors.locator("code.json-path").first.inner_text() == "$.command"
+    assert page.get_by_label("Entry (JSON)").get_attribute("aria-invalid") == "true"
+    screenshot(page, "add-server-error")
+
+    page.get_by_label("Name").fill("")
+    entry = {"mcpServers": {"clock": {"command": require(PY_BIN / "mcp-server-time")}}}
+    page.get_by_label("Entry (JSON)").fill(json.dumps(entry))
+    page.get_by_role("button", name="Add server").click()
+    page.locator("#add-server .notice").wait_for()
+    row(page, "clock").locator(".status-connected").wait_for(timeout=30_000)
+    with api(serve) as client:
+        assert client.get("/api/v1/servers/clock").json()["source"] == "api"
+
+    row(page, "clock").get_by_text("Remove…").click()
+    row(page, "clock").get_by_role("button", name="Remove clock").click()
+    row(page, "clock").wait_for(state="detached")
+    with api(serve) as client:
+        assert client.get("/api/v1/servers/clock").status_code == 404
+
+
+def test_call_echo_through_the_generated_form(page: Any) -> None:
+    page.goto("/tools")
+    page.get_by_label("Search").fill("echo")
+    page.locator('#tool-list a[href="/tools/everything__echo"]').click()
+    page.wait_for_url("**/tools/everything__echo")
+    page.get_by_label("message").fill("hello from the console")
+    page.get_by_role("button", name="Call echo").click()
+    result = page.locator("#result .result.tool-ok pre.text")
+    result.wait_for()
+    assert result.inner_text() == "Echo: hello from the console"
+    screenshot(page, "tool-echo")
+
+
+def test_nested_object_form_and_validation(page: Any) -> None:
+    page.goto("/tools/hostile__configure")
+    form = page.locator("form[data-tryit]")
+    form.get_by_label("level").fill("3")
+    form.get_by_label("host").fill("db.internal")
+    form.get_by_label("port").fill("5432")
+    form.get_by_label("verbose").select_option("true")
+    form.get_by_label("mode").select_option(label="safe")
+    form.get_by_label("tags").fill("a\nb")
+    screenshot(page, "tryit-nested")
+    form.get_by_role("button", name="Call configure").click()
+    page.locator("#result .result.tool-ok").wait_for()
+    text = page.locator("#result pre.text").inner_text()
+    assert json.loads(text) == {
+        "level": 3,
+        "target": {"host": "db.internal", "port": 5432, "options": {"verbose": True, "mode": "safe"}},
+        "tags": ["a", "b"],
+    }
+    assert page.locator("#result .structured .key", has_text="host").count() == 1
+
+    # the browser refuses a level out of range before anything is sent
+    form = page.locator("form[data-tryit]")
+    form.get_by_label("level").fill("9")
+    form.get_by_role("button", name="Call configure").click()
+    assert form.get_by_label("level").evaluate("e => e.validity.rangeOverflow") is True
+
+    # raw JSON: what does not parse is refused in the page; what breaks the schema by the console
+    page.get_by_label("Raw JSON").check()
+    raw = page.get_by_label("Arguments (a JSON object)")
+    raw.fill("{not json")
+    page.get_by_role("button", name="Call configure").click()
+    assert raw.evaluate("e => e.validationMessage").startswith("Not valid JSON")
+    raw.fill('{"level": "loud"}')
+    page.get_by_role("button", name="Call configure").click()
+    problems = page.locator("#tryit .problem .field-errors")
+    problems.wait_for()
+    listed = problems.inner_text()
+    assert "$.level" in listed and "'target' is a required property" in listed
+    assert page.locator("#result .result").count() == 0
+
+
+def test_hostile_strings_are_text_and_nothing_runs(page: Any) -> None:
+    page.goto("/tools?q=hostile")
+    page.locator('#tool-list a[href="/tools/hostile__hostile"]').wait_for()
+    screenshot(page, "tools")
+    page.goto("/tools/hostile__hostile")
+    assert "<script>window.__xss=1</script>" in page.locator(".description").inner_text()
+    assert "\\x1b[31m" in page.locator(".description").inner_text()
+    form = page.locator("form[data-tryit]")
+    options = form.locator("select option").all_inner_texts()
+    assert '<script>window.__xss=1</script><img src=x onerror="window.__xss=1">' in options
+    form.get_by_role("button", name="Call hostile").click()
+    page.locator("#result .result").wait_for()
+    result = page.locator("#result")
+    assert result.locator("img").count() == 1  # the PNG; the SVG is named, not shown
+    assert "image of type image/svg+xml" in result.inner_text()
+    assert result.locator("a").count() == 0  # a javascript: URI is never a link
+    assert "javascript:window.__xss=1" in result.inner_text()
+    screenshot(page, "tool-hostile")
+
+    page.goto("/tools/hostile__fail")
+    page.get_by_role("button", name="Call fail").click()
+    page.locator("#result .result.tool-error").wait_for()
+    page.goto("/tools/hostile__broken")
+    page.get_by_role("button", name="Call broken").click()
+    page.locator("#result .protocol-error").wait_for()
+    assert "broken <script>" in page.locator("#result .protocol-error").inner_text()
+    screenshot(page, "tool-protocol-error")
+
+    assert page.evaluate("document.documentElement.getAttribute('data-xss')") is None
+    assert page.dialogs == []
+    assert page.url.endswith("/tools/hostile__broken")
