@@ -5,6 +5,7 @@ server-memory, mcp-server-time and a hostile fake; every page is also saved as s
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -199,3 +200,82 @@ def test_hostile_strings_are_text_and_nothing_runs(page: Any) -> None:
     assert page.evaluate("document.documentElement.getAttribute('data-xss')") is None
     assert page.dialogs == []
     assert page.url.endswith("/tools/hostile__broken")
+
+
+def _call_and_wait(serve: Serve, arguments: dict[str, Any], out: dict[str, Any]) -> None:
+    """An API client: calls a tool that needs approval, then waits on the approval."""
+    with api(serve) as client:
+        reply = client.post("/api/v1/tools/everything__get-sum/call", json={"arguments": arguments})
+        out["accepted"] = reply
+        if reply.status_code == 202:
+            out["final"] = client.get(reply.headers["location"], params={"wait": 60}).json()
+
+
+def _waiting_call(page: Any, serve: Serve, arguments: dict[str, Any]) -> tuple[threading.Thread, dict[str, Any], Any]:
+    out: dict[str, Any] = {}
+    thread = threading.Thread(target=_call_and_wait, args=(serve, arguments, out), daemon=True)
+    thread.start()
+    card = page.locator("article.approval", has_text=json.dumps(arguments["a"])).first
+    card.wait_for()  # it appears without a reload
+    return thread, out, card
+
+
+def test_approvals_release_the_waiting_api_caller(page: Any, serve: Serve) -> None:
+    page.goto("/approvals")
+    page.locator("#live[data-state=on]").wait_for()
+    page.evaluate("window.__notReloaded = true")
+
+    thread, out, card = _waiting_call(page, serve, {"a": 2, "b": 3})
+    assert "everything__get-sum" in card.inner_text()
+    screenshot(page, "approvals")
+    card.get_by_role("button", name="Approve").click()
+    thread.join(60)
+    final = out["final"]
+    assert final["state"] == "approved" and final["result"]["text"] == "The sum of 2 and 3 is 5."
+    assert final["decidedBy"].startswith("api console ")
+
+    thread, out, card = _waiting_call(page, serve, {"a": 7, "b": 7})
+    card.get_by_label("Reason for denying").fill("not today")
+    card.get_by_role("button", name="Deny").click()
+    thread.join(60)
+    assert (out["final"]["state"], out["final"]["reason"]) == ("denied", "not today")
+    assert out["final"]["result"] is None
+
+    thread, out, card = _waiting_call(page, serve, {"a": 1, "b": 1})
+    card.get_by_label("Arguments").fill('{"a": 40, "b": 2}')
+    card.get_by_role("button", name="Approve").click()
+    thread.join(60)
+    assert out["final"]["finalArguments"] == {"a": 40, "b": 2}
+    assert out["final"]["result"]["text"] == "The sum of 40 and 2 is 42."
+
+    decided = page.locator("table.decided")
+    decided.locator(".state-denied").first.wait_for()
+    assert "not today" in decided.inner_text() and "edited" in decided.inner_text()
+    assert page.locator("article.approval").count() == 0
+    assert page.evaluate("window.__notReloaded") is True
+    screenshot(page, "approvals-decided")
+
+
+def test_a_changed_definition_is_quarantined_until_approved(page: Any, serve: Serve) -> None:
+    (serve.state / "description").write_text("Reports the tides <script>window.__xss=1</script>.")
+    with api(serve) as client:
+        assert client.post("/api/v1/servers/hostile/restart").status_code == 202
+    page.goto("/pins")
+    pin = page.locator('article.pin[data-pin="hostile/report"]')
+    pin.wait_for(timeout=30_000)
+    diff = pin.locator("pre.diff")
+    assert "Reports the weather." in diff.locator(".del").all_inner_texts()[-1]
+    assert "Reports the tides <script>" in diff.locator(".add").all_inner_texts()[-1]
+    screenshot(page, "pins")
+    page.goto("/tools?q=report")
+    assert page.locator('#tool-list a[href="/tools/hostile__report"]').count() == 0
+    assert "quarantined" in page.locator("main").inner_text()
+
+    page.goto("/pins")
+    pin.get_by_role("button", name="Approve the new definition of report").click()
+    page.locator("#pins .notice").wait_for()
+    assert page.locator("article.pin").count() == 0
+    page.goto("/tools/hostile__report")
+    assert page.locator(".description").inner_text() == "Reports the tides <script>window.__xss=1</script>."
+    assert page.locator(".state-pinned").count() == 1
+    assert page.evaluate("document.documentElement.getAttribute('data-xss')") is None

@@ -31,7 +31,7 @@ def handles(path: str) -> bool:
 
 
 def routes() -> list[BaseRoute]:
-    from . import tools
+    from . import oversight, tools
 
     return [
         Route("/", page(servers.servers_page), methods=["GET"]),
@@ -43,5 +43,6 @@ def routes() -> list[BaseRoute]:
         Route("/console/fragments/servers", page(servers.servers_fragment), methods=["GET"]),
         Route("/console/fragments/charts", page(servers.charts_fragment), methods=["GET"]),
         *tools.routes(),
+        *oversight.routes(),
         Mount("/console/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
     ]
