@@ -117,12 +117,15 @@ class Step:
     cancels: int | str | None = None
     #: a notification method the server must send in reply (subscriptions/listen's acknowledgment)
     expect: str | None = None
-    #: this request's own deadline (the session's first request also waits for the server to start)
+    #: this request's own deadline (the session's first request also waits for the server to start; a
+    #: tool call that asks for a duration waits that much longer)
     deadline: float | None = None
+    #: the ``_meta.progressToken`` of a request: its progress notifications extend its deadline
+    progress: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        for key in ("request_id", "method", "tool", "valid", "cancels", "expect"):
+        for key in ("request_id", "method", "tool", "valid", "cancels", "expect", "deadline", "progress"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -152,6 +155,8 @@ class Step:
             tuple(int(i) for i in record.get("split", ())),
             cancels if isinstance(cancels, int | str) else None,
             record.get("expect"),
+            float(record["deadline"]) if isinstance(record.get("deadline"), int | float) else None,
+            record.get("progress") if isinstance(record.get("progress"), str) else None,
         )
 
     def chunks(self) -> list[bytes]:
@@ -284,6 +289,10 @@ class Observation:
     http_failures: list[tuple[int, str]] = field(default_factory=list)
     #: indexes of steps whose expected notification (``Step.expect``) never came
     missing_expected: list[int] = field(default_factory=list)
+    #: seconds from writing a request to its answer, by step index
+    latency: dict[int, float] = field(default_factory=dict)
+    #: the run's time ran out during a wait (``until``): what is missing is not the server's doing
+    cut: bool = False
     stderr_tail: str = ""
     duration: float = 0.0
 
@@ -319,6 +328,104 @@ def _send(peer: Peer, step: Step, deadline: float) -> bool:
     return True
 
 
+#: a request's deadline is extended by its progress notifications, up to this many times over
+PROGRESS_CAP = 10.0
+
+
+class _Exchange:
+    """The state of one :func:`execute`: what is outstanding, what came back, who is to blame."""
+
+    def __init__(self, peer: Peer, steps: Sequence[Step], deadline: float, until: float | None) -> None:
+        self.peer, self.steps, self.deadline, self.until = peer, steps, deadline, until
+        self.obs = Observation(list(steps))
+        self.start = time.monotonic()
+        self.outstanding: dict[int, Step] = {}
+        self.answered: set[int] = set()
+        self.sent_at: dict[int, float] = {}
+        #: the last non-request step since the last answered request (-1: none)
+        self.blame = -1
+        self.seen_methods: list[str] = []
+        #: progress tokens of requests still waiting, and when their deadline was last extended
+        self.progressed: dict[str, float] = {}
+
+    def bounded(self, moment: float) -> float:
+        """``moment``, or the run's end when that comes first (then the observation is ``cut``)."""
+        if self.until is not None and moment > self.until:
+            return self.until
+        return moment
+
+    def take(self, line: bytes, current: int) -> None:
+        """Files one line received while ``current`` is the step in progress."""
+        message = decode_line(line)
+        if not isinstance(message, dict):
+            if isinstance(message, list) and message:  # a batch (2025-03-26): file each element
+                for item in message:
+                    self.take(dumps(item), current)
+                return
+            self.obs.noise.append(line)
+            return
+        if "method" in message:
+            if "id" in message:
+                self.obs.server_requests.append(message)
+                _answer_server_request(self.peer, message, self.deadline)
+            else:
+                self.obs.notifications.append(message)
+                self.seen_methods.append(str(message.get("method")))
+                self._progress(message)
+            return
+        self._response(message, current)
+
+    def _progress(self, message: dict[str, Any]) -> None:
+        params = message.get("params")
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        if message.get("method") == "notifications/progress" and isinstance(token, str):
+            self.progressed[token] = time.monotonic()
+
+    def _response(self, message: dict[str, Any], current: int) -> None:
+        rid = message.get("id")
+        now = time.monotonic()
+        for index, step in self.outstanding.items():
+            if index not in self.answered and same_id(step.request_id, rid):
+                self.answered.add(index)
+                if index >= 0:
+                    self.obs.answers[index] = Answer(index, message, now - self.start)
+                    if index in self.sent_at:
+                        self.obs.latency[index] = now - self.sent_at[index]
+                    self.blame = -1
+                return
+        pending = self.steps[current].kind == "request" and current not in self.answered
+        code = message.get("error", {}).get("code") if isinstance(message.get("error"), dict) else None
+        refused = code in (-32700, -32600) or (code is not None and not self.peer.stream_framing)
+        if rid is None and pending and self.blame < 0 and refused:
+            # JSON-RPC 2.0 §5.1: a request the server could not read (depth, size) gets a null-id error;
+            # over HTTP the error comes in the response to that very POST, whatever its code
+            self.answered.add(current)
+            self.obs.answers[current] = Answer(current, message, now - self.start)
+            return
+        self.obs.strays.append(Answer(self.blame if self.blame >= 0 else current, message, now - self.start))
+
+    def wait_for(self, index: int, wait: float, current: int) -> None:
+        """Reads until ``index`` is answered, ``wait`` seconds pass (extended by the request's own
+        progress notifications, up to :data:`PROGRESS_CAP` times), or the run's time is up."""
+        started = time.monotonic()
+        token = self.steps[index].progress if index >= 0 else None
+        last = started
+        while index not in self.answered:
+            if token is not None and token in self.progressed:
+                last = max(last, self.progressed[token])
+            natural = min(last + wait, started + wait * PROGRESS_CAP)
+            remaining = self.bounded(natural) - time.monotonic()
+            if remaining <= 0:
+                self.obs.cut = self.obs.cut or self.bounded(natural) < natural  # the run ended first
+                return
+            line = self.peer.receive(remaining)
+            if line is None:
+                if not self.peer.alive() or self.peer.oversized:
+                    return
+                continue
+            self.take(line, current)
+
+
 def execute(
     peer: Peer,
     steps: Sequence[Step],
@@ -326,6 +433,7 @@ def execute(
     deadline: float,
     settle: float = SETTLE_S,
     barrier: Callable[[str], Step] | None = None,
+    until: float | None = None,
 ) -> Observation:
     """Writes ``steps`` in order and records what comes back (see the module docstring).
 
@@ -334,125 +442,100 @@ def execute(
     ``settle`` more seconds, so an answer to the line is attributed to it; a null-id parse error
     that arrives while a request waits is that request's answer (JSON-RPC 2.0 §5.1: the server
     could not read it). Stops early when the server dies, stops reading, or misses a deadline (a
-    hung server would make every later wait time out too).
+    hung server would make every later wait time out too). No wait goes past ``until`` (a
+    ``time.monotonic()`` moment: the end of the run's budget); a wait it cut marks the observation
+    ``cut`` instead of counting as a missed deadline.
     """
-    obs = Observation(list(steps))
-    start = time.monotonic()
-    outstanding: dict[int, Step] = {}
-    answered: set[int] = set()
-    blame: list[int] = [-1]  # the last non-request step since the last answered request
-    seen_methods: list[str] = []
-
-    def take(line: bytes, current: int) -> None:
-        """Files one line received while ``current`` is the step in progress."""
-        message = decode_line(line)
-        if not isinstance(message, dict):
-            if isinstance(message, list) and message:  # a batch (2025-03-26): file each element
-                for item in message:
-                    take(dumps(item), current)
-                return
-            obs.noise.append(line)
-            return
-        if "method" in message:
-            if "id" in message:
-                obs.server_requests.append(message)
-                _answer_server_request(peer, message, deadline)
-            else:
-                obs.notifications.append(message)
-                seen_methods.append(str(message.get("method")))
-            return
-        rid = message.get("id")
-        now = time.monotonic() - start
-        for index, step in outstanding.items():
-            if index not in answered and same_id(step.request_id, rid):
-                answered.add(index)
-                if index >= 0:
-                    obs.answers[index] = Answer(index, message, now)
-                    blame[0] = -1
-                return
-        pending = steps[current].kind == "request" and current not in answered
-        code = message.get("error", {}).get("code") if isinstance(message.get("error"), dict) else None
-        refused = code in (-32700, -32600) or (code is not None and not peer.stream_framing)
-        if rid is None and pending and blame[0] < 0 and refused:
-            # JSON-RPC 2.0 §5.1: a request the server could not read (depth, size) gets a null-id error;
-            # over HTTP the error comes in the response to that very POST, whatever its code
-            answered.add(current)
-            obs.answers[current] = Answer(current, message, now)
-            return
-        obs.strays.append(Answer(blame[0] if blame[0] >= 0 else current, message, now))
-
-    def wait_for(index: int, until: float, current: int) -> None:
-        while index not in answered and (remaining := until - time.monotonic()) > 0:
-            line = peer.receive(remaining)
-            if line is None:
-                if not peer.alive() or peer.oversized:
-                    return
-                continue
-            take(line, current)
-
+    ex = _Exchange(peer, steps, deadline, until)
+    obs = ex.obs
     for index, step in enumerate(steps):
         if not peer.alive():
             obs.died_after = index - 1
             break
-        if step.kind == "request":
-            outstanding[index] = step
-        elif not step.setup:
-            blame[0] = index
-        noticed = len(seen_methods)
-        if not _send(peer, step, deadline):
-            obs.write_failed = index
-            if not peer.alive():
-                obs.died_after = index
+        if not _step(ex, index, step, settle, barrier):
             break
-        needs_barrier = (step.kind != "request" or step.answer == "optional") and not step.setup
-        if needs_barrier:
-            if step.kind == "request":
-                blame[0] = -1  # its answer, if any, is matched by id
-            if barrier is not None:
-                # a request right behind it: servers read in order, so whatever the line provoked
-                # arrives before the barrier's answer, however slow the server is
-                probe = barrier(f"mcpwire-fuzz-barrier-{index}")
-                probe.setup = True
-                outstanding[-1 - index] = probe
-                if not peer.send(probe.line, timeout=deadline):
-                    obs.write_failed = index
-                    break
-                wait_for(-1 - index, time.monotonic() + deadline, index)
-                if (-1 - index) not in answered:
-                    if peer.alive():
-                        obs.barrier_timed_out = index
-                    else:
-                        obs.died_after = index
-                    break
-            while (line := peer.receive(settle)) is not None:
-                take(line, index)
-            if step.kind != "request":
-                blame[0] = -1  # its window is closed: later strays are not its doing
-        if step.expect is not None:
-            until = time.monotonic() + deadline
-            while step.expect not in seen_methods[noticed:] and (remaining := until - time.monotonic()) > 0:
-                line = peer.receive(remaining)
-                if line is None:
-                    break
-                take(line, index)
-            if step.expect not in seen_methods[noticed:]:
-                obs.missing_expected.append(index)
-        if step.kind == "request" and step.answer == "required":
-            wait_for(index, time.monotonic() + (step.deadline or deadline), index)
-            if index not in answered:
-                if peer.oversized:
-                    break  # judged as answer-shape: the line was over the limit
-                if peer.alive():
-                    obs.timed_out.append(index)
-                else:
-                    obs.died_after = index
-                break
     else:
-        last = len(steps) - 1
         if not peer.alive():
-            obs.died_after = last
+            obs.died_after = len(steps) - 1
     obs.exit_status = peer.exit_status
     obs.oversized = peer.oversized
     obs.http_failures = list(getattr(peer, "http_failures", []))
-    obs.duration = time.monotonic() - start
+    obs.duration = time.monotonic() - ex.start
     return obs
+
+
+def _step(ex: _Exchange, index: int, step: Step, settle: float, barrier: Callable[[str], Step] | None) -> bool:
+    """Writes one step and waits for what it calls for; ``False`` ends the exchange."""
+    peer, obs = ex.peer, ex.obs
+    if step.kind == "request":
+        ex.outstanding[index] = step
+        ex.sent_at[index] = time.monotonic()
+    elif not step.setup:
+        ex.blame = index
+    noticed = len(ex.seen_methods)
+    if not _send(peer, step, ex.deadline):
+        obs.write_failed = index
+        if not peer.alive():
+            obs.died_after = index
+        return False
+    unanswered = step.kind != "request" or step.answer == "optional"
+    if unanswered and not step.setup and not _barrier(ex, index, step, settle, barrier):
+        return False
+    if step.expect is not None:
+        _expect(ex, index, step, noticed)
+    if step.kind == "request" and step.answer == "required":
+        ex.wait_for(index, step.deadline or ex.deadline, index)
+        if index not in ex.answered:
+            if peer.oversized or obs.cut:
+                return False  # oversized: judged as answer-shape; cut: the run's time is up
+            if peer.alive():
+                obs.timed_out.append(index)
+            else:
+                obs.died_after = index
+            return False
+    return True
+
+
+def _barrier(ex: _Exchange, index: int, step: Step, settle: float, barrier: Callable[[str], Step] | None) -> bool:
+    """After a line that gets no answer of its own: a request right behind it. Servers read in
+    order, so whatever the line provoked arrives before the barrier's answer, however slow the
+    server is; then ``settle`` more seconds."""
+    peer, obs = ex.peer, ex.obs
+    if step.kind == "request":
+        ex.blame = -1  # its answer, if any, is matched by id
+    if barrier is not None:
+        probe = barrier(f"mcpwire-fuzz-barrier-{index}")
+        probe.setup = True
+        ex.outstanding[-1 - index] = probe
+        if not peer.send(probe.line, timeout=ex.deadline):
+            obs.write_failed = index
+            return False
+        ex.wait_for(-1 - index, ex.deadline, index)
+        if (-1 - index) not in ex.answered:
+            if obs.cut:
+                return False
+            if peer.alive():
+                obs.barrier_timed_out = index
+            else:
+                obs.died_after = index
+            return False
+    while (line := peer.receive(settle)) is not None:
+        ex.take(line, index)
+    if step.kind != "request":
+        ex.blame = -1  # its window is closed: later strays are not its doing
+    return True
+
+
+def _expect(ex: _Exchange, index: int, step: Step, noticed: int) -> None:
+    """Waits (bounded) for the notification the step calls for (subscriptions/listen's acknowledgment)."""
+    until = ex.bounded(time.monotonic() + ex.deadline)
+    while step.expect not in ex.seen_methods[noticed:] and (remaining := until - time.monotonic()) > 0:
+        line = ex.peer.receive(remaining)
+        if line is None:
+            break
+        ex.take(line, index)
+    if step.expect not in ex.seen_methods[noticed:]:
+        if ex.until is not None and time.monotonic() >= ex.until:
+            ex.obs.cut = True
+        else:
+            ex.obs.missing_expected.append(index)

@@ -42,15 +42,17 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import trio
 
-from mcpwire.errors import FrameTooLarge
+from mcpwire.actors.legacy_sse import check_endpoint
+from mcpwire.errors import ConnectError, FrameTooLarge
 from mcpwire.protocol.http import HeaderSpec, mirrored_headers, tool_header_spec
 from mcpwire.protocol.sse import SSEDecoder, is_event_stream
+from mcpwire.redaction import clean_terminal, redact_argv, redact_url, shorten
 
-from .wire import MAX_LINE_BYTES, STDERR_TAIL_BYTES, Entry, Trace, end_process_group
+from .wire import MAX_LINE_BYTES, STDERR_TAIL_BYTES, Entry, Trace, end_process_group, server_environment, spawn
 
 if TYPE_CHECKING:
     import httpx
@@ -159,6 +161,8 @@ class _Launcher:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
+        #: the end of the run's time budget (a ``time.monotonic()`` moment): no wait goes past it
+        self.until: float | None = None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -180,16 +184,17 @@ class _Launcher:
                     f"something already listens on {self.host}:{self.port}: stop it, or give the server another port"
                 )
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the process's life, closed in stop()
-        self.proc = subprocess.Popen(
+        self.proc = spawn(
             self.argv,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=self._log,
-            env={**os.environ, **(self.env or {})},
+            env=server_environment(self.env),
             cwd=self.cwd,
-            start_new_session=True,
         )
         until = time.monotonic() + self.timeout
+        if self.until is not None:
+            until = min(until, self.until)
         while time.monotonic() < until:
             if self.proc.poll() is not None:
                 raise RuntimeError(
@@ -270,6 +275,11 @@ class HttpTarget:
     def restartable(self) -> bool:
         return self.launcher is not None
 
+    def bound(self, until: float | None) -> None:
+        """No wait of starting the server goes past ``until`` (the end of the run's budget)."""
+        if self.launcher is not None:
+            self.launcher.until = until
+
     def set_tools(self, tools: list[dict[str, Any]]) -> None:
         for tool in tools:
             schema = tool.get("inputSchema")
@@ -298,8 +308,9 @@ class HttpTarget:
     def describe(self) -> dict[str, Any]:
         return {
             "transport": self.transport,
-            "url": self.url,
-            "argv": self.argv,
+            # credentials in the URL (user:pass@, ?api_key=) or the command are never stored
+            "url": redact_url(self.url),
+            "argv": None if self.argv is None else redact_argv(self.argv),
             "env": sorted(self.env or {}),
             "cwd": self.cwd,
             # header *names* only: values may be secrets (a replay takes them from --header)
@@ -586,6 +597,8 @@ class SsePeer(HttpPeer):
     def __init__(self, target: HttpTarget) -> None:
         super().__init__(target)
         self.endpoint: str | None = None
+        #: why the announced endpoint was refused (another origin, userinfo, a fragment), if it was
+        self.endpoint_refused: str | None = None
         self._endpoint_known = threading.Event()
         self._stream_open = True
         self._spawn(self._listen)
@@ -619,8 +632,7 @@ class SsePeer(HttpPeer):
                 async for chunk in response.aiter_bytes():
                     for event in decoder.feed(chunk):
                         if event.event == "endpoint":
-                            self.endpoint = urljoin(self.target.url, event.data.strip())
-                            self._endpoint_known.set()
+                            self._endpoint(event.data)
                         elif event.data:
                             self._queue.put(("line", event.data.encode()))
         except FrameTooLarge:
@@ -633,6 +645,19 @@ class SsePeer(HttpPeer):
             self._stream_open = False
             self._endpoint_known.set()
             self._queue.put(("note", "the SSE stream ended"))
+
+    def _endpoint(self, data: str) -> None:
+        """HS-02: the endpoint is resolved against the SSE URL and refused on another origin (or with
+        userinfo or a fragment), as mcpwire's client does: nothing, and no ``--header`` value, is
+        ever POSTed there. The refusal is kept for the ``sse-endpoint`` oracle."""
+        try:
+            self.endpoint = check_endpoint(self.target.url, data)
+        except ConnectError as exc:
+            self.endpoint_refused = (
+                f"{exc}: the endpoint event was {shorten(clean_terminal(data.strip(), newlines=False), 200)!r}"
+            )
+            self.trace.entries.append(Entry("note", self.now(), data=self.endpoint_refused))
+        self._endpoint_known.set()
 
     def _post(self, body: bytes, *, timeout: float, wait: bool) -> bool:
         if self._closed or self.endpoint is None:

@@ -10,6 +10,7 @@ each to its own minimal example.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections import Counter
@@ -18,8 +19,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from mcpwire.redaction import clean_terminal, shorten
+
 from . import mcp_schema
+from .citations import CITATIONS, citation, severity
 from .exchange import Observation, Profile, Step
+from .leaks import find_leak
 from .schemas import is_valid, schema_problem, validator_for
 
 __all__ = [
@@ -30,6 +35,7 @@ __all__ = [
     "Violation",
     "check",
     "failure_class",
+    "late_answers",
     "legal_error_code",
     "list_stability",
     "malformed_answer",
@@ -38,130 +44,129 @@ __all__ = [
 
 log = logging.getLogger("mcpwire.fuzz.oracles")
 
+NEWEST = "2026-07-28"
+
 
 @dataclass(frozen=True, slots=True)
 class Oracle:
+    """An oracle's id, what it checks, and its severity (in the newest revision: see
+    :func:`~fuzz.citations.severity` for older ones). What it cites depends on the session's
+    revision and transport (:func:`~fuzz.citations.citation`); ``spec`` is the newest revision's."""
+
     id: str
     title: str
-    spec: str
     severity: str = "error"
+
+    @property
+    def spec(self) -> str:
+        return citation(self.id, NEWEST)
 
 
 ORACLES: dict[str, Oracle] = {
     o.id: o
     for o in (
-        Oracle(
-            "server-alive",
-            "the server process stays alive while the client talks to it",
-            "2025-11-25 basic/lifecycle §Shutdown (only the client ends a stdio session); ST-01, SV-08",
-        ),
-        Oracle(
-            "answer-deadline",
-            "every request is answered within the deadline",
-            "2025-11-25 basic/index §Responses (every request gets a response); SV-02",
-        ),
+        Oracle("server-alive", "the server process stays alive while the client talks to it"),
+        Oracle("answer-deadline", "every request is answered within the deadline"),
         Oracle(
             "answer-slow",
             "a request missed the deadline but was answered within the longer one of the confirming replay",
-            "2025-11-25 basic/lifecycle §Timeouts (implementations SHOULD establish timeouts); SV-02",
             severity="warning",
         ),
         Oracle(
             "one-answer",
             "every request gets exactly one answer, with its id (same value and type); no answer to unknown ids",
-            'JSON-RPC 2.0 §5 and 2026-07-28 basic/index §Result Responses: "MUST include the same ID"; SV-02',
         ),
         Oracle(
             "notification-silence",
             "a notification is never answered (over HTTP, a 4xx refusal with an id-less error body is not an answer)",
-            '2026-07-28 basic/index §Notifications: "The receiver MUST NOT send a response."; SV-04, JR-07; HT-04',
         ),
-        Oracle(
-            "malformed-input",
-            "a malformed line is answered with an error or ignored, never with a result",
-            "JSON-RPC 2.0 §5.1 (Parse error / Invalid Request); ST-08",
-        ),
+        Oracle("malformed-input", "a malformed line is answered with an error or ignored, never with a result"),
         Oracle(
             "malformed-code",
             "a malformed line that is answered gets -32700 (not JSON) or -32600 (not a Request object); "
             "also -32602 for a request whose params are not structured, any error for a request read "
             "leniently (invalid UTF-8 as U+FFFD)",
-            'JSON-RPC 2.0 §5.1: -32700 "Invalid JSON was received by the server", -32600 "The JSON sent is not a'
-            ' valid Request object"; ST-08',
             severity="warning",
         ),
         Oracle(
             "answer-shape",
             "answers, notifications and requests from the server are well-formed JSON-RPC and validate "
             "against the revision's schema (the result type of the method asked)",
-            "2024-11-05 basic/messages (exactly one of result/error; integer code); schema.json; SV-03, SV-06",
         ),
         Oracle(
             "error-code",
-            "error codes are legal: JSON-RPC's, MCP's, implementation-defined -32000..-32019, or outside the range",
-            '2026-07-28 basic/index §Error Codes: "MUST NOT emit any code from this sub-range that is not defined"'
-            "; JR-30, JR-32",
+            "error codes are legal: JSON-RPC's, MCP's, implementation-defined server errors, or outside the "
+            "reserved range",
         ),
+        Oracle("output-schema", "structuredContent of a tool with an outputSchema validates against it"),
+        Oracle("stdout-clean", "every stdout line (HTTP: every response body and event) is a JSON-RPC message"),
+        Oracle("list-stable", "lists are the same across calls and do not change as a side effect of other requests"),
         Oracle(
-            "output-schema",
-            "structuredContent of a tool with an outputSchema validates against it",
-            '2026-07-28 server/tools §Output Schema: "Servers MUST provide structured results that conform"; SV-30',
-        ),
-        Oracle(
-            "stdout-clean",
-            "every stdout line (HTTP: every response body and event) is a JSON-RPC message",
-            '2026-07-28 basic/transports/stdio: "The server MUST NOT write anything to its stdout that is not a'
-            ' valid MCP message."; SV-01',
-        ),
-        Oracle(
-            "list-stable",
-            "lists are the same across calls and do not change as a side effect of other requests",
-            '2026-07-28 server/tools §Capabilities: "MUST NOT vary per-connection or as a side effect"; SV-34',
-        ),
-        Oracle(
-            "http-status",
-            "an HTTP server never answers with a 5xx status: bad input gets a 4xx or a JSON-RPC error",
-            "2026-07-28 basic/transports/streamable-http §Sending Messages (a request gets JSON or an SSE stream,"
-            " a rejected message an HTTP error status such as 400 Bad Request); HT-04, SV-20, SV-21",
+            "http-status", "an HTTP server never answers with a 5xx status: bad input gets a 4xx or a JSON-RPC error"
         ),
         Oracle(
             "subscription-ack",
             "a subscriptions/listen stream is acknowledged first with notifications/subscriptions/acknowledged",
-            '2026-07-28 basic/patterns/subscriptions §Acknowledgment: "The server MUST send'
-            ' notifications/subscriptions/acknowledged as the first message"; SV-37, UT-S02',
         ),
         Oracle(
             "tool-schema",
             "every tool's inputSchema (and outputSchema) is a valid JSON Schema of its draft, 2020-12 by default",
-            '2025-11-25 server/tools §Tool: inputSchema "MUST be a valid JSON Schema object (not null)"; SV-29',
         ),
         Oracle(
             "invalid-args-refused",
             "arguments that break the inputSchema get an error result (isError) or a JSON-RPC error",
-            "2026-07-28 server/tools §Error Handling; SV-31",
             severity="warning",
+        ),
+        Oracle(
+            "leak",
+            "answers carry no stack trace, source path with a line number, or secret (the fuzzer plants one in "
+            "the server's environment) that the request did not hold",
+            severity="warning",
+        ),
+        Oracle(
+            "sse-endpoint",
+            "the HTTP+SSE endpoint event names a URI on the SSE stream's own origin, without userinfo or fragment",
         ),
     )
 }
+assert set(ORACLES) == set(CITATIONS), "every oracle cites its rule"
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
+    """One broken rule: the oracle, what happened (no raw control characters: server text in it is
+    escaped), the step it concerns, and the revision and transport of the session it was seen in
+    (which decide what it cites and, for a few oracles, its severity)."""
+
     oracle: str
     message: str
     step: int | None = None
+    revision: str = NEWEST
+    transport: str = "stdio"
 
     @property
     def info(self) -> Oracle:
         return ORACLES[self.oracle]
 
+    @property
+    def severity(self) -> str:
+        return severity(self.oracle, self.revision, self.info.severity)
+
+    @property
+    def spec(self) -> str:
+        return citation(self.oracle, self.revision, self.transport)
+
+    def at(self, profile: Profile) -> Violation:
+        """The same violation, seen in ``profile``'s session (revision and transport)."""
+        return dataclasses.replace(self, revision=profile.revision, transport=profile.transport)
+
     def to_json(self) -> dict[str, Any]:
-        o = self.info
         return {
-            "oracle": o.id,
-            "severity": o.severity,
-            "title": o.title,
-            "spec": o.spec,
+            "oracle": self.oracle,
+            "severity": self.severity,
+            "title": self.info.title,
+            "spec": self.spec,
+            "revision": self.revision,
             "message": self.message,
             "step": self.step,
         }
@@ -194,14 +199,18 @@ _MCP_MODERN = {-32002, -32020, -32021, -32022}
 
 
 def legal_error_code(code: object, revision: str) -> bool:
-    """JR-30/JR-32: outside -32768..-32000 anything goes; inside, only defined codes."""
+    """JR-30/JR-32: outside -32768..-32000 anything goes; inside, only defined codes. Before
+    2026-07-28 the rule is JSON-RPC 2.0's: -32000..-32099 are "reserved for implementation-defined
+    server-errors"; 2026-07-28 keeps -32000..-32019 for them and reserves the rest for MCP."""
     if type(code) is not int:
         return False
     if not -32768 <= code <= -32000:
         return True
     if code in _STANDARD or -32019 <= code <= -32000:
         return True
-    return code in (_MCP_MODERN if revision >= "2026-07-28" else _MCP_LEGACY)
+    if revision < "2026-07-28":
+        return -32099 <= code <= -32000 or code in _MCP_LEGACY
+    return code in _MCP_MODERN
 
 
 # -- the official schema (used when found) ------------------------------------------------------------
@@ -350,6 +359,20 @@ def slow_answer(violation: Violation, replayed: Sequence[Violation], deadline: f
     )
 
 
+def late_answers(obs: Observation, deadline: float) -> list[Violation]:
+    """``answer-slow`` for every request of ``obs`` answered, but later than ``deadline`` (the replay
+    of an ``answer-slow`` finding waits longer, and judges the answer's time by the first deadline)."""
+    return [
+        Violation(
+            "answer-slow",
+            f"{_describe(obs.steps[index])} was answered after {latency:.1f}s, past the deadline of {deadline:g}s",
+            index,
+        )
+        for index, latency in sorted(obs.latency.items())
+        if latency > deadline and not obs.steps[index].setup
+    ]
+
+
 #: The lists that must not change (SV-34): the method, the result's key, and what names an item.
 LISTS: dict[str, tuple[str, str]] = {
     "tools/list": ("tools", "name"),
@@ -362,13 +385,17 @@ def _identities(items: Any, key: str) -> list[str]:
     return sorted(str(i.get(key)) for i in items if isinstance(i, dict)) if isinstance(items, list) else []
 
 
-def list_stability(obs: Observation, profile: Profile) -> list[Violation]:
+def list_stability(obs: Observation, profile: Profile, notified: set[str] | None = None) -> list[Violation]:
     """``list-stable`` (SV-34): every whole ``tools/list``, ``prompts/list`` and ``resources/list``
     answer in ``obs`` names the same items (tools and prompts by name, resources by URI) as the
     list the profile learnt at the start. A page (``nextCursor``) is not judged: the profile holds
-    the whole list."""
+    the whole list. Before 2026-07-28 a list may change once the server said so: a kind whose
+    ``notifications/<kind>/list_changed`` came (in ``obs``, or in ``notified``) is not judged."""
     out: list[Violation] = []
     learnt = {"tools/list": profile.tools, "prompts/list": profile.prompts, "resources/list": profile.resources}
+    announced = set(notified or ())
+    if profile.era == "legacy":
+        announced |= {str(n.get("method")) for n in obs.notifications if isinstance(n, dict)}
     seen: Counter[str] = Counter()
     for index, answer in sorted(obs.answers.items()):
         method = obs.steps[index].method
@@ -378,17 +405,17 @@ def list_stability(obs: Observation, profile: Profile) -> list[Violation]:
             continue
         seen[method] += 1
         key, field = LISTS[method]
+        if profile.era == "legacy" and f"notifications/{key}/list_changed" in announced:
+            continue
         now, first = _identities(result.get(key), field), _identities(learnt[method], field)
         if now != first:
             added = sorted((Counter(now) - Counter(first)).elements())
             removed = sorted((Counter(first) - Counter(now)).elements())
-            out.append(
-                Violation(
-                    "list-stable",
-                    f"{method} answer #{seen[method]} differs from the first list: added {added}, removed {removed}",
-                    index,
-                )
+            message_text = (
+                f"{method} answer #{seen[method]} differs from the first list: added {_short(added)}, "
+                f"removed {_short(removed)}"
             )
+            out.append(Violation("list-stable", message_text, index).at(profile))
     return out
 
 
@@ -398,22 +425,36 @@ def _describe(step: Step) -> str:
     return step.method or step.kind
 
 
-def check(obs: Observation, profile: Profile) -> list[Violation]:
-    """Every violation in the observation, most severe first."""
+def _echoes(sent: object, got: object) -> bool:
+    """Whether ``got`` is ``sent`` mangled: the same number after a trip through a double
+    (9223372036854775807 answered as 9223372036854776000), or the same text in another JSON type
+    ("1" for 1). JR-05 still calls it a different id; this only names the fault precisely."""
+    if sent is None or got is None or isinstance(sent, bool) or isinstance(got, bool):
+        return False
+    if isinstance(sent, int | float) and isinstance(got, int | float):
+        try:
+            return float(sent) == float(got)
+        except OverflowError:
+            return False
+    return str(sent) == str(got)
+
+
+def _stderr_note(tail: str) -> str:
+    """The last lines of the server's stderr for a message: control characters shown escaped."""
+    lines = [clean_terminal(line, newlines=False) for line in tail.strip().splitlines()[-3:]]
+    return f"; stderr: {shorten(' | '.join(lines), 400)}" if lines else ""
+
+
+def _liveness(obs: Observation, mangled: set[int]) -> list[Violation]:
+    """server-alive, answer-deadline (but not for a request answered under a mangled id), answer-shape
+    for an oversized line, http-status, subscription-ack."""
     out: list[Violation] = []
     steps = obs.steps
     if obs.died_after is not None:
         step = steps[obs.died_after] if 0 <= obs.died_after < len(steps) else None
         what = f"after {_describe(step)}" if step else "before the first message"
-        tail = obs.stderr_tail.strip().splitlines()[-3:]
-        out.append(
-            Violation(
-                "server-alive",
-                f"the server exited (status {obs.exit_status}) {what}"
-                + (f"; stderr: {' | '.join(tail)}" if tail else ""),
-                obs.died_after,
-            )
-        )
+        message = f"the server exited (status {obs.exit_status}) {what}" + _stderr_note(obs.stderr_tail)
+        out.append(Violation("server-alive", message, obs.died_after))
     if obs.barrier_timed_out is not None and obs.died_after is None:
         step = steps[obs.barrier_timed_out]
         out.append(
@@ -424,7 +465,10 @@ def check(obs: Observation, profile: Profile) -> list[Violation]:
             )
         )
     for index in obs.timed_out:
-        out.append(Violation("answer-deadline", f"no answer to {_describe(steps[index])} within the deadline", index))
+        if index not in mangled:
+            out.append(
+                Violation("answer-deadline", f"no answer to {_describe(steps[index])} within the deadline", index)
+            )
     if obs.oversized:
         out.append(Violation("answer-shape", "a stdout line exceeded the fuzzer's line limit", None))
     for status, body in obs.http_failures:
@@ -435,80 +479,113 @@ def check(obs: Observation, profile: Profile) -> list[Violation]:
             continue  # the stream was refused (an error answer), so there is nothing to acknowledge
         out.append(
             Violation(
-                "subscription-ack",
-                f"{_describe(steps[index])}: no {steps[index].expect} within the deadline",
-                index,
+                "subscription-ack", f"{_describe(steps[index])}: no {steps[index].expect} within the deadline", index
             )
         )
+    return out
+
+
+def _strays(obs: Observation, profile: Profile) -> tuple[list[Violation], set[int]]:
+    """Answers nobody waited for: to a notification, to a malformed line, or under a wrong id (named
+    precisely when the id is a timed-out request's id, mangled). Also returns those requests."""
+    out: list[Violation] = []
+    mangled: set[int] = set()
+    steps = obs.steps
     for stray in obs.strays:
         step = steps[stray.step] if 0 <= stray.step < len(steps) else None
         msg = stray.message
         if step is not None and step.kind == "notification":
             out.append(
                 Violation(
-                    "notification-silence",
-                    f"the notification {step.method!r} was answered: {_short(msg)}",
-                    stray.step,
+                    "notification-silence", f"the notification {step.method!r} was answered: {_short(msg)}", stray.step
                 )
             )
         elif step is not None and step.kind == "malformed":
             if (judged := malformed_answer(step, msg, profile.revision)) is not None:
                 out.append(Violation(judged.oracle, judged.message, stray.step))
         elif msg.get("id") is not None or "result" in msg:
-            out.append(Violation("one-answer", f"an answer matched no outstanding request: {_short(msg)}", stray.step))
+            got = msg.get("id")
+            sent = next((i for i in obs.timed_out if _echoes(steps[i].request_id, got)), None)
+            if sent is None:
+                out.append(
+                    Violation("one-answer", f"an answer matched no outstanding request: {_short(msg)}", stray.step)
+                )
+                continue
+            mangled.add(sent)
+            out.append(
+                Violation(
+                    "one-answer",
+                    f"request id {_short(steps[sent].request_id)} was answered with a different id, {_short(got)} "
+                    f"({type(got).__name__}): the answer to {_describe(steps[sent])} can never be matched",
+                    sent,
+                )
+            )
+    return out, mangled
+
+
+def _result(step: Step, index: int, result: dict[str, Any], profile: Profile) -> list[Violation]:
+    """What a result breaks: the revision's schema, tool schemas in a tools/list, a tool's
+    outputSchema, and invalid arguments accepted."""
+    out: list[Violation] = []
+    invalid = _schema_errors(profile.revision, step.method, result)
+    if invalid is not None:
+        out.append(Violation("answer-shape", f"answer to {_describe(step)}: {invalid}", index))
+    if step.method == "tools/list" and isinstance(result.get("tools"), list):
+        for tool in result["tools"]:
+            if not isinstance(tool, dict):
+                continue
+            for key in ("inputSchema", "outputSchema"):
+                if key in tool and (problem := schema_problem(tool[key])) is not None:
+                    out.append(Violation("tool-schema", f"tool {tool.get('name')!r}: {key} {problem}", index))
+    if step.method == "tools/call" and result.get("isError") is not True:
+        schema = profile.output_schema(step.tool)
+        if isinstance(schema, dict):
+            structured = result.get("structuredContent")
+            if structured is None:
+                out.append(Violation("output-schema", f"{_describe(step)} returned no structuredContent", index))
+            elif not is_valid(validator_for(schema), structured):
+                message = f"{_describe(step)}: structuredContent {_short(structured)} breaks the outputSchema"
+                out.append(Violation("output-schema", message, index))
+        if step.valid is False:
+            message = f"{_describe(step)} accepted arguments its inputSchema rejects"
+            out.append(Violation("invalid-args-refused", message, index))
+    return out
+
+
+def _answers(obs: Observation, profile: Profile) -> list[Violation]:
+    out: list[Violation] = []
     for index, answer in sorted(obs.answers.items()):
-        step, msg = steps[index], answer.message
+        step, msg = obs.steps[index], answer.message
         problem = _shape(msg)
         if problem is not None:
             out.append(Violation("answer-shape", f"answer to {_describe(step)}: {problem}", index))
             continue
+        leaked = find_leak(msg, step.line)
+        if leaked is not None:
+            out.append(Violation("leak", f"the answer to {_describe(step)} holds {leaked}", index))
         if "error" in msg:
             code = msg["error"]["code"]
             if not legal_error_code(code, profile.revision):
                 out.append(Violation("error-code", f"{_describe(step)} answered with reserved code {code}", index))
             continue  # an error is always an acceptable answer (invalid arguments, malformed input included)
-        result = msg["result"]
         if step.kind == "malformed":
             out.append(Violation("malformed-input", f"a malformed request got a result: {_short(msg)}", index))
             continue
-        invalid = _schema_errors(profile.revision, step.method, result)
-        if invalid is not None:
-            out.append(Violation("answer-shape", f"answer to {_describe(step)}: {invalid}", index))
-        if step.method == "tools/list" and isinstance(result.get("tools"), list):
-            for tool in result["tools"]:
-                if not isinstance(tool, dict):
-                    continue
-                for key in ("inputSchema", "outputSchema"):
-                    if key in tool and (problem := schema_problem(tool[key])) is not None:
-                        name = tool.get("name")
-                        out.append(Violation("tool-schema", f"tool {name!r}: {key} {problem}", index))
-        if step.method == "tools/call" and result.get("isError") is not True:
-            schema = profile.output_schema(step.tool)
-            if isinstance(schema, dict):
-                structured = result.get("structuredContent")
-                if structured is None:
-                    out.append(Violation("output-schema", f"{_describe(step)} returned no structuredContent", index))
-                elif not is_valid(validator_for(schema), structured):
-                    out.append(
-                        Violation(
-                            "output-schema",
-                            f"{_describe(step)}: structuredContent {_short(structured)} breaks the outputSchema",
-                            index,
-                        )
-                    )
-            if step.valid is False:
-                out.append(
-                    Violation(
-                        "invalid-args-refused",
-                        f"{_describe(step)} accepted arguments its inputSchema rejects",
-                        index,
-                    )
-                )
+        out += _result(step, index, msg["result"], profile)
+    return out
+
+
+def check(obs: Observation, profile: Profile) -> list[Violation]:
+    """Every violation in the observation, most severe first, stamped with the session's revision
+    and transport."""
+    strays, mangled = _strays(obs, profile)
+    out = [*_liveness(obs, mangled), *strays, *_answers(obs, profile)]
     for note in obs.notifications:
         problem = _notification_errors(profile.revision, note) if isinstance(note, dict) else None
         if problem is not None:
             out.append(Violation("answer-shape", f"notification {note.get('method')!r}: {problem}", None))
     if obs.noise:
         out.append(Violation("stdout-clean", f"{len(obs.noise)} non-JSON-RPC stdout line(s): {_short(obs.noise[0])}"))
-    out.sort(key=lambda v: v.info.severity != "error")  # stable: errors first, each kind in its order
-    return out
+    stamped = [v.at(profile) for v in out]
+    stamped.sort(key=lambda v: v.severity != "error")  # stable: errors first, each kind in its order
+    return stamped

@@ -12,28 +12,41 @@ Subscriptions are ``resources/subscribe`` + ``unsubscribe`` (legacy) or a
 ``subscriptions/listen`` that must be acknowledged first (SV-37) and is then cancelled
 (2026-07-28). A violation raises its oracle's exception carrying *every* step of the session so
 far, so the finding replays from a fresh session; Hypothesis shrinks the rule sequence. A
+violation of a root cause already reported (:class:`~fuzz.clusters.Clusters`) ends the sequence
+quietly instead (Hypothesis rejects it), so the search goes on for other causes. A
 :class:`MachineStats` counts the sequences started and the rules that ran (a rule that had
 nothing to do, or came after the time share was used up, is not counted).
+
+Values flow between calls, as in a real session: every string and integer a result carries
+(``structuredContent``, JSON in text content, resource URIs) goes into a pool, and a later
+``call_tool`` may put one of them into an argument of the same type (when the arguments still
+validate), so an id returned by one tool reaches the tool that takes it.
+
+Time (:class:`Limits`): past its share a sequence's rules do nothing, unless a failure is being
+shrunk; shrinking stops after ``shrink_time``; nothing runs past the run's end (``until``).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import HealthCheck, Phase, Verbosity, reject, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
+from .clusters import Clusters, features
 from .exchange import Observation, Profile, Step, execute, notification, prologue, request
 from .oracles import OracleFailure, Violation, check, failure_class, list_stability
-from .schemas import SchemaError, valid_arguments
+from .runner import OutOfTime
+from .schemas import SchemaError, is_valid, valid_arguments, validator_for
 from .wire import Peer, Target
 
-__all__ = ["MachineStats", "machine_for", "run_machine"]
+__all__ = ["Limits", "MachineStats", "machine_for", "pool_values", "run_machine"]
 
 log = logging.getLogger("mcpwire.fuzz.stateful")
 
@@ -48,6 +61,66 @@ class MachineStats:
     runs: int = 0
     rules: Counter[str] = field(default_factory=Counter)
     first_failure: int | None = None
+    #: sequences that ended on a root cause already reported
+    known: int = 0
+    #: tool calls that got a value from an earlier result
+    fed: int = 0
+    #: the shortest failing sequence seen, in case the time stops its shrinking
+    smallest: tuple[Violation, Observation, list[Any]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """When the machine stops: its share (``share_end``), the run's end (``until``), and how long
+    one failure may be shrunk; ``time.monotonic()`` moments, ``None`` for no limit."""
+
+    share_end: float | None = None
+    until: float | None = None
+    shrink_time: float = 30.0
+    #: the sequences run before this round: the round's first one ignores ``share_end``
+    first_run: int = 0
+
+
+#: at most this many values are kept from results (the oldest go)
+POOL_SIZE = 64
+
+
+def pool_values(result: Any) -> list[str | int]:
+    """The strings and integers of a result worth passing to another tool: the leaves of
+    ``structuredContent``, of JSON text content, and resource URIs (short ones only)."""
+    found: list[str | int] = []
+
+    def walk(value: Any, depth: int) -> None:
+        if depth > 6 or len(found) >= POOL_SIZE:
+            return
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int) or (isinstance(value, str) and 0 < len(value) <= 200):
+            found.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item, depth + 1)
+        elif isinstance(value, list):
+            for item in value[:16]:
+                walk(item, depth + 1)
+
+    if not isinstance(result, dict):
+        return found
+    walk(result.get("structuredContent"), 0)
+    for block in result.get("content") or []:
+        if not isinstance(block, dict):
+            continue
+        text = block.get("text")
+        if isinstance(text, str) and text[:1] in "{[":
+            try:
+                walk(json.loads(text), 0)
+            except (ValueError, RecursionError):
+                pass
+        resource = block.get("resource")
+        uri = block.get("uri") or (resource.get("uri") if isinstance(resource, dict) else None)
+        if isinstance(uri, str):
+            found.append(uri)
+    return found
 
 
 def machine_for(
@@ -56,41 +129,60 @@ def machine_for(
     *,
     deadline: float,
     tools: list[dict[str, Any]] | None = None,
-    stop_at: float | None = None,
+    limits: Limits | None = None,
     startup: float | None = None,
     stats: MachineStats | None = None,
+    clusters: Clusters | None = None,
 ) -> type[RuleBasedStateMachine]:
-    """The machine class for one server (``tools``: the ones it may call, after allow/deny;
-    ``stop_at``: once past it, rules do nothing unless a failure is being shrunk; ``stats``:
-    counted into as the machine runs)."""
+    """The machine class for one server (``tools``: the ones it may call; ``limits``: see
+    :class:`Limits`; ``stats``: counted into as the machine runs; ``clusters``: the causes already
+    reported, whose violations end a sequence quietly)."""
+    bounds = limits or Limits()
     callable_tools = [t for t in (profile.tools if tools is None else tools) if isinstance(t.get("inputSchema"), dict)]
     strategies: dict[str, st.SearchStrategy[Any]] = {}
+    schemas: dict[str, dict[str, Any]] = {}
     for tool in callable_tools:
         try:
             strategies[tool["name"]] = valid_arguments(tool["inputSchema"])
+            schemas[tool["name"]] = tool["inputSchema"]
         except SchemaError:
             continue
     prompts = [p for p in profile.prompts if isinstance(p.get("name"), str)]
     uris = [r["uri"] for r in profile.resources if isinstance(r.get("uri"), str)]
     legacy = profile.era == "legacy"
     can_subscribe = legacy and bool((profile.capabilities.get("resources") or {}).get("subscribe"))
-    failing = [False]
+    #: when the first failure of this round was seen (shrinking started), or None
+    failing: list[float | None] = [None]
     counts = stats if stats is not None else MachineStats()
 
     class ServerMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
             counts.runs += 1
+            if self.idle():  # past its share: no new process for a sequence that would do nothing
+                counts.runs -= 1
+                raise OutOfTime
             self.peer: Peer = target.open()
             self.steps: list[Step] = []
             self.next_id = 1
             self.answered: list[int | str] = []
+            #: values from earlier results (see pool_values), and list_changed notifications seen
+            self.pool: list[str | int] = []
+            self.notified: set[str] = set()
             self.run(prologue(profile, startup))
 
         # -- plumbing -------------------------------------------------------------------------
 
         def idle(self) -> bool:
-            return stop_at is not None and time.monotonic() > stop_at and not failing[0]
+            now = time.monotonic()
+            if bounds.until is not None and now > bounds.until:
+                raise OutOfTime  # the run's end: also while shrinking
+            if failing[0] is not None:
+                if now > failing[0] + bounds.shrink_time:
+                    raise OutOfTime  # shrinking took too long
+                return False
+            # the round's first sequence always runs (within the budget): the unit gets examples
+            return bounds.share_end is not None and now > bounds.share_end and counts.runs > bounds.first_run + 1
 
         def go(self, rule_name: str) -> bool:
             """Whether the rule should run now (not past the time share); counts it when so."""
@@ -101,15 +193,26 @@ def machine_for(
 
         def run(self, steps: list[Step]) -> Observation:
             self.steps.extend(steps)
-            obs = execute(self.peer, steps, deadline=deadline, barrier=profile.probe)
-            violations = check(obs, profile) or list_stability(obs, profile)
+            obs = execute(self.peer, steps, deadline=deadline, barrier=profile.probe, until=bounds.until)
+            if obs.cut:
+                raise OutOfTime
+            self.notified |= {str(n.get("method")) for n in obs.notifications if isinstance(n, dict)}
+            violations = check(obs, profile) or list_stability(obs, profile, self.notified)
             self.answered.extend(s.request_id for i, s in enumerate(steps) if i in obs.answers and s.request_id)
+            for answer in obs.answers.values():
+                if isinstance(answer.message, dict):
+                    self.pool = (self.pool + pool_values(answer.message.get("result")))[-POOL_SIZE:]
             if violations:
                 self.fail(violations[0], obs)
             return obs
 
         def fail(self, violation: Violation, obs: Observation) -> None:
-            failing[0] = True
+            if clusters is not None and clusters.match(violation.oracle, features(self.steps), "stateful"):
+                counts.known += 1
+                self.peer.close()
+                reject()  # a cause already reported: this sequence says nothing new
+            if failing[0] is None:
+                failing[0] = time.monotonic()
             if counts.first_failure is None:
                 counts.first_failure = counts.runs
             whole = Observation(list(self.steps))
@@ -118,6 +221,8 @@ def machine_for(
             whole.stderr_tail = self.peer.trace.stderr_tail
             failure: OracleFailure = failure_class(violation.oracle)(violation, whole)
             failure.entries = list(self.peer.trace.entries)  # type: ignore[attr-defined]
+            if counts.smallest is None or len(whole.steps) < len(counts.smallest[1].steps):
+                counts.smallest = (violation, whole, failure.entries)  # type: ignore[attr-defined]
             raise failure
 
         def rid(self) -> int:
@@ -141,11 +246,37 @@ def machine_for(
             if self.go("list_tools"):
                 self.call("tools/list", None)  # run() compares it with the first list
 
+        def feed(self, data: st.DataObject, name: str, args: Any) -> Any:
+            """Maybe puts a value from an earlier result into one argument of the same type. The
+            draws are the same whatever the pool holds (Hypothesis replays choices, not values)."""
+            wanted = data.draw(st.booleans(), label="feed")
+            slot_pick = data.draw(st.integers(0, 15), label="fed argument")
+            value_pick = data.draw(st.integers(0, POOL_SIZE - 1), label="fed value")
+            if not wanted or not self.pool or not isinstance(args, dict):
+                return args
+            props = (schemas[name].get("properties") or {}) if isinstance(schemas[name], dict) else {}
+            slots = [
+                (key, kind)
+                for key, sub in sorted(props.items())
+                if isinstance(sub, dict) and (kind := sub.get("type")) in ("string", "integer")
+            ]
+            if not slots:
+                return args
+            key, kind = slots[slot_pick % len(slots)]
+            fitting = [v for v in self.pool if isinstance(v, str if kind == "string" else int)]
+            if not fitting:
+                return args
+            fed = {**args, key: fitting[value_pick % len(fitting)]}
+            if not is_valid(validator_for(schemas[name]), fed):
+                return args
+            counts.fed += 1
+            return fed
+
         @precondition(lambda self: bool(strategies))
         @rule(data=st.data())
         def call_tool(self, data: st.DataObject) -> None:
             name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
-            args = data.draw(strategies[name], label="arguments")
+            args = self.feed(data, name, data.draw(strategies[name], label="arguments"))
             if self.go("call_tool"):
                 self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True)
 
@@ -183,7 +314,9 @@ def machine_for(
         @rule(data=st.data())
         def cancel_answered(self, data: st.DataObject) -> None:
             """Cancels a request that was already answered (or never sent): never answered back (UT-C07)."""
-            target_id = data.draw(st.sampled_from(self.answered) if self.answered else st.just(999_999), label="id")
+            # an index, not a value: what the server answered must not change what Hypothesis draws
+            pick = data.draw(st.integers(0, 63), label="answered request")
+            target_id = self.answered[pick % len(self.answered)] if self.answered else 999_999
             if profile.era == "modern" and profile.transport != "stdio":
                 return  # 2026-07-28 HTTP has no client notifications (HT-M02)
             if self.go("cancel_answered"):
@@ -239,8 +372,10 @@ def run_machine(
     seed: int | None,
     database: Any = None,
     database_key: bytes | None = None,
+    reuse: bool = True,
 ) -> None:
-    """Runs the machine (raises the shrunk :class:`OracleFailure` when a rule breaks an oracle).
+    """Runs the machine (raises the shrunk :class:`OracleFailure` when a rule breaks an oracle);
+    ``reuse``: replay the sequences the database kept first (the first round only).
 
     ``database_key`` keeps the machine's sequences apart in the example database: Hypothesis keys
     a machine by its class's source, which is the same for every server."""
@@ -250,7 +385,7 @@ def run_machine(
         deadline=None,
         database=database,
         derandomize=False,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink] if reuse else [Phase.generate, Phase.shrink],
         suppress_health_check=list(HealthCheck),
         print_blob=False,
         verbosity=Verbosity.quiet,

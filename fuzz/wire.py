@@ -33,8 +33,23 @@ from typing import Any, Literal, Protocol
 
 from mcpwire.errors import FrameTooLarge
 from mcpwire.protocol.framing import LineBuffer
+from mcpwire.redaction import redact_argv
+from mcpwire.transports import DEFAULT_INHERITED_ENV
 
-__all__ = ["Entry", "Peer", "StdioPeer", "StdioTarget", "Target", "Trace", "decode_line"]
+from .leaks import CANARY, CANARY_ENV
+
+__all__ = [
+    "Entry",
+    "Peer",
+    "StdioPeer",
+    "StdioTarget",
+    "Target",
+    "Trace",
+    "decode_line",
+    "end_every_process",
+    "server_environment",
+    "spawn",
+]
 
 log = logging.getLogger("mcpwire.fuzz.wire")
 
@@ -102,6 +117,38 @@ class Trace:
         return [e for e in self.entries if e.direction == "recv"]
 
 
+def server_environment(extra: dict[str, str] | None) -> dict[str, str]:
+    """The environment of a server the fuzzer starts: the library's minimal set
+    (:data:`mcpwire.transports.DEFAULT_INHERITED_ENV`) taken from ours, the leak oracle's canary
+    (:data:`~fuzz.leaks.CANARY_ENV`), plus ``extra`` (``--env``, ``--env-pass``). Nothing else of
+    ours (tokens, CI secrets) reaches an untrusted server."""
+    env = {k: v for k in DEFAULT_INHERITED_ENV if (v := os.environ.get(k)) is not None}
+    env[CANARY_ENV] = CANARY  # a secret of our own: the leak oracle looks for it in every answer
+    env.update(extra or {})
+    return env
+
+
+#: every server process the fuzzer started and has not reaped yet (see :func:`end_every_process`)
+_LIVE: set[subprocess.Popen[bytes]] = set()
+
+
+def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """Starts a server in its own process group (so signals reach its children too) and keeps it in
+    the registry until :func:`end_process_group` reaps it."""
+    proc: subprocess.Popen[bytes] = subprocess.Popen(list(argv), start_new_session=True, **kwargs)
+    _LIVE.add(proc)
+    return proc
+
+
+def end_every_process() -> int:
+    """Ends every server process still running (SIGTERM, a short grace, then SIGKILL to each group);
+    for an interrupted run, whose ``finally`` blocks may not all have run. Returns how many there were."""
+    procs = list(_LIVE)
+    for proc in procs:
+        end_process_group(proc, ((signal.SIGTERM, TERM_GRACE_S),))
+    return len(procs)
+
+
 def decode_line(line: bytes) -> Any:
     """The JSON value of a line, or ``None`` when it is not JSON (a noise line)."""
     try:
@@ -116,6 +163,7 @@ class Peer(Protocol):
     trace: Trace
     exit_status: int | None
     oversized: bool
+
     @property
     def cancel_by_closing(self) -> bool:
         """How the transport cancels a request: a ``notifications/cancelled`` line, or closing its stream."""
@@ -140,6 +188,7 @@ class Target(Protocol):
 
     #: "stdio", "streamable-http" or "sse"
     transport: str
+
     #: whether a session can be had again after the server died (False: a URL the fuzzer did not start)
     @property
     def restartable(self) -> bool: ...
@@ -163,8 +212,9 @@ class StdioTarget:
         return StdioPeer(self.argv, env=self.env, cwd=self.cwd)
 
     def describe(self) -> dict[str, Any]:
-        # env *names* only: values may be secrets, and a replay takes them from its own environment
-        return {"transport": "stdio", "argv": self.argv, "env": sorted(self.env or {}), "cwd": self.cwd}
+        # env *names* only: values may be secrets, and a replay takes them from its own environment;
+        # the command with credentials (``--api-key X``, ``user:pass@``) redacted
+        return {"transport": "stdio", "argv": redact_argv(self.argv), "env": sorted(self.env or {}), "cwd": self.cwd}
 
     def close(self) -> None:
         return None
@@ -175,7 +225,7 @@ class StdioPeer:
 
     Args:
         argv: the server command.
-        env: extra environment variables, added to the inherited environment.
+        env: extra environment variables, added to the minimal inherited one (:func:`server_environment`).
         cwd: its working directory.
     """
 
@@ -191,16 +241,13 @@ class StdioPeer:
         self.oversized = False
         self.cancel_by_closing = False
         self.stream_framing = True
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        self.proc = subprocess.Popen(
+        self.proc = spawn(
             self.argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=full_env,
+            env=server_environment(env),
             cwd=cwd,
-            start_new_session=True,  # its own process group: SIGTERM/SIGKILL reach its children too
         )
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
@@ -351,20 +398,23 @@ class StdioPeer:
                 pipe.close()
 
 
-def end_process_group(
-    proc: subprocess.Popen[bytes], steps: tuple[tuple[signal.Signals | None, float], ...]
-) -> None:
+def end_process_group(proc: subprocess.Popen[bytes], steps: tuple[tuple[signal.Signals | None, float], ...]) -> None:
     """Each step sends its signal (``None``: none, just wait) to the process group and waits its
     grace time for the process to exit; then SIGKILL (and a bounded wait), and a last SIGKILL to
     the group for children left behind. Always reaps, or gives up after the bounded waits."""
-    for sig, grace in (*steps, (signal.SIGKILL, 5.0)):
-        if sig is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, sig)
-        try:
-            proc.wait(grace)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # children it left behind in its group
+    try:
+        for sig, grace in (*steps, (signal.SIGKILL, 5.0)):
+            if sig is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, sig)
+            try:
+                proc.wait(grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        # children it left behind in its group; also when an interrupt cut the waits short
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.returncode is not None:
+            _LIVE.discard(proc)

@@ -88,18 +88,18 @@ def test_headers_go_with_the_replays_but_never_into_the_files(tmp_path: Path, mo
     assert all(secret not in p.read_text(encoding="utf-8") for p in written)
     trace = finding["trace"]
 
-    assert run_cli(["--replay", trace, *auth])[0] == 1
-    status, _, err = run_cli(["--replay", trace, "--env", f"BUGGY_TOKEN={secret}"])
+    assert run_cli(["--replay", trace, "--yes", *auth])[0] == 1
+    status, _, err = run_cli(["--replay", trace, "--yes", "--env", f"BUGGY_TOKEN={secret}"])
     assert status == 0  # refused with 401: the planted crash is never reached
     assert "recorded with the HTTP header(s) Authorization; give their values with --header" in err
 
     test_file = Path(finding["test"])
     source = test_file.read_text(encoding="utf-8")
     assert "The server was fuzzed with the HTTP header(s) Authorization: set MCPWIRE_FUZZ_HEADERS" in source
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"__file__": str(test_file)}
     exec(compile(source, str(test_file), "exec"), namespace)
     [generated] = [f for name, f in namespace.items() if name.startswith("test_")]
-    monkeypatch.setenv("BUGGY_TOKEN", secret)  # the server started by the replay inherits it
+    monkeypatch.setenv("BUGGY_TOKEN", secret)  # the trace names it: the generated test passes it on
     monkeypatch.setenv("MCPWIRE_FUZZ_HEADERS", json.dumps({"Authorization": f"Bearer {secret}"}))
     with pytest.raises(AssertionError, match=r"\[server-alive\]"):
         generated()  # the bug is there: the generated test fails

@@ -70,16 +70,16 @@ def _listed(method: str, result: dict[str, Any]) -> list[str]:
 def test_list_stable_fires_when_a_tools_prompts_or_resources_list_changes() -> None:
     assert _listed("tools/list", {"tools": [{"name": "echo"}]}) == []
     assert _listed("tools/list", {"tools": [{"name": "echo"}, {"name": "ghost"}]}) == [
-        "tools/list answer #1 differs from the first list: added ['ghost'], removed []"
+        'tools/list answer #1 differs from the first list: added ["ghost"], removed []'
     ]
     assert _listed("prompts/list", {"prompts": [{"name": "hello"}]}) == []
     assert _listed("prompts/list", {"prompts": []}) == [
-        "prompts/list answer #1 differs from the first list: added [], removed ['hello']"
+        'prompts/list answer #1 differs from the first list: added [], removed ["hello"]'
     ]
     # resources are named by their URI: the same name at another URI is another resource
     assert _listed("resources/list", {"resources": [{"uri": "file:///a.txt", "name": "x"}]}) == []
     assert _listed("resources/list", {"resources": [{"uri": "file:///b.txt", "name": "a"}]}) == [
-        "resources/list answer #1 differs from the first list: added ['file:///b.txt'], removed ['file:///a.txt']"
+        'resources/list answer #1 differs from the first list: added ["file:///b.txt"], removed ["file:///a.txt"]'
     ]
 
 
@@ -170,8 +170,11 @@ def test_subscription_ack_fires_when_a_listen_stream_is_not_acknowledged() -> No
     [
         (-32601, "2025-11-25", []),
         (-32000, "2025-11-25", []),
-        (-32050, "2025-11-25", ["error-code"]),
-        (-32020, "2025-11-25", ["error-code"]),  # defined only from 2026-07-28 on
+        # JSON-RPC 2.0 §5.1: -32000..-32099 are implementation-defined server errors until 2026-07-28
+        (-32050, "2025-11-25", []),
+        (-32020, "2025-11-25", []),
+        (-32050, "2026-07-28", ["error-code"]),  # 2026-07-28 reserves -32020..-32099 for MCP
+        (-32100, "2025-11-25", ["error-code"]),
         (-32020, "2026-07-28", []),
         (-32042, "2026-07-28", ["error-code"]),  # 2025-11-25 only
         (42, "2026-07-28", []),
@@ -195,7 +198,7 @@ def test_error_code_fires_on_reserved_codes_nothing_defines(code: int, revision:
         (b"{", _error(None, -32602), ["malformed-code"]),  # not a request: its params are not the fault
         (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":5}', _error(1, -32602), []),
         (b'{"jsonrpc":"2.0","id":null,"method":"ping","params":5}', _error(None, -32602), ["malformed-code"]),
-        (b"{", _error(None, -32099), ["error-code"]),
+        (b"{", _error(None, -32100), ["error-code"]),
         # invalid UTF-8 inside a request, read leniently: any error a request may get
         (b'{"jsonrpc":"2.0","id":1,"method":"p\xffing"}', _error(1, -32601), []),
         (b'{"jsonrpc":"2.0","id":1,"method":"p\xffing"}', _result(1, {}), ["malformed-input"]),

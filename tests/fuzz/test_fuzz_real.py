@@ -39,6 +39,6 @@ def test_bounded_run_on_server_memory_reports_nothing(tmp_path: Path) -> None:
     assert report["server"]["env"] == ["MEMORY_FILE_PATH"]  # the name only, never the value
     assert (status, report["findings"]) == (0, [])
     assert [u["unit"] for u in report["units"]] == [
-        "tools:create_entities", "tools:read_graph", "tools:search_nodes",
-        "protocol-notifications", "protocol-malformed", "stateful", "lists",
+        "lists", "tools:create_entities", "tools:read_graph", "tools:search_nodes",
+        "protocol-notifications", "protocol-malformed", "stateful",
     ]  # fmt: skip
