@@ -1,0 +1,211 @@
+"""``mcpwire fuzz`` over the installed real servers: findings per root cause, units that never ran,
+time to the first finding and budget overrun; optionally the same with an earlier fuzzer.
+
+    python bench/fuzz_findings.py                       # every server, 60 s each, this tree's fuzzer
+    python bench/fuzz_findings.py --budget 30 --servers time,memory
+    python bench/fuzz_findings.py --before /tmp/fuzz-before   # also the fuzzer copied there (see below)
+    python bench/fuzz_findings.py --write-doc           # the table goes into docs/fuzz-findings.md
+
+The servers are the ones ``tests/real/install_servers.sh`` installs: server-everything (stdio and
+Streamable HTTP), -memory, -filesystem, mcp-server-time, -git, -sqlite and the Go mcp-cron, each
+confined to a fresh temporary directory. This tree's fuzzer runs with its defaults (safe tools
+only: read-only, or idempotent and not destructive, and not open-world). ``--before DIR`` runs the
+``fuzz/`` package found in ``DIR/fuzz`` (e.g. ``git archive 1e1f7cf fuzz | tar -x -C DIR``) on the
+same tools, named with ``--allow`` from this tree's run, so the two runs fuzz the same thing.
+
+Writes ``bench/results/fuzz_findings.json`` (every figure and finding message) and prints a table;
+``--write-doc`` replaces the generated table in ``docs/fuzz-findings.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fuzz_common import run_fuzz, summarise
+
+REPO = Path(__file__).resolve().parents[1]
+SERVERS = REPO / ".cache" / "servers"
+NPM = SERVERS / "npm" / "node_modules" / ".bin"
+PY = SERVERS / "py" / "bin"
+CRON = SERVERS / "npm" / "node_modules" / "mcp-cron-linux-amd64" / "bin" / "mcp-cron"
+DOC = REPO / "docs" / "fuzz-findings.md"
+BEGIN, END = "<!-- fuzz-findings-table:begin -->", "<!-- fuzz-findings-table:end -->"
+NAMES = ("everything", "everything-http", "memory", "filesystem", "time", "git", "sqlite", "cron")
+#: the tools the fuzzer's safe default picks on each server (read from their annotations: read-only,
+#: or idempotent and not destructive, and not open-world); the "before" run is limited to them
+SAFE_TOOLS = {
+    "everything": ["echo", "get-annotated-message", "get-env", "get-resource-links", "get-resource-reference",
+                   "get-structured-content", "get-sum", "get-tiny-image", "trigger-long-running-operation"],
+    "memory": ["read_graph", "search_nodes", "open_nodes"],
+    "filesystem": ["read_file", "read_text_file", "read_media_file", "read_multiple_files", "create_directory",
+                   "list_directory", "list_directory_with_sizes", "directory_tree", "search_files", "get_file_info",
+                   "list_allowed_directories"],
+    "time": ["get_current_time", "convert_time"],
+    "git": ["git_status", "git_diff_unstaged", "git_diff_staged", "git_diff", "git_add", "git_log", "git_show",
+            "git_branch"],
+    "sqlite": [],
+    "cron": [],
+}  # fmt: skip
+SAFE_TOOLS["everything-http"] = SAFE_TOOLS["everything"]
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def target(name: str, tmp: Path) -> tuple[list[str], list[str]]:
+    """(fuzz options, server command) of one server."""
+    home = ["--env", f"HOME={tmp}"]
+    if name == "everything":
+        return home, [str(NPM / "mcp-server-everything"), "stdio"]
+    if name == "everything-http":
+        port = _port()
+        return [*home, "--env", f"PORT={port}", f"http://127.0.0.1:{port}/mcp"], [
+            str(NPM / "mcp-server-everything"),
+            "streamableHttp",
+        ]
+    if name == "memory":
+        return [*home, "--env", f"MEMORY_FILE_PATH={tmp / 'memory.jsonl'}"], [str(NPM / "mcp-server-memory")]
+    if name == "filesystem":
+        (tmp / "files").mkdir()
+        (tmp / "files" / "a.txt").write_text("hello\n")
+        return home, [str(NPM / "mcp-server-filesystem"), str(tmp / "files")]
+    if name == "time":
+        return home, [str(PY / "mcp-server-time"), "--local-timezone", "UTC"]
+    if name == "git":
+        repo = tmp / "repo"
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty",
+             "-m", "first"],
+            check=True,
+        )  # fmt: skip
+        return home, [str(PY / "mcp-server-git"), "--repository", str(repo)]
+    if name == "sqlite":
+        return home, [str(PY / "mcp-server-sqlite"), "--db-path", str(tmp / "db.sqlite")]
+    if name == "cron":
+        return home, [str(CRON), "-transport", "stdio", "-db-path", str(tmp / "cron.db"), "-log-file",
+                      str(tmp / "cron.log"), "-mcp-config-path", str(tmp / "none.json")]  # fmt: skip
+    raise ValueError(f"unknown server {name!r}: one of {', '.join(NAMES)}")
+
+
+def _installed(command: list[str]) -> bool:
+    return Path(command[0]).exists()
+
+
+def run_server(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"server": name}
+    common = ["--seed", str(args.seed), "--time-budget", str(args.budget), "--deadline", str(args.deadline)]
+    with tempfile.TemporaryDirectory(prefix=f"fuzz-bench-{name}-") as tmp_name:
+        tmp = Path(tmp_name)
+        (tmp / "after").mkdir()
+        options, command = target(name, tmp / "after")
+        if not _installed(command):
+            return {**out, "missing": command[0]}
+        if not args.before_only:
+            after = run_fuzz(
+                f"{name} (after)",
+                [*common, "-q", "--out", str(tmp / "after-out"), *options, "--", *command],
+                budget=args.budget,
+            )
+            out["after"] = summarise(after)
+        if args.before is not None:
+            (tmp / "before").mkdir()
+            options, command = target(name, tmp / "before")
+            allow = [a for t in SAFE_TOOLS[name] or ["(none selected)"] for a in ("--allow", t)]
+            before = run_fuzz(
+                f"{name} (before)",
+                [*common, "--out", str(tmp / "before-out"), *allow, *options, "--", *command],
+                budget=args.budget,
+                fuzz_src=args.before,
+            )
+            out["before"] = summarise(before)
+    return out
+
+
+def _cell(summary: dict[str, Any] | None) -> list[str]:
+    if summary is None:
+        return ["-"] * 6
+    if summary.get("error") and not summary.get("units"):
+        return ["could not run", "", "", "", f"{summary['wall_s']:.0f} s", ""]
+    first = summary["first_finding_s"]
+    return [
+        str(summary["findings"]),
+        str(summary["root_causes"]),
+        str(len(summary["units_zero_examples"])) + f" of {summary['units']}",
+        "-" if first is None else f"{first:.0f} s",
+        f"{summary['wall_s']:.0f} s",
+        f"{summary['overrun_pct']:+.0f} %",
+    ]
+
+
+def table(results: list[dict[str, Any]], budget: float) -> str:
+    head = ["server", "run", "findings", "root causes", "units with 0 examples", "first finding", "wall time",
+            "overrun"]  # fmt: skip
+    rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for result in results:
+        if "missing" in result:
+            rows.append(f"| {result['server']} | not installed | | | | | | |")
+            continue
+        for run in ("before", "after"):
+            if run in result:
+                rows.append("| " + " | ".join([result["server"], run, *_cell(result[run])]) + " |")
+    notes = [f"Budget {budget:g} s per server (`--time-budget`); wall time measured from outside the process."]
+    for result in results:
+        after = result.get("after") or {}
+        if after.get("error") and not after.get("units"):
+            notes.append(f"- {result['server']}: {after['error'][:200]}")
+    return "\n".join(rows) + "\n\n" + "\n".join(notes) + "\n"
+
+
+def write_doc(text: str) -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    if BEGIN in doc and END in doc:
+        head, _, rest = doc.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        doc = head + BEGIN + "\n" + text + END + tail
+    else:
+        doc += f"\n{BEGIN}\n{text}{END}\n"
+    DOC.write_text(doc, encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--servers", default=",".join(NAMES), help="comma-separated subset of " + ", ".join(NAMES))
+    parser.add_argument("--budget", type=float, default=60.0)
+    parser.add_argument("--deadline", type=float, default=2.0)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--before", type=Path, help="a directory holding an earlier fuzz/ package")
+    parser.add_argument("--before-only", action="store_true", help="run only the earlier fuzzer (with --before)")
+    parser.add_argument("--json", type=Path, default=REPO / "bench" / "results" / "fuzz_findings.json")
+    parser.add_argument("--write-doc", action="store_true")
+    args = parser.parse_args()
+    if args.before_only and args.before is None:
+        parser.error("--before-only needs --before DIR")
+    results = []
+    for name in args.servers.split(","):
+        print(f"{name}...", file=sys.stderr, flush=True)
+        results.append(run_server(name.strip(), args))
+        with contextlib.suppress(OSError):
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    text = table(results, args.budget)
+    print(text)
+    if args.write_doc:
+        write_doc(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
