@@ -197,7 +197,19 @@ def ablate(steps: Sequence[Step], drop: frozenset[str]) -> list[Step]:
                 request_id = message["id"]
             data = dumps(message)  # lone surrogates left in it are written as escapes again
         new = Step(data, step.kind)
-        for name in ("method", "tool", "valid", "setup", "answer", "raw", "cancels", "expect", "deadline", "progress"):
+        for name in (
+            "method",
+            "tool",
+            "valid",
+            "setup",
+            "answer",
+            "raw",
+            "cancels",
+            "expect",
+            "deadline",
+            "progress",
+            "fed",
+        ):
             setattr(new, name, getattr(step, name))
         new.request_id = request_id
         new.split = tuple(i for i in step.split if i < len(new.line))

@@ -13,6 +13,7 @@ the live fuzzer and ``--replay``, so a trace replays exactly what the fuzzer did
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -122,6 +123,9 @@ class Step:
     deadline: float | None = None
     #: the ``_meta.progressToken`` of a request: its progress notifications extend its deadline
     progress: str | None = None
+    #: tool arguments taken from earlier answers, as (argument, the answered request's id, path in
+    #: its result; see :func:`resolve`): filled in with the value of *this* session when sent
+    fed: tuple[tuple[str, int | str, tuple[str | int, ...]], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -129,6 +133,8 @@ class Step:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.fed:
+            out["fed"] = [[arg, source, list(path)] for arg, source, path in self.fed]
         if self.setup:
             out["setup"] = True
         if self.answer != "required" and self.kind == "request":
@@ -157,6 +163,11 @@ class Step:
             record.get("expect"),
             float(record["deadline"]) if isinstance(record.get("deadline"), int | float) else None,
             record.get("progress") if isinstance(record.get("progress"), str) else None,
+            tuple(
+                (str(arg), source, tuple(path))
+                for arg, source, path in record.get("fed") or []
+                if isinstance(source, int | str) and isinstance(path, list)
+            ),
         )
 
     def chunks(self) -> list[bytes]:
@@ -164,6 +175,29 @@ class Step:
         data = self.line if self.raw else self.line + b"\n"
         cuts = [0, *sorted(i for i in self.split if 0 < i < len(data)), len(data)]
         return [data[a:b] for a, b in itertools.pairwise(cuts) if b > a]
+
+
+#: in a :attr:`Step.fed` path: the string here is JSON; go on inside it
+IN_JSON = "<json>"
+
+
+def resolve(result: Any, path: Sequence[str | int]) -> Any:
+    """The value at ``path`` in a result (keys, list indexes, and :data:`IN_JSON` to read a JSON
+    string), or ``None`` when the path does not lead anywhere."""
+    value = result
+    for part in path:
+        if part == IN_JSON:
+            try:
+                value = json.loads(value) if isinstance(value, str) else None
+            except (ValueError, RecursionError):
+                return None
+        elif isinstance(value, dict) and isinstance(part, str):
+            value = value.get(part)
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+        else:
+            return None
+    return value
 
 
 def request(
@@ -347,6 +381,8 @@ class _Exchange:
         self.seen_methods: list[str] = []
         #: progress tokens of requests still waiting, and when their deadline was last extended
         self.progressed: dict[str, float] = {}
+        #: the results of answered requests, by the JSON of their id (for fed arguments)
+        self.results: dict[str, Any] = {}
 
     def bounded(self, moment: float) -> float:
         """``moment``, or the run's end when that comes first (then the observation is ``cut``)."""
@@ -389,6 +425,7 @@ class _Exchange:
                 self.answered.add(index)
                 if index >= 0:
                     self.obs.answers[index] = Answer(index, message, now - self.start)
+                    self.results[json.dumps(step.request_id)] = message.get("result")
                     if index in self.sent_at:
                         self.obs.latency[index] = now - self.sent_at[index]
                     self.blame = -1
@@ -446,6 +483,9 @@ def execute(
     ``time.monotonic()`` moment: the end of the run's budget); a wait it cut marks the observation
     ``cut`` instead of counting as a missed deadline.
     """
+    # a step with fed arguments gets this session's values: a copy, so the caller's step (in a
+    # finding, say) keeps what it was sent with
+    steps = [dataclasses.replace(s) if s.fed else s for s in steps]
     ex = _Exchange(peer, steps, deadline, until)
     obs = ex.obs
     for index, step in enumerate(steps):
@@ -473,6 +513,8 @@ def _step(ex: _Exchange, index: int, step: Step, settle: float, barrier: Callabl
     elif not step.setup:
         ex.blame = index
     noticed = len(ex.seen_methods)
+    if step.fed:
+        _feed(ex, step)
     if not _send(peer, step, ex.deadline):
         obs.write_failed = index
         if not peer.alive():
@@ -494,6 +536,23 @@ def _step(ex: _Exchange, index: int, step: Step, settle: float, barrier: Callabl
                 obs.died_after = index
             return False
     return True
+
+
+def _feed(ex: _Exchange, step: Step) -> None:
+    """Puts into a tool call the values its ``fed`` arguments name, from this session's answers (an
+    id a server makes up differs from one session to the next; a replay must pass the new one)."""
+    try:
+        message = json.loads(step.line)
+    except (ValueError, RecursionError):
+        return
+    arguments = (message.get("params") or {}).get("arguments") if isinstance(message, dict) else None
+    if not isinstance(arguments, dict):
+        return
+    for arg, source, path in step.fed:
+        value = resolve(ex.results.get(json.dumps(source)), path)
+        if value is not None:
+            arguments[arg] = value
+    step.line = dumps(message)
 
 
 def _barrier(ex: _Exchange, index: int, step: Step, settle: float, barrier: Callable[[str], Step] | None) -> bool:

@@ -4,9 +4,12 @@ Theory of operation: the work is cut into units: the list check (first: it is ch
 tool (those :func:`~fuzz.runner.select_tools` allows), one per protocol kind
 (:data:`~fuzz.messages.PROTOCOL_KINDS`), and the stateful machine. Units get their examples in
 *rounds*: in round ``r`` every unit that is not done is brought up to ``targets[r]`` examples
-(10 %, 20 %, 40 %, 80 % and all of ``max_examples``), so every unit gets examples before any gets
-many, however slow the server or however early a bug is found. Within a round each unit may use an
-equal share of the time left (time a unit does not use goes to the next).
+(one, then 10 %, 20 %, 40 %, 80 % and all of ``max_examples``), so every unit gets examples before
+any gets many, however slow the server or however early a bug is found. Within a round each unit
+may use an equal share of the time left (time a unit does not use goes to the next). Each round
+is a new Hypothesis run, which starts from the simplest example again: an example an earlier round
+ran is rejected (not run, not counted); the stateful machine, whose sequences cannot be told apart
+before they run, gets one sequence in the first round and all the others in the second.
 
 A unit's examples in one round are one Hypothesis test built at run time (a fresh seed per round,
 derived from ``seed``): the example is a list of steps (a ``tools/call`` with generated
@@ -112,6 +115,8 @@ def shrink_time(config: Config) -> float:
 
 def rounds(max_examples: int) -> list[int]:
     """The examples every unit has after each round: one, then doubling from a tenth of ``max_examples``."""
+    if max_examples <= 1:
+        return [1]
     targets = [1]
     n = max(2, math.ceil(max_examples / 10))
     while n < max_examples:
@@ -412,6 +417,8 @@ class _Attempt:
     #: the smallest failing example seen per oracle, in case the time stops the shrinking
     smallest: dict[str, tuple[int, Violation, Observation, list[Entry]]] = field(default_factory=dict)
     gone: tuple[Violation, Observation, list[Entry]] | None = None
+    #: the examples earlier rounds ran (see _example)
+    earlier: frozenset[bytes] = frozenset()
 
 
 def _example(run: _Run, unit: Unit, attempt: _Attempt, steps: list[Step]) -> None:
@@ -426,13 +433,13 @@ def _example(run: _Run, unit: Unit, attempt: _Attempt, steps: list[Step]) -> Non
     if attempt.shrink_until is not None and now > attempt.shrink_until:
         stats.cut_short = True
         raise OutOfTime  # shrinking took too long: the smallest failures so far are reported
-    if not attempt.failing:
-        # every round is a new Hypothesis run, which starts again from the simplest example: one a
-        # round already ran is rejected (Hypothesis draws another, and does not count it)
-        key = hashlib.blake2b(b"\n".join(s.line for s in steps), digest_size=16).digest()
-        if key in unit.seen:
-            reject()
-        unit.seen.add(key)
+    # every round is a new Hypothesis run, which starts again from the simplest example: one an
+    # earlier round ran is rejected (Hypothesis draws another, and does not count it); the same set
+    # all through this run, shrinking included, so every example gets the same verdict each time
+    key = hashlib.blake2b(b"\n".join(s.line for s in steps), digest_size=16).digest()
+    if key in attempt.earlier:
+        reject()
+    unit.seen.add(key)
     stats.examples += 1
     attempt.ran += 1
     if not attempt.failing and (known := run.clusters.predicts(features(steps), unit.tag)) is not None:
@@ -499,7 +506,7 @@ def _unit_round(run: _Run, unit: Unit, target: int, share_end: float | None, rou
     config, stats = run.config, unit.stats
     quota = target - stats.examples
     assert unit.strategy is not None and quota > 0
-    attempt = _Attempt(time.monotonic(), share_end, said=time.monotonic())
+    attempt = _Attempt(time.monotonic(), share_end, said=time.monotonic(), earlier=frozenset(unit.seen))
     test = given(unit.strategy)(lambda steps: _example(run, unit, attempt, steps))
     chosen = _round_seed(config, f"{unit.tag}/{stats.rounds}", round_no)
     if chosen is not None:
@@ -682,8 +689,9 @@ def _stateful_round(run: _Run, unit: Unit, target: int, share_end: float | None,
     )
     run.say(f"stateful: {quota} rule sequences of up to {config.machine_steps} rules")
     runs_before = counts.runs
-    counts.smallest = None
+    counts.smallest, counts.stopped = None, False
     stats.rounds += 1
+    failures: list[tuple[OracleFailure, bool]] = []
     try:
         with _quiet_hypothesis():
             run_machine(
@@ -696,26 +704,19 @@ def _stateful_round(run: _Run, unit: Unit, target: int, share_end: float | None,
                 # the rule sequences of one server (and era) are kept apart from any other's
                 database_key=database_key(run.target, f"stateful-{profile.era}"),
             )
-        if counts.runs - runs_before < quota:
+        if counts.runs - runs_before < quota and not counts.stopped:
             unit.done = True
-    except OutOfTime:
-        stats.cut_short = True
-        if counts.smallest is not None:
-            violation, obs, entries = counts.smallest
-            note = "; shrinking was stopped by the time limit (the shortest failing sequence so far)"
-            _record(run, unit, violation, obs, entries, False, note)
     except Unsatisfiable:
         unit.done = True  # every sequence met a cause already reported
     except (OracleFailure, BaseExceptionGroup) as exc:
-        found = list(_collect(exc))
-        if not found:
+        failures = list(_collect(exc))
+        if not failures and not counts.stopped:
             _unit_error(run, unit, exc)
-        for failure, flaky in found:
-            assert failure.observation is not None
-            _record(run, unit, failure.violation, failure.observation, getattr(failure, "entries", []), flaky)
     except Exception as exc:  # e.g. Hypothesis finding the server too unsteady to replay a sequence
-        _unit_error(run, unit, exc)
+        if not counts.stopped:
+            _unit_error(run, unit, exc)
     finally:
+        stats.cut_short = stats.cut_short or counts.stopped
         stats.examples = counts.runs
         stats.rules = dict(counts.rules)
         stats.first_failure = counts.first_failure
@@ -724,6 +725,16 @@ def _stateful_round(run: _Run, unit: Unit, target: int, share_end: float | None,
         stats.duration += time.monotonic() - started
         if stats.examples >= unit.limit:
             unit.done = True
+    if counts.stopped and counts.smallest is not None:
+        # the time stopped the machine while it shrank: what Hypothesis says of its last, idle
+        # replays means nothing; the shortest failing sequence run is the finding
+        violation, obs, entries = counts.smallest
+        note = "; shrinking was stopped by the time limit (the shortest failing sequence so far)"
+        _record(run, unit, violation, obs, entries, False, note)
+        return
+    for failure, flaky in failures:
+        assert failure.observation is not None
+        _record(run, unit, failure.violation, failure.observation, getattr(failure, "entries", []), flaky)
 
 
 def _rounds(run: _Run, units: list[Unit], tools: list[dict[str, Any]]) -> None:
@@ -740,6 +751,10 @@ def _rounds(run: _Run, units: list[Unit], tools: list[dict[str, Any]]) -> None:
             left = run.clock.left()
             share_end = None if left is None else time.monotonic() + left / (len(active) - index)
             target = max(1, math.ceil(unit.limit * share / config.max_examples))
+            if unit.strategy is None and round_no > 0:
+                # every round of the machine starts again from the simplest rule sequence: after its
+                # first one it gets all it may have at once (its share of the time still bounds it)
+                target = unit.limit
             if unit.stats.examples >= target:
                 continue
             examples_before = unit.stats.examples

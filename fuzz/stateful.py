@@ -40,9 +40,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from .clusters import Clusters, features
-from .exchange import Observation, Profile, Step, execute, notification, prologue, request
+from .exchange import IN_JSON, Observation, Profile, Step, execute, notification, prologue, request
 from .oracles import OracleFailure, Violation, check, failure_class, list_stability
-from .runner import OutOfTime
 from .schemas import SchemaError, is_valid, valid_arguments, validator_for
 from .wire import Peer, Target
 
@@ -67,6 +66,8 @@ class MachineStats:
     fed: int = 0
     #: the shortest failing sequence seen, in case the time stops its shrinking
     smallest: tuple[Violation, Observation, list[Any]] | None = None
+    #: the machine stopped doing anything (time): see ``over`` in :func:`machine_for`
+    stopped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,41 +86,41 @@ class Limits:
 POOL_SIZE = 64
 
 
-def pool_values(result: Any) -> list[str | int]:
-    """The strings and integers of a result worth passing to another tool: the leaves of
-    ``structuredContent``, of JSON text content, and resource URIs (short ones only)."""
-    found: list[str | int] = []
+def pool_values(result: Any) -> list[tuple[str | int, tuple[str | int, ...]]]:
+    """The strings and integers of a result worth passing to another tool, each with its path in
+    the result (:func:`~fuzz.exchange.resolve`): the leaves of ``structuredContent``, of JSON text
+    content, and resource URIs (short strings only)."""
+    found: list[tuple[str | int, tuple[str | int, ...]]] = []
 
-    def walk(value: Any, depth: int) -> None:
-        if depth > 6 or len(found) >= POOL_SIZE:
-            return
-        if isinstance(value, bool):
+    def walk(value: Any, path: tuple[str | int, ...]) -> None:
+        if len(path) > 8 or len(found) >= POOL_SIZE or isinstance(value, bool):
             return
         if isinstance(value, int) or (isinstance(value, str) and 0 < len(value) <= 200):
-            found.append(value)
+            found.append((value, path))
         elif isinstance(value, dict):
-            for item in value.values():
-                walk(item, depth + 1)
+            for key, item in value.items():
+                walk(item, (*path, str(key)))
         elif isinstance(value, list):
-            for item in value[:16]:
-                walk(item, depth + 1)
+            for index, item in enumerate(value[:16]):
+                walk(item, (*path, index))
 
     if not isinstance(result, dict):
         return found
-    walk(result.get("structuredContent"), 0)
-    for block in result.get("content") or []:
+    walk(result.get("structuredContent"), ("structuredContent",))
+    for index, block in enumerate(result.get("content") or []):
         if not isinstance(block, dict):
             continue
         text = block.get("text")
         if isinstance(text, str) and text[:1] in "{[":
             try:
-                walk(json.loads(text), 0)
+                walk(json.loads(text), ("content", index, "text", IN_JSON))
             except (ValueError, RecursionError):
                 pass
+        if isinstance(block.get("uri"), str):
+            found.append((block["uri"], ("content", index, "uri")))
         resource = block.get("resource")
-        uri = block.get("uri") or (resource.get("uri") if isinstance(resource, dict) else None)
-        if isinstance(uri, str):
-            found.append(uri)
+        if isinstance(resource, dict) and isinstance(resource.get("uri"), str):
+            found.append((resource["uri"], ("content", index, "resource", "uri")))
     return found
 
 
@@ -158,55 +159,65 @@ def machine_for(
     class ServerMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            counts.runs += 1
-            if self.idle():  # past its share: no new process for a sequence that would do nothing
-                counts.runs -= 1
-                raise OutOfTime
-            self.peer: Peer = target.open()
+            self.peer: Peer | None = None
             self.steps: list[Step] = []
             self.next_id = 1
             self.answered: list[int | str] = []
-            #: values from earlier results (see pool_values), and list_changed notifications seen
-            self.pool: list[str | int] = []
+            #: values from earlier results (see pool_values) with where they came from (the answered
+            #: request's id, the path), and list_changed notifications seen
+            self.pool: list[tuple[str | int, int | str, tuple[str | int, ...]]] = []
             self.notified: set[str] = set()
+            if self.over():  # a sequence that would do nothing: no process for it
+                return
+            counts.runs += 1
+            self.peer = target.open()
             self.run(prologue(profile, startup))
 
         # -- plumbing -------------------------------------------------------------------------
 
-        def idle(self) -> bool:
-            now = time.monotonic()
-            if bounds.until is not None and now > bounds.until:
-                raise OutOfTime  # the run's end: also while shrinking
-            if failing[0] is not None:
-                if now > failing[0] + bounds.shrink_time:
-                    raise OutOfTime  # shrinking took too long
-                return False
-            # the round's first sequence always runs (within the budget): the unit gets examples
-            return bounds.share_end is not None and now > bounds.share_end and counts.runs > bounds.first_run + 1
+        def over(self) -> bool:
+            """Whether the machine must stop doing anything: the run's end, shrinking for too long,
+            or past its share (after the round's first sequence). It never raises: a sequence cut
+            short would draw less than the same sequence before, which Hypothesis cannot replay;
+            the rules do nothing instead, and the shortest failure so far is kept (``smallest``)."""
+            if not counts.stopped:
+                now = time.monotonic()
+                if bounds.until is not None and now > bounds.until:
+                    counts.stopped = True
+                elif failing[0] is not None:
+                    counts.stopped = now > failing[0] + bounds.shrink_time
+                elif bounds.share_end is not None and now > bounds.share_end:
+                    counts.stopped = counts.runs > bounds.first_run  # the round's first always runs
+            return counts.stopped
 
         def go(self, rule_name: str) -> bool:
             """Whether the rule should run now (not past the time share); counts it when so."""
-            if self.idle():
+            if self.peer is None or self.over():
                 return False
             counts.rules[rule_name] += 1
             return True
 
         def run(self, steps: list[Step]) -> Observation:
+            assert self.peer is not None
             self.steps.extend(steps)
             obs = execute(self.peer, steps, deadline=deadline, barrier=profile.probe, until=bounds.until)
             if obs.cut:
-                raise OutOfTime
+                counts.stopped = True  # the run's end came during it: it proves nothing
+                return obs
             self.notified |= {str(n.get("method")) for n in obs.notifications if isinstance(n, dict)}
             violations = check(obs, profile) or list_stability(obs, profile, self.notified)
             self.answered.extend(s.request_id for i, s in enumerate(steps) if i in obs.answers and s.request_id)
-            for answer in obs.answers.values():
-                if isinstance(answer.message, dict):
-                    self.pool = (self.pool + pool_values(answer.message.get("result")))[-POOL_SIZE:]
+            for index, answer in obs.answers.items():
+                source = steps[index].request_id
+                if isinstance(answer.message, dict) and source is not None:
+                    found = [(v, source, path) for v, path in pool_values(answer.message.get("result"))]
+                    self.pool = (self.pool + found)[-POOL_SIZE:]
             if violations:
                 self.fail(violations[0], obs)
             return obs
 
         def fail(self, violation: Violation, obs: Observation) -> None:
+            assert self.peer is not None
             if clusters is not None and clusters.match(violation.oracle, features(self.steps), "stateful"):
                 counts.known += 1
                 self.peer.close()
@@ -229,15 +240,19 @@ def machine_for(
             self.next_id += 1
             return self.next_id
 
-        def call(self, method: str, params: dict[str, Any] | None, **kw: Any) -> dict[str, Any] | None:
+        def call(
+            self, method: str, params: dict[str, Any] | None, fed: tuple[Any, ...] = (), **kw: Any
+        ) -> dict[str, Any] | None:
             step = request(self.rid(), method, profile.params(params), **kw)
+            step.fed = fed
             obs = self.run([step])
             answer = obs.answers.get(0)
             result = answer.message.get("result") if answer else None
             return result if isinstance(result, dict) else None
 
         def teardown(self) -> None:
-            self.peer.close()
+            if self.peer is not None:
+                self.peer.close()
 
         # -- rules ----------------------------------------------------------------------------
 
@@ -246,14 +261,16 @@ def machine_for(
             if self.go("list_tools"):
                 self.call("tools/list", None)  # run() compares it with the first list
 
-        def feed(self, data: st.DataObject, name: str, args: Any) -> Any:
-            """Maybe puts a value from an earlier result into one argument of the same type. The
-            draws are the same whatever the pool holds (Hypothesis replays choices, not values)."""
+        def feed(self, data: st.DataObject, name: str, args: Any) -> tuple[Any, tuple[Any, ...]]:
+            """Maybe puts a value from an earlier result into one argument of the same type; also
+            says where it came from (:attr:`~fuzz.exchange.Step.fed`: a replay takes the value of
+            its own session). The draws are the same whatever the pool holds (Hypothesis replays
+            choices, not values)."""
             wanted = data.draw(st.booleans(), label="feed")
             slot_pick = data.draw(st.integers(0, 15), label="fed argument")
             value_pick = data.draw(st.integers(0, POOL_SIZE - 1), label="fed value")
             if not wanted or not self.pool or not isinstance(args, dict):
-                return args
+                return args, ()
             props = (schemas[name].get("properties") or {}) if isinstance(schemas[name], dict) else {}
             slots = [
                 (key, kind)
@@ -261,24 +278,26 @@ def machine_for(
                 if isinstance(sub, dict) and (kind := sub.get("type")) in ("string", "integer")
             ]
             if not slots:
-                return args
+                return args, ()
             key, kind = slots[slot_pick % len(slots)]
-            fitting = [v for v in self.pool if isinstance(v, str if kind == "string" else int)]
+            wanted_type = str if kind == "string" else int
+            fitting = [e for e in self.pool if isinstance(e[0], wanted_type) and not isinstance(e[0], bool)]
             if not fitting:
-                return args
-            fed = {**args, key: fitting[value_pick % len(fitting)]}
+                return args, ()
+            value, source, path = fitting[value_pick % len(fitting)]
+            fed = {**args, key: value}
             if not is_valid(validator_for(schemas[name]), fed):
-                return args
+                return args, ()
             counts.fed += 1
-            return fed
+            return fed, ((key, source, path),)
 
         @precondition(lambda self: bool(strategies))
         @rule(data=st.data())
         def call_tool(self, data: st.DataObject) -> None:
             name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
-            args = self.feed(data, name, data.draw(strategies[name], label="arguments"))
+            args, fed = self.feed(data, name, data.draw(strategies[name], label="arguments"))
             if self.go("call_tool"):
-                self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True)
+                self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True, fed=fed)
 
         @precondition(lambda self: bool(prompts))
         @rule(data=st.data())

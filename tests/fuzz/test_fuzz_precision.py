@@ -279,11 +279,12 @@ def test_rounds_give_one_example_then_double_from_a_tenth() -> None:
 
 @pytest.mark.slow
 def test_the_stateful_machine_feeds_values_from_earlier_results(tmp_path: Path) -> None:
-    """Item 15: ``get_item`` fails only for an id ``create_item`` returned: the machine finds it by
-    passing that value on; the minimal sequence is the two calls."""
+    """Item 15: ``get_item`` fails only for an id ``create_item`` returned (the id holds the process
+    id, so it differs in every session): the machine finds it by passing that value on, and the
+    trace says where the value came from, so a replay passes the id of its own session."""
     status, report = run_json(
         ["--seed", "4", "--phase", "stateful", "--tools", "create_item,get_item", "--machine-runs", "40",
-         "--shrink-time", "120", "--deadline", "2", "--out", str(tmp_path), "--", *HOSTILE, "--fragile-items"]
+         "--shrink-time", "60", "--deadline", "2", "--out", str(tmp_path), "--", *HOSTILE, "--fragile-items"]
     )  # fmt: skip
     assert status == 1
     [finding] = report["findings"]
@@ -291,3 +292,7 @@ def test_the_stateful_machine_feeds_values_from_earlier_results(tmp_path: Path) 
     calls = [json.loads(line)["params"] for line in finding["input"] if '"tools/call"' in line]
     assert [c["name"] for c in calls][-2:] == ["create_item", "get_item"]
     assert calls[-1]["arguments"]["id"].startswith("item-1-")
+    assert report["units"][0]["fed_values"] > 0
+    text = Path(finding["trace"]).read_text(encoding="utf-8")
+    assert '"fed": [["id", ' in text and '["structuredContent", "id"]' in text
+    assert replay(text).reproduced  # another process, another id: passed on again
