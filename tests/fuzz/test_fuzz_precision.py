@@ -39,7 +39,7 @@ def _anchor(heading: str) -> str:
 
 
 def test_a_server_that_dies_on_any_lone_surrogate_is_one_finding(tmp_path: Path) -> None:
-    """Item 8: every unit that can send a lone surrogate kills the server; that is one finding, whose
+    """Every unit that can send a lone surrogate kills the server; that is one finding, whose
     trigger is named, with its members listed per unit, and the run keeps going."""
     status, report = run_json(
         ["--seed", "3", "--deadline", "1", "--max-examples", "30", "--tools", "echo,add,get_item", "--phase", "tools",
@@ -61,7 +61,7 @@ def test_a_server_that_dies_on_any_lone_surrogate_is_one_finding(tmp_path: Path)
     [("--drop-big-ids", "answer-deadline", "is never answered"), ("--round-ids", "one-answer", "is answered with")],
 )
 def test_an_id_above_2_53_is_named_as_the_trigger(tmp_path: Path, flag: str, oracle: str, effect: str) -> None:
-    """Item 9: the id is the trigger, not the method that carried it; an id answered through a double
+    """The id is the trigger, not the method that carried it; an id answered through a double
     is "answered with a different id" (one-answer), not "no answer"."""
     status, report = run_json(
         ["--seed", "3", "--deadline", "1", "--max-examples", "40", "--deny", "crash", "--phase", "protocol",
@@ -79,7 +79,7 @@ def test_an_id_above_2_53_is_named_as_the_trigger(tmp_path: Path, flag: str, ora
 
 
 def test_every_violation_of_an_example_is_kept() -> None:
-    """Item 13': a crash that also left an answer malformed: the finding keeps both."""
+    """A crash that also left an answer malformed: the finding keeps both."""
     profile = Profile({"transport": "stdio"}, "legacy", "2025-11-25")
     steps = [request(1, "ping", None), request(2, "ping", None)]
     obs = Observation(steps)
@@ -95,7 +95,7 @@ def test_every_violation_of_an_example_is_kept() -> None:
 
 
 def test_null_arguments_for_a_tool_that_needs_none_are_not_invalid() -> None:
-    """Item 10: ``"arguments": null`` is how a client says "none"; for a tool without required
+    """``"arguments": null`` is how a client says "none"; for a tool without required
     fields it is not invalid (no invalid-args-refused), for one with required fields it still is."""
     profile = Profile({"transport": "stdio"}, "legacy", "2025-11-25")
     free = {"name": "list", "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}}
@@ -122,7 +122,7 @@ def test_null_arguments_for_a_tool_that_needs_none_are_not_invalid() -> None:
 
 
 def test_a_slow_tool_that_reports_progress_or_asks_for_the_time_is_not_a_finding(tmp_path: Path) -> None:
-    """Item 10: ``long_op`` sleeps the ``duration`` it is asked for (up to 3 s, past a 1 s deadline)
+    """``long_op`` sleeps the ``duration`` it is asked for (up to 3 s, past a 1 s deadline)
     and reports progress: waited for, never "no answer" nor "slow"."""
     status, report = run_json(
         ["--seed", "2", "--deadline", "1", "--max-examples", "12", "--tools", "long_op", "--phase", "tools",
@@ -136,7 +136,7 @@ def test_a_slow_tool_that_reports_progress_or_asks_for_the_time_is_not_a_finding
 def test_a_slow_answer_replays_as_the_same_warning_not_as_a_hang(
     tmp_path: Path, recwarn: pytest.WarningsRecorder
 ) -> None:
-    """Item 13': ``sluggish`` answers after 1.6 s with a 1 s deadline: answer-slow (a warning); its
+    """``sluggish`` answers after 1.6 s with a 1 s deadline: answer-slow (a warning); its
     replay waits as long as the confirming replay did and reports the same warning, not a hang, and
     the generated test warns instead of failing for ever."""
     status, report = run_json(
@@ -156,7 +156,7 @@ def test_a_slow_answer_replays_as_the_same_warning_not_as_a_hang(
 
 
 def test_the_leak_oracle_finds_stack_traces_and_the_environment(tmp_path: Path) -> None:
-    """Item 15: an error that carries a Python stack trace, and a tool that returns its environment
+    """An error that carries a Python stack trace, and a tool that returns its environment
     (the canary the fuzzer planted in it), are leak warnings."""
     status, report = run_json(
         ["--seed", "1", "--max-examples", "20", "--tools", "add,env", "--phase", "tools", "--out", str(tmp_path),
@@ -190,7 +190,7 @@ def test_find_leak_looks_past_what_the_request_held() -> None:
 
 @pytest.mark.parametrize("oracle", sorted(ORACLES))
 def test_every_citation_names_a_page_and_section_of_its_revision(oracle: str) -> None:
-    """Item 14: what each oracle cites, in each revision, is a page of that revision (or JSON-RPC 2.0)."""
+    """What each oracle cites, in each revision, is a page of that revision (or JSON-RPC 2.0)."""
     for revision in REVISIONS:
         for transport in ("stdio", "streamable-http", "sse"):
             text = citation(oracle, revision, transport)
@@ -226,7 +226,7 @@ def test_legacy_sessions_cite_their_own_revision() -> None:
 
 
 def test_only_safe_tools_are_called_by_default(tmp_path: Path) -> None:
-    """Item 12: ``danger`` (no annotations) ends the server when called: the default run never calls
+    """``danger`` (no annotations) ends the server when called: the default run never calls
     it, and says why; ``--tools all`` does (and finds it)."""
     status, out, err = run_cli(
         ["--seed", "1", "--max-examples", "5", "--deny", "crash", "--out", str(tmp_path / "a"), "--", *HOSTILE]
@@ -262,7 +262,7 @@ def test_the_safety_rule() -> None:
 
 
 def test_units_below_min_examples_are_a_coverage_gap(tmp_path: Path) -> None:
-    """Item 15: --min-examples N fails the run when a unit got fewer (here: more than it may run)."""
+    """--min-examples N fails the run when a unit got fewer (here: more than it may run)."""
     status, out, _ = run_cli(
         ["-q", "--seed", "1", "--max-examples", "3", "--min-examples", "5", "--tools", "echo", "--phase", "tools",
          "--out", str(tmp_path), "--", *HOSTILE]
@@ -279,7 +279,7 @@ def test_rounds_give_one_example_then_double_from_a_tenth() -> None:
 
 @pytest.mark.slow
 def test_the_stateful_machine_feeds_values_from_earlier_results(tmp_path: Path) -> None:
-    """Item 15: ``get_item`` fails only for an id ``create_item`` returned (the id holds the process
+    """``get_item`` fails only for an id ``create_item`` returned (the id holds the process
     id, so it differs in every session): the machine finds it by passing that value on, and the
     trace says where the value came from, so a replay passes the id of its own session."""
     status, report = run_json(

@@ -65,7 +65,7 @@ def _finding(message: str, tool: str | None) -> tuple[Finding, Profile]:
 
 @pytest.mark.parametrize("text", HOSTILE_TEXTS)
 def test_generated_files_carry_no_server_text_and_always_compile(text: str) -> None:
-    """Item 1: a finding whose message, tool name, stderr tail and answers are hostile: the pytest file
+    """A finding whose message, tool name, stderr tail and answers are hostile: the pytest file
     compiles, holds none of it (it reads the trace as JSON), and each trace line is JSON with no raw
     control character, bidi override or lone surrogate."""
     finding, profile = _finding(text, text)
@@ -81,7 +81,7 @@ def test_generated_files_carry_no_server_text_and_always_compile(text: str) -> N
 
 
 def test_a_server_that_attacks_through_stderr_and_tool_names_runs_nothing(tmp_path: Path) -> None:
-    """Items 1, 5, 16 end to end: the server's stderr holds terminal escapes and a line that would
+    """End to end: the server's stderr holds terminal escapes and a line that would
     close a docstring and run code, and one of its tools is named and described the same way. The
     generated test file holds none of it and runs nothing when collected; the report, the terminal
     output and the findings' messages have no raw control character."""
@@ -110,7 +110,7 @@ def test_a_server_that_attacks_through_stderr_and_tool_names_runs_nothing(tmp_pa
 
 
 def test_servers_get_a_minimal_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Item 3: our environment (a CI secret in it) does not reach the server; --env and --env-pass do."""
+    """Our environment (a CI secret in it) does not reach the server; --env and --env-pass do."""
     monkeypatch.setenv("CI_SECRET_TOKEN", "very-secret-value")
     monkeypatch.setenv("PASSED_ON", "1")
     dump = tmp_path / "env.json"
@@ -202,7 +202,7 @@ def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
 
 @pytest.mark.parametrize("how", ["another port", "userinfo"])
 def test_an_sse_endpoint_on_another_origin_is_refused_as_a_finding(tmp_path: Path, how: str) -> None:
-    """Item 2: the SSE stream announces a POST endpoint on another origin (or with userinfo): the
+    """The SSE stream announces a POST endpoint on another origin (or with userinfo): the
     fuzzer POSTs nothing there (the Authorization header never leaves), reports it as a finding and
     stops (exit 1)."""
     _Recorder.seen = []
@@ -228,7 +228,7 @@ def test_an_sse_endpoint_on_another_origin_is_refused_as_a_finding(tmp_path: Pat
 
 
 def test_credentials_in_a_command_or_url_are_redacted_everywhere(tmp_path: Path) -> None:
-    """Item 6: ``--api-key X`` in the command, ``user:pass@`` and ``?api_key=`` in a URL: none of it is
+    """``--api-key X`` in the command, ``user:pass@`` and ``?api_key=`` in a URL: none of it is
     in the report, the terminal output, the traces or the generated tests; a replay of such a trace
     asks for the command (or URL) instead of running ``***``."""
     secrets = ["s3cr3t-value-1", "pa55word-2", "k3y-value-3"]
@@ -280,7 +280,7 @@ def test_headers_are_never_written_and_are_masked_in_output(tmp_path: Path) -> N
 
 
 def test_replay_shows_the_recorded_command_and_needs_yes(tmp_path: Path) -> None:
-    """Item 9: a trace names a command to start; off a terminal, --replay refuses without --yes and
+    """A trace names a command to start; off a terminal, --replay refuses without --yes and
     shows the command it would run (redacted); with --yes, or a command given after --, it runs."""
     status, report = run_json(
         ["--seed", "3", "--phase", "tools", "--allow", "greet", "--out", str(tmp_path), "--", sys.executable,
@@ -323,7 +323,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc").exists(), reason="needs /proc to find the server processes")
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_stops_every_server_and_prints_no_traceback(tmp_path: Path, sig: int, status: int) -> None:
-    """Item 9: SIGTERM or SIGINT while a slow tool is being fuzzed: the fuzzer exits 143 / 130 with
+    """SIGTERM or SIGINT while a slow tool is being fuzzed: the fuzzer exits 143 / 130 with
     one line, no traceback, and the server it started is gone."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcpwire.fuzz", "--tools", "sluggish", "--phase", "tools", "--deadline", "60",
