@@ -294,5 +294,8 @@ def test_the_stateful_machine_feeds_values_from_earlier_results(tmp_path: Path) 
     assert calls[-1]["arguments"]["id"].startswith("item-1-")
     assert report["units"][0]["fed_values"] > 0
     text = Path(finding["trace"]).read_text(encoding="utf-8")
-    assert '"fed": [["id", ' in text and '["structuredContent", "id"]' in text
+    fed = [record["fed"] for record in map(json.loads, text.splitlines()) if record.get("fed")]
+    # the id create_item answered, in its structuredContent or in its JSON text (both hold it)
+    [[argument, _source, path]] = fed[-1]
+    assert argument == "id" and path in (["structuredContent", "id"], ["content", 0, "text", "<json>", "id"])
     assert replay(text).reproduced  # another process, another id: passed on again
