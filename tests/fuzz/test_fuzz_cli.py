@@ -13,7 +13,7 @@ import pytest
 from _support import FIXED, FIXTURES, REPO, SERVER, run_cli, run_json
 from mcpwire.fuzz.runner import BUDGET_GRACE_S
 
-HOSTILE = [sys.executable, str(FIXTURES / "hostile_server.py")]
+HOSTILE = [sys.executable, str(FIXTURES / "fuzz_hostile_server.py")]
 
 
 def _config(tmp_path: Path) -> Path:

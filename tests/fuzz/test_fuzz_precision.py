@@ -1,7 +1,7 @@
 """Findings people can trust: one finding per root cause, named by its trigger, the right oracle and
 citation, no false alarm on intended behaviour, safe tools by default, coverage gaps reported.
 
-The faults are those real servers showed, planted behind flags in ``fixtures/hostile_server.py``:
+The faults are those real servers showed, planted behind flags in ``fixtures/fuzz_hostile_server.py``:
 a decode error that ends the server on any lone surrogate (the Rust SDK), ids above 2^53 dropped
 (the TypeScript SDK) or answered through a double (a Go server), a tool whose purpose is to be
 slow, stack traces and environment in answers, a bug only an id from an earlier result reaches.
@@ -25,7 +25,7 @@ from mcpwire.fuzz.runner import Config, Finding, select_tools, tool_risk
 from mcpwire.fuzz.schedule import declared_seconds, rounds, tool_steps
 from mcpwire.fuzz.trace import check_trace, replay
 
-HOSTILE = [sys.executable, str(FIXTURES / "hostile_server.py")]
+HOSTILE = [sys.executable, str(FIXTURES / "fuzz_hostile_server.py")]
 PAGES: dict[str, dict[str, list[str]]] = json.loads(
     (Path(__file__).parents[1] / "check" / "spec_pages.json").read_text(encoding="utf-8")
 )["revisions"]

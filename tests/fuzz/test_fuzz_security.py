@@ -1,7 +1,7 @@
 """``mcpwire fuzz`` pointed at a hostile server: nothing the server says runs, reaches a terminal raw,
 or gets the user's secrets; servers get a minimal environment; signals leave no server behind.
 
-Each test has a hostile fake server of its own: ``fixtures/hostile_server.py`` (stdio, faults behind
+Each test has a hostile fake server of its own: ``fixtures/fuzz_hostile_server.py`` (stdio, faults behind
 flags), the HTTP fixture, or a small SSE server in this module that points its POST endpoint at
 another origin.
 """
@@ -29,7 +29,7 @@ from mcpwire.fuzz.runner import Finding
 from mcpwire.fuzz.trace import load_trace, pytest_source, trace_lines
 from mcpwire.fuzz.wire import Entry
 
-HOSTILE = str(FIXTURES / "hostile_server.py")
+HOSTILE = str(FIXTURES / "fuzz_hostile_server.py")
 #: what a terminal must never get raw from a server: ESC, BEL, NUL, CR, backspace, bidi overrides
 RAW_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -334,7 +334,7 @@ def test_a_signal_stops_every_server_and_prints_no_traceback(tmp_path: Path, sig
         until = time.monotonic() + 60
         servers: list[int] = []
         while time.monotonic() < until and not servers:
-            servers = [p for p in _children(proc.pid, "hostile_server.py") if _alive(p)]
+            servers = [p for p in _children(proc.pid, "fuzz_hostile_server.py") if _alive(p)]
             time.sleep(0.2)
         assert servers, "the fuzzer never started the server"
         time.sleep(1.0)  # the tool call is in flight
