@@ -31,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import trio
@@ -153,7 +153,7 @@ def rss_bytes(pid: int) -> int:
 async def gateway_client(url: str, number: int, run: Run, stop: trio.Event) -> None:
     from mcpwire import open_client
 
-    era = "legacy" if number % 2 else "auto"
+    era: Literal["legacy", "auto"] = "legacy" if number % 2 else "auto"
     try:
         async with open_client(f"{url}/mcp", era=era, timeout=30) as client:
             i = number

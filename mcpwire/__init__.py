@@ -49,6 +49,7 @@ from .errors import (
 if TYPE_CHECKING:
     from .client import (
         Client,
+        ClientOptions,
         ClientStatistics,
         Progress,
         ServerNotification,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "Client": "client",
+    "ClientOptions": "client",
     "ClientStatistics": "client",
     "Progress": "client",
     "ServerNotification": "client",
@@ -140,6 +142,7 @@ __all__ = [
     "__version__",
     # the lazily imported names (spelled out so that type checkers see them as exported)
     "Client",
+    "ClientOptions",
     "ClientStatistics",
     "Progress",
     "ServerNotification",

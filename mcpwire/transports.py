@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
 import msgspec
 
-__all__ = ["DEFAULT_INHERITED_ENV", "HttpServer", "StdioServer", "as_server", "as_stdio_server", "split_header"]
+__all__ = [
+    "DEFAULT_INHERITED_ENV",
+    "HttpServer",
+    "StdioServer",
+    "as_server",
+    "as_stdio_server",
+    "demo_server",
+    "split_header",
+]
 
 #: Environment variables a stdio server inherits by default. Everything else (tokens, keys) is
 #: passed only when configured, so a server sees no secret it was not given.
@@ -176,6 +185,13 @@ class HttpServer(msgspec.Struct, frozen=True, kw_only=True):
         return f"HttpServer({self.url!r}, transport={self.transport!r}, headers=[{shown}]{auth})"
 
     __str__ = __repr__
+
+
+def demo_server(*flags: str, name: str = "demo") -> StdioServer:
+    """The bundled demo server (``python -m mcpwire.testing.demo_server``) with this interpreter:
+    what :func:`mcpwire.open_client` connects to without a target. The spec only names the
+    module to run in a subprocess; nothing of it is imported here."""
+    return StdioServer(command=sys.executable, args=("-m", "mcpwire.testing.demo_server", *flags), name=name)
 
 
 def as_server(target: StdioServer | HttpServer | Sequence[str] | str) -> StdioServer | HttpServer:

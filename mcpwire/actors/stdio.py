@@ -21,11 +21,10 @@ time to reach the pipe (a notification sent just before leaving the block is not
 server that stopped reading has still not taken then is abandoned, and pending calls fail with
 ClientClosed.
 
-Shutdown follows 2025-11-25 basic/lifecycle §Shutdown (LC-50, ST-18): close stdin, wait for the
-process to exit; "sending SIGTERM if the server does not exit within a reasonable time"; "Sending
-SIGKILL if the server does not exit within a reasonable time after SIGTERM". Signals go to the
-whole process group, so a server started through ``npx`` or a shell takes its children with it.
-Every step is bounded, and the process is always reaped.
+Shutdown follows 2025-11-25 basic/lifecycle §Shutdown (LC-50, ST-18) through the shared
+:mod:`mcpwire.actors.shutdown`: close stdin, wait for the process to exit, then SIGTERM, then
+SIGKILL, to the whole process group (a server started through ``npx`` or a shell takes its
+children with it). Every step is bounded, and the process is always reaped.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ import collections
 import errno
 import logging
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -47,6 +45,7 @@ from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES, LineBuffer
 from ..protocol.jsonrpc import RequestId
 from ..transports import StdioServer
 from .base import MessageSink
+from .shutdown import end_process
 
 __all__ = ["StdioTransport"]
 
@@ -409,7 +408,8 @@ class StdioTransport:
         self._sink.connection_lost(exc)
 
     async def _terminate(self) -> None:
-        """Close stdin, wait; SIGTERM, wait; SIGKILL; reap. Every step bounded."""
+        """Queued writes out (within the grace time), then close stdin, wait; SIGTERM, wait;
+        SIGKILL; reap (:func:`~mcpwire.actors.shutdown.end_process`). Every step bounded."""
         proc = self._proc
         if proc is None:
             return
@@ -427,38 +427,14 @@ class StdioTransport:
                 self._backlog_wake.set()
                 with trio.move_on_after(grace):
                     await self._drained.wait()
-        if proc.stdin is not None and not self._stdin_closed:
-            self._stdin_closed = True
-            with trio.move_on_after(grace):
+
+        async def close_stdin() -> None:
+            if proc.stdin is not None and not self._stdin_closed:
+                self._stdin_closed = True  # never written to again: the fd number may be reused
                 await proc.stdin.aclose()
-        if proc.returncode is None:
-            with trio.move_on_after(grace):
-                await proc.wait()
-        if proc.returncode is None:
-            log.info("%s: did not exit %.1fs after stdin closed; sending SIGTERM", self.label, grace)
-            self._signal(signal.SIGTERM)
-            with trio.move_on_after(grace):
-                await proc.wait()
-        if proc.returncode is None:
-            log.warning("%s: did not exit %.1fs after SIGTERM; sending SIGKILL", self.label, grace)
-            self._signal(signal.SIGKILL if sys.platform != "win32" else signal.SIGTERM)
-            with trio.move_on_after(5.0):
-                await proc.wait()
-        elif sys.platform != "win32":
-            # The leader is gone; children it left in the group must not outlive the block.
-            self._signal(signal.SIGKILL, group_only=True)
+
+        await end_process(proc, close_stdin=close_stdin, eof_grace=grace, term_grace=grace, label=self.label)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 with trio.move_on_after(grace):
                     await stream.aclose()
-
-    def _signal(self, sig: int, *, group_only: bool = False) -> None:
-        proc = self._proc
-        assert proc is not None
-        try:
-            if sys.platform != "win32":
-                os.killpg(proc.pid, sig)
-            elif not group_only:
-                proc.send_signal(sig)
-        except (ProcessLookupError, PermissionError):
-            pass

@@ -16,13 +16,8 @@ from __future__ import annotations
 from mcpwire.auth.challenge import BearerChallenge, Challenge, bearer_challenge, parse_www_authenticate
 from mcpwire.auth.discovery import AuthorizationServerMetadata, DiscoveryError, ProtectedResourceMetadata
 from mcpwire.auth.errors import OAuthError
-from mcpwire.auth.provider import (
-    ClientCredentialsProvider,
-    EnterpriseManagedProvider,
-    JWTBearerProvider,
-    OAuthProvider,
-    select_scope,
-)
+from mcpwire.auth.grants import ClientCredentialsProvider, EnterpriseManagedProvider, JWTBearerProvider
+from mcpwire.auth.provider import OAuthProvider, select_scope
 from mcpwire.auth.redirect import HeadlessRedirect, LoopbackRedirect, RedirectHandler, open_loopback_redirect
 from mcpwire.auth.storage import ClientInfo, FileTokenStorage, MemoryTokenStorage, TokenSet, TokenStorage
 

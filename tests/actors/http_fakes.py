@@ -49,8 +49,7 @@ import httpx
 import pytest
 import trio
 
-import mcpwire.client as _client_module
-from mcpwire.client import Client, open_client
+from mcpwire.client import DEFAULT_ERA_CACHE, Client, open_client
 from mcpwire.transports import HttpServer
 
 __all__ = [
@@ -873,13 +872,9 @@ def fresh_era_cache() -> Iterator[None]:
     """The client remembers eras and HTTP transports per URL for the life of the process
     (LC-44); every test starts and ends with an empty memory. Import it into a test module to
     use it there."""
-    _client_module._ERA_CACHE.clear()
-    _client_module._HTTP_KIND_CACHE.clear()
-    _client_module._PARITY_CHECKED.clear()
+    DEFAULT_ERA_CACHE.clear()
     yield
-    _client_module._ERA_CACHE.clear()
-    _client_module._HTTP_KIND_CACHE.clear()
-    _client_module._PARITY_CHECKED.clear()
+    DEFAULT_ERA_CACHE.clear()
 
 
 @asynccontextmanager

@@ -17,7 +17,7 @@ from http_fakes import HANG, FakeMCPServer, connect, fresh_era_cache  # noqa: F4
 from trio.testing import MockClock
 
 from mcpwire import RequestTimeout, connect_client
-from mcpwire.client import COMPACT_DEADLINES_AT
+from mcpwire.client.waiters import COMPACT_DEADLINES_AT
 
 BOUND = 100.0  # virtual seconds
 
@@ -73,7 +73,7 @@ async def test_the_deadline_heap_stays_bounded(autojump_clock: MockClock) -> Non
         async with connect(fake) as client:
             for _ in range(3000):
                 await client.call_tool("echo", {"text": "x"})
-                sizes.append(len(client._deadlines._heap))
+                sizes.append(len(client._engine.deadlines))
     assert max(sizes) <= COMPACT_DEADLINES_AT + 1
     assert sizes[-1] < 3000
 
@@ -98,9 +98,9 @@ async def test_finished_calls_left_in_the_heap_hold_no_answer(autojump_clock: Mo
     with trio.fail_after(BOUND):
         async with connect(fake) as client:
             result = await client.call_tool("echo", {"text": "x" * 100_000})
-            heap = list(client._deadlines._heap)
+            held = client._engine.deadlines.waiters()
     assert len(result.text()) > 100_000
-    assert heap and all(w.done and w.outcome is None and w.progress is None for _, _, w in heap)
+    assert held and all(w.done and w.outcome is None and w.progress is None for w in held)
 
 
 @pytest.mark.parametrize("timeout", [0.0, -1.0, float("nan")])

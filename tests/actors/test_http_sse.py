@@ -23,8 +23,7 @@ from http_fakes import (  # noqa: F401 (fresh_era_cache is an autouse fixture)
 )
 from trio.testing import MockClock
 
-import mcpwire.client as client_module
-from mcpwire.client import ClientStatistics
+from mcpwire.client import DEFAULT_ERA_CACHE, ClientStatistics
 from mcpwire.errors import AuthError, ConnectError, FrameTooLarge, HTTPStatusError, MCPWireError, ServerGone
 from mcpwire.protocol.types import TextContent
 from mcpwire.protocol.versions import Era
@@ -491,7 +490,7 @@ async def test_stale_sse_verdict_is_dropped_and_detection_runs_again(autojump_cl
     with trio.fail_after(BOUND):
         async with connect(before):
             pass
-    assert dict(client_module._HTTP_KIND_CACHE) == {before.url: "sse"}
+    assert DEFAULT_ERA_CACHE.http_kind(before.url) == "sse"
     after = FakeMCPServer(mode=now)
     with trio.fail_after(BOUND):
         async with connect(after) as client:
@@ -504,8 +503,8 @@ async def test_stale_sse_verdict_is_dropped_and_detection_runs_again(autojump_cl
         ("POST", "/mcp", "server/discover", 200 if now == "modern" else 400),
         ("POST", "/mcp", "initialize" if now == "legacy" else "tools/call", 200),
     ]
-    assert dict(client_module._HTTP_KIND_CACHE) == {after.url: "streamable-http"}
-    assert dict(client_module._ERA_CACHE) == {("http", after.url): Era.MODERN if now == "modern" else Era.LEGACY}
+    assert DEFAULT_ERA_CACHE.http_kind(after.url) == "streamable-http"
+    assert DEFAULT_ERA_CACHE.era(("http", after.url)) == (Era.MODERN if now == "modern" else Era.LEGACY)
 
 
 async def test_stale_sse_verdict_retries_detection_only_once(autojump_clock: MockClock) -> None:
@@ -525,7 +524,7 @@ async def test_stale_sse_verdict_retries_detection_only_once(autojump_clock: Moc
         ("POST", "server/discover"),
         ("POST", "initialize"),
     ]
-    assert dict(client_module._HTTP_KIND_CACHE) == {}
+    assert DEFAULT_ERA_CACHE.http_kind(broken.url) is None
 
 
 async def test_a_wrong_path_is_blamed_on_the_post_not_the_last_fallback(autojump_clock: MockClock) -> None:

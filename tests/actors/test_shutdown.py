@@ -1,6 +1,6 @@
 """Shutdown of ``open_client`` over a real stdio subprocess: nothing outlives the block.
 
-Uses ``tests/servers/fixtures/faulty_server.py`` (a real subprocess, no mocks). Checked: no child
+Uses ``tests/client/fixtures/faulty_server.py`` (a real subprocess, no mocks). Checked: no child
 process and no trio task remain after the block; an exception raised in the block propagates as
 itself; cancelling a pending call from an outer scope sends ``notifications/cancelled`` and keeps
 the client usable; cancelling the whole block is prompt; ``aclose()`` is idempotent.
@@ -24,7 +24,7 @@ from mcpwire import ClientClosed
 from mcpwire.client import Client
 from mcpwire.protocol.lifecycle import SessionState
 
-FAULTY = Path(__file__).resolve().parents[1] / "servers" / "fixtures" / "faulty_server.py"
+FAULTY = Path(__file__).resolve().parents[1] / "client" / "fixtures" / "faulty_server.py"
 FIRST_CALL_ID = 3  # 1: the server/discover probe, 2: initialize
 
 

@@ -38,20 +38,14 @@ def error_envelope(revision: str) -> str:
 
 def client_capabilities(version: str | None) -> dict[str, object]:
     """What ``mcpwire.Client`` declares with every handler configured (roots, sampling, elicitation)."""
-    from mcpwire.client import Client
-    from mcpwire.transports import StdioServer
+    from mcpwire.client import ClientOptions
+    from mcpwire.client.options import declared_capabilities
 
     async def handler(params: Any) -> Any:  # never called
         return {}
 
-    client = Client(
-        StdioServer(command="true"),
-        None,  # type: ignore[arg-type]  # the nursery is never used here
-        roots=["file:///work"],
-        sampling=handler,
-        elicitation=handler,
-    )
-    return client._capabilities(version)
+    options = ClientOptions(roots=["file:///work"], sampling=handler, elicitation=handler)
+    return declared_capabilities(options, version)
 
 
 def ready(version: str, *, with_handlers: bool = True) -> ClientSession[str]:
@@ -223,15 +217,15 @@ def test_subscriptions_listen() -> None:
 
 
 def roots_result(roots: list[Any]) -> dict[str, object]:
-    from mcpwire.client import _root
+    from mcpwire.client.dispatch import root
 
-    return {"roots": [_root(r) for r in roots]}
+    return {"roots": [root(r) for r in roots]}
 
 
 def elicit_result(params: dict[str, Any], answer: dict[str, Any]) -> dict[str, object]:
-    from mcpwire.client import _fill_elicitation_defaults
+    from mcpwire.client.dispatch import fill_elicitation_defaults
 
-    return _fill_elicitation_defaults(params, answer)
+    return fill_elicitation_defaults(params, answer)
 
 
 ELICIT_PARAMS = {

@@ -23,7 +23,11 @@ NO_JSONRPC = 'no "jsonrpc": "2.0" member'
 
 
 def noise_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "mcpwire.client" and "stdout line" in r.getMessage()]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("mcpwire.client") and "stdout line" in r.getMessage()
+    ]
 
 
 # -- ST-08: lines that are not JSON-RPC ----------------------------------------------------------

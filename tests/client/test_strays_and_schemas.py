@@ -13,7 +13,7 @@ import trio
 from _faulty import open_faulty
 
 import mcpwire
-import mcpwire.client
+import mcpwire.client.validation
 from mcpwire import OutputSchemaError, RequestTimeout
 
 SCHEMA_SERVER = Path(__file__).resolve().parent / "fixtures" / "output_schema_server.py"
@@ -24,7 +24,9 @@ def schema_server(schema: object, structured: object) -> list[str]:
 
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "mcpwire.client" and r.levelno == logging.WARNING]
+    return [
+        r.getMessage() for r in caplog.records if r.name.startswith("mcpwire.client") and r.levelno == logging.WARNING
+    ]
 
 
 async def test_unknown_ids_are_logged_up_to_a_bound(caplog: pytest.LogCaptureFixture) -> None:
@@ -104,7 +106,7 @@ async def test_without_jsonschema_calls_work_and_say_once_what_is_missing(
     """jsonschema is an extra (``mcpwire[schema]``): without it a tool with an outputSchema is
     still callable; one warning names the extra."""
     monkeypatch.setitem(sys.modules, "jsonschema", None)  # makes ``import jsonschema`` fail
-    monkeypatch.setattr(mcpwire.client, "_JSONSCHEMA_MISSING_LOGGED", False)
+    monkeypatch.setattr(mcpwire.client.validation, "_jsonschema_missing_logged", False)
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     with trio.fail_after(10):
         async with mcpwire.open_client(schema_server(schema, {"a": "x"}), name="odd", era_cache=False) as client:

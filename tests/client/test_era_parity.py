@@ -15,7 +15,7 @@ from _demo import per_process
 from _faulty import TOOLS_LISTED, Record, faulty_argv
 
 import mcpwire
-import mcpwire.client
+from mcpwire.client import DEFAULT_ERA_CACHE
 from mcpwire.protocol.versions import Era
 
 #: long enough that a loaded machine never sends initialize beside a slow probe answer
@@ -23,10 +23,10 @@ PROBE = 10.0
 
 
 @pytest.fixture(autouse=True)
-def empty_caches(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(mcpwire.client, "_ERA_CACHE", {})
-    monkeypatch.setattr(mcpwire.client, "_PARITY_CHECKED", set())
+def empty_caches() -> Iterator[None]:
+    DEFAULT_ERA_CACHE.clear()
     yield
+    DEFAULT_ERA_CACHE.clear()
 
 
 async def test_a_hollow_modern_server_is_used_in_the_legacy_era(record: Record) -> None:

@@ -18,7 +18,7 @@ from _demo import demo_spec, per_process
 from _faulty import Record, faulty_argv
 
 import mcpwire
-import mcpwire.client
+from mcpwire.client import DEFAULT_ERA_CACHE
 from mcpwire.protocol.versions import Era
 
 LEGACY_HANDSHAKE = ["initialize", "notifications/initialized"]
@@ -28,9 +28,10 @@ PROBE = 10.0
 
 
 @pytest.fixture(autouse=True)
-def empty_era_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(mcpwire.client, "_ERA_CACHE", {})
+def empty_era_cache() -> Iterator[None]:
+    DEFAULT_ERA_CACHE.clear()
     yield
+    DEFAULT_ERA_CACHE.clear()
 
 
 async def test_a_cached_legacy_era_skips_the_probe(record: Record) -> None:

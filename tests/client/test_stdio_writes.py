@@ -109,8 +109,9 @@ async def test_notifications_queued_just_before_closing_still_reach_the_server(t
         async with open_faulty(*record.flags) as client:
             await client.notify("notifications/first", {})
             await client.notify("notifications/second", {})
-            assert client._transport is not None
-            queued = len(client._transport._backlog)  # type: ignore[attr-defined]
+            transport = client._link.transport
+            assert transport is not None
+            queued = len(transport._backlog)  # type: ignore[attr-defined]
     received = [m.get("method") for m in record.messages()]
     assert queued >= 1  # the case under test: something was still queued when closing began
     assert received[-2:] == ["notifications/first", "notifications/second"]

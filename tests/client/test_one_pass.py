@@ -1,6 +1,6 @@
 """Large ``tools/call`` answers are read in one pass; everything else still takes the generic path.
 
-``Client.classify`` tries a typed decode of a large message only while ``call_tool`` calls are
+The dispatcher's ``classify`` tries a typed decode of a large message only while ``call_tool`` calls are
 pending, and accepts it only as the answer of one of them. These tests check the fast path is
 taken, and that the cases it must leave alone still come out right: a generic
 ``request("tools/call")`` running at the same time, a large answer of another method, and large
@@ -16,8 +16,8 @@ import pytest
 import trio
 from _faulty import open_faulty
 
-import mcpwire.client
 from mcpwire import RPCError
+from mcpwire.client.dispatch import Dispatcher
 from mcpwire.protocol.jsonrpc import Message
 from mcpwire.protocol.session import ToolCallResponse
 
@@ -29,15 +29,15 @@ def one_pass_answers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """The sizes of the messages the client took in one pass (decoded typed and accepted as the
     answer of a ``call_tool``; a typed decode that is then refused is not counted)."""
     seen: list[int] = []
-    classify = mcpwire.client.Client.classify
+    classify = Dispatcher.classify
 
-    def spy(self: mcpwire.client.Client, data: bytes) -> Message:
+    def spy(self: Dispatcher, data: bytes) -> Message:
         message = classify(self, data)
         if isinstance(message, ToolCallResponse):
             seen.append(len(data))
         return message
 
-    monkeypatch.setattr(mcpwire.client.Client, "classify", spy)
+    monkeypatch.setattr(Dispatcher, "classify", spy)
     yield seen
 
 
