@@ -9,7 +9,7 @@ era parity) with its ``eracache``, ``dispatch`` (what the transport reads), ``su
 
 from .core import Client
 from .eracache import DEFAULT_ERA_CACHE, EraCache
-from .opening import Target, connect_client, open_client
+from .opening import Target, connect_client, open_client, require_trio
 from .options import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_LIST_BYTES,
@@ -56,4 +56,5 @@ __all__ = [
     "UseDefault",
     "connect_client",
     "open_client",
+    "require_trio",
 ]

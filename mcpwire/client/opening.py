@@ -36,9 +36,24 @@ if TYPE_CHECKING:
 
     from .eracache import EraCache
 
-__all__ = ["Target", "connect_client", "open_client", "resolve_target"]
+__all__ = ["Target", "connect_client", "open_client", "require_trio", "resolve_target"]
 
 Target = StdioServer | HttpServer | Sequence[str] | str | None
+
+
+def require_trio(entry: str, instead: str) -> None:
+    """Fails at once, in one line, when a trio entry point is awaited outside ``trio.run``
+    (typically from asyncio, where trio's first await would fail obscurely or never return).
+
+    Raises:
+        RuntimeError: naming ``entry`` and its asyncio counterpart ``mcpwire.aio.<instead>``.
+    """
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        raise RuntimeError(
+            f"{entry} runs under trio (trio.run), not here; from asyncio use mcpwire.aio.{instead}"
+        ) from None
 
 
 def resolve_target(target: Target) -> ServerSpec:
@@ -95,6 +110,7 @@ async def open_client(
     exception raised in the block propagates as itself, not wrapped in an exception group.
     """
     merged = merge_options(options, _overrides(locals()))
+    require_trio("mcpwire.open_client", "open_client")
     spec = resolve_target(target)
     try:
         async with trio.open_nursery() as nursery:
@@ -145,6 +161,7 @@ async def connect_client(
     # The keywords are spelt out again, not passed as **kwargs, so that editors and type
     # checkers see each one with its type.
     merged = merge_options(options, _overrides(locals()))
+    require_trio("mcpwire.connect_client", "open_client")
     client = Client(resolve_target(target), nursery, merged)
     try:
         await client.connect()

@@ -28,7 +28,7 @@ from typing import Any, Final, Literal, Self, TypeVar
 import msgspec
 import trio
 
-from ..client import ProgressCallback
+from ..client import ProgressCallback, require_trio
 from ..errors import HostError, MCPWireError, ServerGone, ToolExecutionError, UnknownTool
 from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
 from .approvals import ApprovalQueue
@@ -288,6 +288,7 @@ class Host(Oversight, Reporting):
 
         Cancellation: stops what was started, then propagates.
         """
+        require_trio("mcpwire.Host", "Host")
         if self._state != "new":
             raise HostError(f"a host can be entered once; this one is {self._state}")
         stack = AsyncExitStack()
