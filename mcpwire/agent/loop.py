@@ -59,11 +59,12 @@ from .messages import Completion, Message, ModelRequest, TextPart, ToolCall, Too
 from .providers.base import Chunk, Provider, TextChunk
 from .tools import ApprovalTicket, Decision, ToolOutcome, ToolSurface
 
-__all__ = ["DEFAULT_DEADLINE", "DEFAULT_MAX_STEPS", "AgentPolicy", "Run"]
+__all__ = ["DEFAULT_DEADLINE", "DEFAULT_MAX_STEPS", "DEFAULT_MAX_TOOL_CALLS", "AgentPolicy", "Run"]
 
 log = logging.getLogger("mcpwire.agent")
 
 DEFAULT_MAX_STEPS: Final = 20
+DEFAULT_MAX_TOOL_CALLS: Final = 50
 #: seconds a whole run may take
 DEFAULT_DEADLINE: Final = 600.0
 #: events waiting for the caller before the loop waits for it
@@ -98,7 +99,7 @@ class AgentPolicy:
     """
 
     approve: Literal["ask", "all", "none"] = "ask"
-    max_tool_calls: int = 50
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     max_tokens: int | None = None
     max_output_tokens: int | None = None
     temperature: float | None = None

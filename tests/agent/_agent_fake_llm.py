@@ -192,6 +192,7 @@ def _reason(status: int) -> bytes:
         200: b"OK",
         400: b"Bad Request",
         401: b"Unauthorized",
+        404: b"Not Found",
         429: b"Too Many Requests",
         500: b"Internal Server Error",
         503: b"Service Unavailable",
