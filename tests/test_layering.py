@@ -51,6 +51,8 @@ APPS = {
     "mcpwire.auth.cli",
     "mcpwire.host.cli",
     "mcpwire.service.cli",
+    "mcpwire.agent.cli",
+    "mcpwire.agent.terminal",
 }
 IO_LIBRARIES = ("trio", "httpx", "httpx_sse", "anyio", "asyncio", "socket", "subprocess", "threading")
 LEVEL = {area: index for index, areas in enumerate(LAYERS) for area in areas}
