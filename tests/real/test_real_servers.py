@@ -9,6 +9,7 @@ answer the 2026-07-28 probe with -32601, LC-41).
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 from collections.abc import Iterator
@@ -132,10 +133,12 @@ def _state(pid: int) -> str:
 
 
 @pytest.mark.parametrize(("name", "era"), ALL, ids=[f"{n}-{e.value}" for n, e in ALL])
-async def test_connect_list_call_close(name: str, era: Era, workdir: Path) -> None:
+async def test_connect_list_call_close(name: str, era: Era, workdir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="mcpwire")
     case = _cases(workdir)[name]
-    spec = StdioServer(command=case.argv[0], args=tuple(case.argv[1:]), env=case.env, name=name)
-    with trio.fail_after(60):
+    # a long grace: a loaded machine may take seconds to run a server's exit; no signal is still due
+    spec = StdioServer(command=case.argv[0], args=tuple(case.argv[1:]), env=case.env, name=name, shutdown_grace=15.0)
+    with trio.fail_after(90):
         async with mcpwire.open_client(spec, era=era.value, era_cache=False, timeout=20) as client:
             pid = client.pid
             assert pid is not None
@@ -161,12 +164,11 @@ async def test_connect_list_call_close(name: str, era: Era, workdir: Path) -> No
             stats = client.statistics()
             assert stats.pending == 0
             assert stats.protocol_violations == 0
-            closing_at = trio.current_time()
-        shutdown = trio.current_time() - closing_at
     # Leaving the block waited for the process: it is gone and reaped (no zombie left), and a
-    # server that exits on EOF (each of these does) takes far less than the first grace period.
+    # server that exits on EOF (each of these does) needed no signal.
     assert _gone(pid), f"pid {pid} is still there (state {_state(pid)})"
-    assert shutdown < 1.0, f"shutting down took {shutdown:.2f}s"
+    escalations = [r.getMessage() for r in caplog.records if "sending SIG" in r.getMessage()]
+    assert escalations == []
 
 
 @pytest.mark.parametrize("name", ["everything", "filesystem", "memory"])

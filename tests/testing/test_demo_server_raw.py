@@ -424,7 +424,7 @@ def test_schema_harness_rejects_invalid_messages() -> None:
         validate_server_message(MODERN, bad_ack, None)
 
 
-def test_module_is_standalone_and_imports_fast() -> None:
+def test_module_is_standalone_and_imports_no_third_party_package() -> None:
     imported: set[str] = set()
     for node in ast.walk(ast.parse(MODULE.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -434,17 +434,14 @@ def test_module_is_standalone_and_imports_fast() -> None:
             imported.add((node.module or "").split(".")[0])
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported - set(sys.stdlib_module_names)
     probe = (
-        "import importlib.util, sys, time\n"
+        "import importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('demo_server', {str(MODULE)!r})\n"
         "module = importlib.util.module_from_spec(spec)\n"
-        "start = time.perf_counter(); spec.loader.exec_module(module); elapsed = time.perf_counter() - start\n"
-        "print(elapsed, sorted(m for m in ('trio', 'httpx', 'msgspec', 'mcpwire') if m in sys.modules))\n"
+        "spec.loader.exec_module(module)\n"
+        "print(sorted(m for m in ('trio', 'httpx', 'msgspec', 'mcpwire') if m in sys.modules))\n"
     )
-    subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, timeout=30)  # warm the .pyc
-    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=30)
-    elapsed, loaded = done.stdout.split(" ", 1)
-    assert loaded.strip() == "[]"
-    assert float(elapsed) < 0.1
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]"
 
 
 # ---------------------------------------------------------------------------------------------
