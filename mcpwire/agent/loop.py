@@ -239,6 +239,17 @@ class Run:
         return self
 
     async def __anext__(self) -> RunEvent:
+        # An event already waiting is taken without a pass through the scheduler: a step emits
+        # about ten events, and a scheduler pass for each was most of the loop's own cost per
+        # step (bench/agent_overhead.py). Cancellation is still seen here, and the bounded
+        # buffer makes the reader wait (and yield) once it is empty.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            return self._receive.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
         try:
             return await self._receive.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
@@ -346,7 +357,13 @@ class Run:
     async def _emit(self, event: Event) -> None:
         self._seq += 1
         event.seq = self._seq
-        await self._send.send(event)  # type: ignore[arg-type]
+        # as in __anext__: no scheduler pass while the buffer has room; a full one makes the
+        # loop wait for its reader
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._send.send_nowait(event)  # type: ignore[arg-type]
+        except trio.WouldBlock:
+            await self._send.send(event)  # type: ignore[arg-type]
 
     async def _set_state(self, state: RunState) -> None:
         if state is self.state:

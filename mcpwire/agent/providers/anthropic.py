@@ -114,8 +114,8 @@ class AnthropicProvider(HttpProvider):
             body["system"] = request.system
         if request.tools:
             body["tools"] = anthropic_tools(request.tools)
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+        # the Messages API takes no temperature any more (the official package's request type has
+        # none); a request's temperature is not sent (extra_body can still send one)
         if request.stop:
             body["stop_sequences"] = list(request.stop)
         if self.stream:
