@@ -31,7 +31,7 @@ def handles(path: str) -> bool:
 
 
 def routes() -> list[BaseRoute]:
-    from . import oversight, tools
+    from . import audit, checks, oversight, tools
 
     return [
         Route("/", page(servers.servers_page), methods=["GET"]),
@@ -44,5 +44,7 @@ def routes() -> list[BaseRoute]:
         Route("/console/fragments/charts", page(servers.charts_fragment), methods=["GET"]),
         *tools.routes(),
         *oversight.routes(),
+        *checks.routes(),
+        *audit.routes(),
         Mount("/console/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
     ]

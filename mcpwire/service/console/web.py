@@ -252,10 +252,11 @@ class View:
 
 
 def secure(response: Response, *, csp: str = CSP, frame: str = "DENY") -> Response:
-    response.headers["Content-Security-Policy"] = csp
+    """The console's security headers (a handler that set its own policy or framing keeps it)."""
+    response.headers.setdefault("Content-Security-Policy", csp)
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["X-Frame-Options"] = frame
+    response.headers.setdefault("X-Frame-Options", frame)
     response.headers.setdefault("Cache-Control", "no-store")
     return response
 
