@@ -506,6 +506,10 @@ async def get_stream(ctx: Context) -> None:
     async with ctx.session() as wire:
         assert isinstance(wire, HttpWire)
         reply = await wire.get(timeout=0.3)
+        if reply.status is None and reply.error is None:
+            # no status line within the short read (a busy server): the rule is about the answer, so
+            # wait for one as long as for any answer
+            reply = await wire.get(timeout=ctx.timeout)
         if reply.status == 405:
             return
         if reply.status != 200 or not reply.is_sse:
