@@ -28,6 +28,7 @@ from ..host import Host, HostConfig, ServerConfig, ServerInfo, ServerStatus, loa
 from ..host.config import find_config
 from ..redaction import clean_terminal, shorten
 from ..testing import demo_server_argv
+from .agent_runs import agent_routes
 from .app import build_app
 from .bridge import service_host
 from .servers import Source, effective_config
@@ -157,7 +158,15 @@ async def serve(
         for problem in loaded.problems:
             print(f"  config: {clean_terminal(problem, newlines=False)}", file=out)
         host = service_host(loaded.config, store, settings)
-        app = build_app(host, store, settings, sources=loaded.sources, rows=rows, base_path=loaded.base_path)
+        app = build_app(
+            host,
+            store,
+            settings,
+            sources=loaded.sources,
+            rows=rows,
+            base_path=loaded.base_path,
+            extra_routes=agent_routes(host, find_config(options.config)),
+        )
         service = app.state.service
         if options.stdio and service.gateway is None:
             print("mcpwire serve: --stdio needs the MCP gateway, which this build lacks", file=sys.stderr)

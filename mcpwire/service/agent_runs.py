@@ -1,0 +1,156 @@
+"""``POST /api/v1/agent/runs``: a run of the agent over the service's host, its events streamed.
+
+Theory of operation: the body names a preset of the service's mcp.json (provider, model, servers,
+tools, system prompt, approval policy, budgets: :mod:`mcpwire.agent.presets`) and a prompt, or a
+whole conversation (:class:`mcpwire.agent.Message` values, as a previous run's ``final`` left it
+in ``messages``). The answer is a server-sent event stream: one event per run event (``event:``
+its type, ``id:`` its place in the run, ``data:`` its JSON, :mod:`mcpwire.agent.events`), the
+last one ``final`` or ``failed``, then a ``messages`` event with the conversation to continue.
+The run's calls go through the host as every call does: its approvals are opened in the host's
+queue with the run's id in their context, so ``GET /api/v1/approvals`` lists them and
+``POST /api/v1/approvals/{id}`` decides them (a CRITICAL call twice), and the audit records carry
+the run's id and the request's trace id. The host's policy is the service's (mcp.json's
+per-server settings): a preset's ``rules``, ``ask_at`` and ``approval_timeout`` apply to
+``mcpwire chat`` only, not to a host many callers share. Closing the stream cancels the run and
+its calls.
+Presets are read from the config file when a request comes, so an edit applies to the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ..agent import Agent, AgentPolicy, Message, Preset, PresetError, load_presets, make_provider
+from ..agent.events import Failed
+from ..agent.loop import DEFAULT_DEADLINE, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS
+from ..host import Host
+from ..redaction import shorten
+from .problems import Problem
+
+__all__ = ["AGENT_RUNS_PATH", "RunRequest", "agent_routes"]
+
+log = logging.getLogger("mcpwire.service.agent")
+
+AGENT_RUNS_PATH: Final = "/api/v1/agent/runs"
+#: the largest request body read
+MAX_BODY_BYTES: Final = 4 * 1024 * 1024
+
+
+class RunRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What ``POST /api/v1/agent/runs`` takes: a preset and a prompt, or a conversation."""
+
+    preset: str
+    prompt: str | None = None
+    messages: list[Message] | None = None
+
+
+_decoder = msgspec.json.Decoder(RunRequest)
+
+
+def _problem(status: int, title: str, detail: str) -> Response:
+    body = msgspec.json.encode(Problem(title=title, status=status, detail=detail, instance=AGENT_RUNS_PATH))
+    return Response(body, status_code=status, media_type="application/problem+json")
+
+
+class _RunStream(Response):
+    """The run's events as server-sent events, written as they come (the run lives as long as the
+    response: a closed connection cancels it)."""
+
+    def __init__(self, agent: Agent, messages: list[Message], context: dict[str, str]) -> None:
+        super().__init__(media_type="text/event-stream")
+        self.agent = agent
+        self.conversation = messages
+        self.context = context
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        try:
+            async with self.agent.run(self.conversation, context=self.context) as run:
+                await send(_chunk("run", msgspec.json.encode({"run_id": run.id})))
+                async for event in run:
+                    data = msgspec.json.encode(event)
+                    await send(_chunk(type(event).__struct_config__.tag or "event", data, event.seq))
+            if not isinstance(run.outcome, Failed):
+                await send(_chunk("messages", msgspec.json.encode(run.messages)))
+        finally:
+            provider = self.agent.provider
+            await provider.aclose()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _chunk(name: object, data: bytes, seq: int | None = None) -> dict[str, object]:
+    head = f"event: {name}\n" + (f"id: {seq}\n" if seq is not None else "")
+    return {"type": "http.response.body", "body": head.encode() + b"data: " + data + b"\n\n", "more_body": True}
+
+
+def _agent(host: Host, preset: Preset) -> Agent:
+    options: dict[str, object] = {"stream": preset.stream}
+    if preset.timeout is not None:
+        options["timeout"] = preset.timeout
+    if preset.extra_body:
+        options["extra_body"] = preset.extra_body
+    provider = make_provider(
+        preset.provider, preset.model, base_url=preset.base_url, api_key_env=preset.api_key_env, **options
+    )
+    policy = AgentPolicy(
+        approve=preset.approve,
+        tool_mode=preset.tool_mode,
+        max_tool_calls=preset.max_tool_calls or DEFAULT_MAX_TOOL_CALLS,
+        max_tokens=preset.max_tokens,
+        max_output_tokens=preset.max_output_tokens,
+        temperature=preset.temperature,
+    )
+    return Agent(
+        host,
+        provider,
+        system=preset.system,
+        policy=policy,
+        max_steps=preset.max_steps or DEFAULT_MAX_STEPS,
+        deadline=preset.deadline or DEFAULT_DEADLINE,
+        servers=preset.servers,
+        allowed_tools=preset.tools,
+        caller="api",
+    )
+
+
+def agent_routes(host: Host, config_path: str | Path | None) -> Sequence[Route]:
+    """The agent's routes over ``host``, with the presets of the file at ``config_path``."""
+
+    async def create_run(request: Request) -> Response:
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return _problem(413, "Body too large", f"the body is larger than {MAX_BODY_BYTES} bytes")
+        try:
+            wanted = _decoder.decode(body)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            return _problem(400, "Invalid body", f"the body is not a run request: {shorten(str(exc), 300)}")
+        if (wanted.prompt is None) == (wanted.messages is None):
+            return _problem(400, "Invalid body", "give either prompt or messages")
+        try:
+            presets = load_presets(config_path) if config_path is not None else {}
+        except PresetError as exc:
+            return _problem(409, "Invalid presets", str(exc))
+        preset = presets.get(wanted.preset)
+        if preset is None:
+            known = ", ".join(sorted(presets)) or "none"
+            return _problem(404, "Unknown preset", f"no preset {wanted.preset!r}; the presets are: {known}")
+        try:
+            agent = _agent(host, preset)
+        except (PresetError, ValueError) as exc:
+            return _problem(409, "Preset cannot run", str(exc))
+        messages = [Message.user(wanted.prompt)] if wanted.prompt is not None else list(wanted.messages or [])
+        state = request.scope.get("state") or {}
+        context = {k: str(state[k]) for k in ("trace_id", "caller") if state.get(k)}
+        return _RunStream(agent, messages, context)
+
+    return [Route(AGENT_RUNS_PATH, create_run, methods=["POST"])]
