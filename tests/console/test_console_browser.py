@@ -5,13 +5,14 @@ server-memory, mcp-server-time and a hostile fake; every page is also saved as s
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from _console import PY_BIN, Serve, console_config, require, screenshot, start_serve
+from _console import PY_BIN, SCREENSHOTS, Serve, console_config, require, screenshot, start_serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.real]
 
@@ -330,3 +331,52 @@ def test_run_a_check_and_open_its_report(page: Any) -> None:
     assert "SV-12" in report.locator("body").inner_text()
     screenshot(page, "check-report")
     assert page.evaluate("document.documentElement.getAttribute('data-xss')") is None
+
+
+LABELLED = """() => [...document.querySelectorAll("input:not([type=hidden]), select, textarea, button")]
+  .filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !(e.textContent || "").trim())
+  .map(e => e.outerHTML.slice(0, 120))"""
+
+
+def test_every_page_is_labelled_keyboard_reachable_and_readable_in_dark(page: Any, serve: Serve) -> None:
+    with api(serve) as client:  # some calls for the charts
+        for text in ("one", "two", "three"):
+            client.post("/api/v1/tools/everything__echo/call", json={"arguments": {"message": text}})
+        client.post("/api/v1/tools/time__get_current_time/call", json={"arguments": {"timezone": "UTC"}})
+    for path in ("/", "/tools", "/tools/hostile__configure", "/approvals", "/pins", "/audit", "/checks"):
+        page.goto(path)
+        assert page.evaluate(LABELLED) == [], path
+    page.goto("/")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    page.locator('#charts figure[data-server="everything"]:not([data-calls="0"])').wait_for(timeout=30_000)
+    screenshot(page, "servers-with-calls")
+    page.emulate_media(color_scheme="dark")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(21, 23, 26)"
+    screenshot(page, "servers-dark")
+    page.goto("/tools/everything__echo")
+    screenshot(page, "tool-echo-dark")
+    assert page.evaluate("document.documentElement.getAttribute('data-xss')") is None
+    readme_images(page)
+
+
+def readme_images(page: Any) -> None:
+    """The README's two pictures (light, one screen each), kept beside the other screenshots."""
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto("/")
+    page.locator('#charts figure[data-server="everything"]:not([data-calls="0"])').wait_for()
+    page.screenshot(path=str(SCREENSHOTS / "readme-servers.png"))
+    page.goto("/tools/time__convert_time")
+    form = page.locator("form[data-tryit]")
+    form.get_by_role("textbox", name=re.compile(r"^Source Timezone")).fill("Europe/Paris")
+    form.get_by_role("textbox", name=re.compile(r"^Time\b")).fill("16:30")
+    form.get_by_role("textbox", name=re.compile(r"^Target Timezone")).fill("America/New_York")
+    form.get_by_role("button", name="Call convert_time").click()
+    page.locator("#result .result").wait_for()
+    page.locator("#tryit-title").scroll_into_view_if_needed()
+    page.evaluate("document.getElementById('tryit-title').scrollIntoView()")
+    page.screenshot(path=str(SCREENSHOTS / "readme-tryit.png"), clip={"x": 0, "y": 0, "width": 840, "height": 720})

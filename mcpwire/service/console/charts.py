@@ -48,6 +48,8 @@ class ServerChart:
     peak: int
     #: ``x,y`` points of the p50 latency line (buckets without calls are skipped)
     latency_points: str
+    #: the same points, each drawn as a dot (a lone point makes no line)
+    latency_dots: tuple[tuple[float, float], ...]
     #: the slowest bucket's p50, ms (the latency chart's scale)
     latency_peak_ms: float
     p50_ms: float | None
@@ -116,9 +118,10 @@ def _chart(
         )
     medians = [(i, _p50(values)) for i, values in enumerate(latencies) if values]
     latency_peak = max((m for _, m in medians), default=0.0) or 1.0
-    points = " ".join(
-        f"{round(i * slot + slot / 2, 2)},{round(HEIGHT - (HEIGHT - 2) * m / latency_peak - 1, 2)}" for i, m in medians
+    dots = tuple(
+        (round(i * slot + slot / 2, 2), round(HEIGHT - (HEIGHT - 4) * m / latency_peak - 2, 2)) for i, m in medians
     )
+    points = " ".join(f"{x},{y}" for x, y in dots)
     return ServerChart(
         server=server,
         calls=sum(counts),
@@ -126,6 +129,7 @@ def _chart(
         bars=tuple(bars),
         peak=max(counts),
         latency_points=points,
+        latency_dots=dots,
         latency_peak_ms=round(latency_peak, 2) if medians else 0.0,
         p50_ms=round(_p50(every), 2) if every else None,
         truncated=truncated,
