@@ -15,8 +15,9 @@ from ..host import Host
 from .errors import AgentError
 from .events import ApprovalRequired, Failed
 from .events import Final as FinalEvent
-from .loop import DEFAULT_DEADLINE, DEFAULT_MAX_STEPS, AgentPolicy, Run
+from .loop import DEFAULT_DEADLINE, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS, AgentPolicy, Run
 from .messages import Message
+from .presets import Preset, provider_for
 from .providers.base import Provider
 from .sampling import SamplingResponder
 from .tools import HostTools, ToolSurface
@@ -79,6 +80,46 @@ class Agent:
         self.deadline = deadline
         self.caller = caller
         self.sampling = sampling
+
+    @classmethod
+    def from_preset(
+        cls,
+        host: Host,
+        preset: Preset,
+        *,
+        provider: Provider | None = None,
+        caller: str = "agent",
+        sampling: SamplingResponder | None = None,
+        tool_timeout: float | None = None,
+    ) -> Agent:
+        """The agent a preset describes, over ``host`` (its servers and tool globs, system prompt,
+        approval mode, tool mode and budgets; the host's own rules are the host's business);
+        ``tool_timeout`` bounds each tool call instead of each server's configured timeout.
+
+        Raises:
+            PresetError, ValueError: the preset's provider cannot be made (no key, a bad option).
+        """
+        policy = AgentPolicy(
+            approve=preset.approve,
+            tool_mode=preset.tool_mode,
+            max_tool_calls=preset.max_tool_calls or DEFAULT_MAX_TOOL_CALLS,
+            max_tokens=preset.max_tokens,
+            max_output_tokens=preset.max_output_tokens,
+            temperature=preset.temperature,
+            tool_timeout=tool_timeout,
+        )
+        return cls(
+            host,
+            provider if provider is not None else provider_for(preset),
+            system=preset.system,
+            policy=policy,
+            max_steps=preset.max_steps or DEFAULT_MAX_STEPS,
+            deadline=preset.deadline or DEFAULT_DEADLINE,
+            servers=preset.servers,
+            allowed_tools=preset.tools,
+            caller=caller,
+            sampling=sampling,
+        )
 
     def run(
         self,

@@ -28,15 +28,14 @@ import msgspec
 
 from ..cliargs import UsageError, add_target_options, load_target_config, run_cli
 from ..errors import ConfigError
-from ..host import Host, HostConfig, Risk, parse_server
+from ..host import HostConfig, Risk, parse_server
 from ..redaction import clean_terminal
 from .agent import Agent
-from .loop import DEFAULT_DEADLINE, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS, AgentPolicy
-from .presets import Preset, load_presets, preset_names
-from .providers import PROVIDER_KINDS, HttpProvider, make_provider
-from .sampling import SamplingResponder
+from .loop import DEFAULT_MAX_STEPS
+from .presets import Preset, load_presets, preset_names, provider_for
+from .providers import PROVIDER_KINDS
 
-__all__ = ["ChatSettings", "main", "parser", "settings_from"]
+__all__ = ["ChatSettings", "main", "parser", "servers_for", "settings_from"]
 
 log = logging.getLogger("mcpwire.agent.cli")
 
@@ -148,22 +147,6 @@ def settings_from(args: argparse.Namespace, presets: dict[str, Preset]) -> ChatS
     return ChatSettings(preset=msgspec.convert(values, Preset), json=args.json, prompt=args.prompt)
 
 
-def provider_for(preset: Preset) -> HttpProvider:
-    """The provider a preset names.
-
-    Raises:
-        PresetError, ValueError: no key, or a bad option.
-    """
-    options: dict[str, object] = {"stream": preset.stream}
-    if preset.timeout is not None:
-        options["timeout"] = preset.timeout
-    if preset.extra_body:
-        options["extra_body"] = preset.extra_body
-    return make_provider(
-        preset.provider, preset.model, base_url=preset.base_url, api_key_env=preset.api_key_env, **options
-    )
-
-
 def servers_for(config: HostConfig | None, preset: Preset) -> HostConfig:
     """The servers the chat starts: the config's (narrowed to the preset's), or the demo server.
 
@@ -187,35 +170,28 @@ def servers_for(config: HostConfig | None, preset: Preset) -> HostConfig:
     return msgspec.structs.replace(config, servers=tuple(s for s in config.servers if s.name in preset.servers))
 
 
-def agent_for(host: Host, provider: HttpProvider, preset: Preset, sampling: SamplingResponder) -> Agent:
-    policy = AgentPolicy(
-        approve=preset.approve,
-        tool_mode=preset.tool_mode,
-        max_tool_calls=preset.max_tool_calls or DEFAULT_MAX_TOOL_CALLS,
-        max_tokens=preset.max_tokens,
-        max_output_tokens=preset.max_output_tokens,
-        temperature=preset.temperature,
-    )
-    return Agent(
-        host,
-        provider,
-        system=preset.system,
-        policy=policy,
-        max_steps=preset.max_steps or DEFAULT_MAX_STEPS,
-        deadline=preset.deadline or DEFAULT_DEADLINE,
-        allowed_tools=preset.tools,
-        caller="mcpwire chat",
-        sampling=sampling,
-    )
-
-
-def host_options(preset: Preset) -> dict[str, object]:
-    options: dict[str, object] = {"approval_rules": [tuple(rule) for rule in preset.rules]}
+def host_options(preset: Preset, args: argparse.Namespace) -> dict[str, object]:
+    """The host's options: the preset's approval rules, and the start-up bound given."""
+    options: dict[str, object] = {
+        "approval_rules": [tuple(rule) for rule in preset.rules],
+        "start_timeout": args.connect_timeout,
+        "connect_timeout": args.connect_timeout,
+    }
     if preset.ask_at is not None:
         options["ask_at"] = Risk[preset.ask_at.upper()]
     if preset.approval_timeout is not None:
         options["approval_timeout"] = preset.approval_timeout
     return options
+
+
+def client_options(args: argparse.Namespace) -> dict[str, object]:
+    """The servers' connection options given (era and revision)."""
+    client: dict[str, object] = {}
+    if args.era != "auto":
+        client["era"] = args.era
+    if args.protocol_version:
+        client["protocol_version"] = args.protocol_version
+    return client
 
 
 def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None) -> int:
@@ -243,10 +219,13 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None) -> i
     )
     return run_cli(
         lambda: run_chat(
-            lambda host, sampling: agent_for(host, provider, preset, sampling),
+            lambda host, sampling: Agent.from_preset(
+                host, preset, provider=provider, caller="mcpwire chat", sampling=sampling, tool_timeout=args.timeout
+            ),
             servers,
             provider,
-            host_options(preset),
+            host_options(preset, args),
+            client_options(args),
             options,
             inp,
             out,

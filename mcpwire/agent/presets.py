@@ -36,9 +36,9 @@ import msgspec
 
 from ..redaction import is_secret_name
 from .errors import PresetError
-from .providers import PROVIDER_KINDS
+from .providers import PROVIDER_KINDS, HttpProvider, make_provider
 
-__all__ = ["PRESET_FIELDS", "Preset", "load_presets", "parse_presets"]
+__all__ = ["PRESET_FIELDS", "Preset", "load_presets", "parse_presets", "provider_for"]
 
 RISKS: Final = ("low", "medium", "high", "critical")
 DECISIONS: Final = ("allow", "deny", "ask")
@@ -270,3 +270,20 @@ def load_presets(path: str | os.PathLike[str]) -> dict[str, Preset]:
 
 def preset_names(presets: Mapping[str, Preset]) -> str:
     return ", ".join(sorted(presets)) or "none"
+
+
+def provider_for(preset: Preset) -> HttpProvider:
+    """The provider a preset names (its key read from the variable it names, or the default).
+
+    Raises:
+        PresetError: the provider needs a key and its variable is not set.
+        ValueError: a bad option.
+    """
+    options: dict[str, object] = {"stream": preset.stream}
+    if preset.timeout is not None:
+        options["timeout"] = preset.timeout
+    if preset.extra_body:
+        options["extra_body"] = preset.extra_body
+    return make_provider(
+        preset.provider, preset.model, base_url=preset.base_url, api_key_env=preset.api_key_env, **options
+    )

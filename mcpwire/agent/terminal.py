@@ -257,6 +257,7 @@ async def run_chat(
     servers: HostConfig,
     provider: HttpProvider,
     host_options: Mapping[str, object],
+    client_options: Mapping[str, object],
     options: ChatOptions,
     inp: TextIO,
     out: TextIO,
@@ -273,7 +274,8 @@ async def run_chat(
     async def decide(event: ApprovalRequired) -> None:
         await ask_approval(event, term, can_ask=can_ask)
 
-    async with provider, Host(servers, client_options={"sampling": sampling}, **host_options) as host:  # type: ignore[arg-type]
+    client = {**client_options, "sampling": sampling}
+    async with provider, Host(servers, client_options=client, **host_options) as host:  # type: ignore[arg-type]
         agent = make_agent(host, sampling)
         if options.prompt is not None:
             _, outcome = await turn(agent, [Message.user(options.prompt)], renderer, decide)

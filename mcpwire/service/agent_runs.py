@@ -29,9 +29,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ..agent import Agent, AgentPolicy, Message, Preset, PresetError, load_presets, make_provider
+from ..agent import Agent, Message, PresetError, load_presets
 from ..agent.events import Failed
-from ..agent.loop import DEFAULT_DEADLINE, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_CALLS
 from ..host import Host
 from ..redaction import shorten
 from .problems import Problem
@@ -93,36 +92,6 @@ def _chunk(name: object, data: bytes, seq: int | None = None) -> dict[str, objec
     return {"type": "http.response.body", "body": head.encode() + b"data: " + data + b"\n\n", "more_body": True}
 
 
-def _agent(host: Host, preset: Preset) -> Agent:
-    options: dict[str, object] = {"stream": preset.stream}
-    if preset.timeout is not None:
-        options["timeout"] = preset.timeout
-    if preset.extra_body:
-        options["extra_body"] = preset.extra_body
-    provider = make_provider(
-        preset.provider, preset.model, base_url=preset.base_url, api_key_env=preset.api_key_env, **options
-    )
-    policy = AgentPolicy(
-        approve=preset.approve,
-        tool_mode=preset.tool_mode,
-        max_tool_calls=preset.max_tool_calls or DEFAULT_MAX_TOOL_CALLS,
-        max_tokens=preset.max_tokens,
-        max_output_tokens=preset.max_output_tokens,
-        temperature=preset.temperature,
-    )
-    return Agent(
-        host,
-        provider,
-        system=preset.system,
-        policy=policy,
-        max_steps=preset.max_steps or DEFAULT_MAX_STEPS,
-        deadline=preset.deadline or DEFAULT_DEADLINE,
-        servers=preset.servers,
-        allowed_tools=preset.tools,
-        caller="api",
-    )
-
-
 def agent_routes(host: Host, config_path: str | Path | None) -> Sequence[Route]:
     """The agent's routes over ``host``, with the presets of the file at ``config_path``."""
 
@@ -145,7 +114,7 @@ def agent_routes(host: Host, config_path: str | Path | None) -> Sequence[Route]:
             known = ", ".join(sorted(presets)) or "none"
             return _problem(404, "Unknown preset", f"no preset {wanted.preset!r}; the presets are: {known}")
         try:
-            agent = _agent(host, preset)
+            agent = Agent.from_preset(host, preset, caller="api")
         except (PresetError, ValueError) as exc:
             return _problem(409, "Preset cannot run", str(exc))
         messages = [Message.user(wanted.prompt)] if wanted.prompt is not None else list(wanted.messages or [])

@@ -10,6 +10,7 @@ import pytest
 
 from mcpwire.agent import Preset, PresetError, load_presets
 from mcpwire.agent.presets import parse_presets
+from mcpwire.cliargs import UsageError
 
 
 def test_a_preset_with_every_kind_of_field() -> None:
@@ -92,3 +93,35 @@ def test_load_presets_names_the_file_and_the_json_position(tmp_path: Path) -> No
     assert load_presets(path)["p"].model == "gpt-4o-mini"
     with pytest.raises(PresetError, match=r"^cannot read '.*missing\.json': "):
         load_presets(tmp_path / "missing.json")
+
+
+def test_command_line_options_are_laid_over_a_preset() -> None:
+    from mcpwire.agent.cli import client_options, host_options, parser, settings_from
+    from mcpwire.host import Risk
+
+    base = parse_presets({"presets": {"p": {"provider": "ollama", "model": "a", "approve": "none", "max_steps": 3}}})
+    args = parser().parse_args(
+        [
+            "--preset",
+            "p",
+            "--model",
+            "b",
+            "--server",
+            "time",
+            "--approve",
+            "ask",
+            "--ask-at",
+            "medium",
+            "--era",
+            "legacy",
+        ]
+    )
+    settings = settings_from(args, base)
+    assert (settings.preset.provider, settings.preset.model, settings.preset.servers) == ("ollama", "b", ("time",))
+    assert (settings.preset.approve, settings.preset.max_steps, settings.prompt) == ("ask", 3, None)
+    assert host_options(settings.preset, args)["ask_at"] is Risk.MEDIUM
+    assert client_options(args) == {"era": "legacy"}
+    with pytest.raises(UsageError, match=r"^no preset 'q' in the config; the presets are: p$"):
+        settings_from(parser().parse_args(["--preset", "q"]), base)
+    with pytest.raises(UsageError, match=r"^--max-steps must be at least 1, not 0$"):
+        settings_from(parser().parse_args(["--preset", "p", "--max-steps", "0"]), base)
