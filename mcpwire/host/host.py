@@ -18,7 +18,7 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,6 +207,11 @@ class Host(Oversight, Reporting):
         self._backoff = Backoff(base=backoff_base, cap=backoff_cap)
         self._client_options = dict(client_options or {})
         self._client_factory = client_factory
+        #: more :func:`~mcpwire.open_client` options per server (a gateway's forwarding handlers),
+        #: asked for each time a server is connected
+        self.client_options_for: Callable[[ServerConfig], Mapping[str, object]] | None = None
+        #: called with (server, method, params) for every notification a server sends (sync, fast)
+        self.on_notification: Callable[[str, str, Mapping[str, object]], None] | None = None
         self._servers: dict[str, ServerInfo] = {}
         self._runtime: dict[str, Runtime] = {}
         self._hub = EventHub()

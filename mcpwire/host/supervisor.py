@@ -85,6 +85,8 @@ class Supervision:
     _connect_timeout: float
     _client_factory: ClientFactory | None
     _client_options: dict[str, Any]
+    client_options_for: Callable[[ServerConfig], Mapping[str, object]] | None
+    on_notification: Callable[[str, str, Mapping[str, object]], None] | None
     _changed: trio.Event
     _nursery: trio.Nursery | None
 
@@ -248,6 +250,8 @@ class Supervision:
         if self._client_factory is not None:
             return self._client_factory(config)
         options: dict[str, Any] = {"timeout": config.policy.timeout_seconds, **self._client_options}
+        if self.client_options_for is not None:
+            options.update(self.client_options_for(config))
         if config.connect_timeout_seconds is not None:
             options["connect_timeout"] = config.connect_timeout_seconds
         if config.era is not None:
@@ -456,6 +460,8 @@ class Supervision:
             await self._handle(info, client, note.method, note.params)
 
     async def _handle(self, info: ServerInfo, client: Client, method: str, params: Mapping[str, object]) -> None:
+        if self.on_notification is not None:
+            self.on_notification(info.name, method, params)
         cache = self._runtime[info.name].cache
         try:
             if method == "notifications/tools/list_changed":

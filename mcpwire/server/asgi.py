@@ -131,7 +131,7 @@ class _Session:
 class _Request:
     """One HTTP request: its headers (lower-case names), body, and the ASGI callables."""
 
-    __slots__ = ("body", "gone", "headers", "method", "path", "query", "receive", "root", "send")
+    __slots__ = ("body", "gone", "headers", "method", "origin", "path", "query", "receive", "root", "send")
 
     def __init__(self, scope: Scope, receive: Receive, send: Send, path: str, root: str) -> None:
         self.method: str = scope["method"]
@@ -148,6 +148,9 @@ class _Request:
         self.receive = receive
         self.send = send
         self.body = b""
+        # what an embedding service's middleware learnt about the request (trace id, caller)
+        state = scope.get("state") or {}
+        self.origin = {k: str(state[k]) for k in ("trace_id", "caller") if k in state}
 
 
 class StreamableHTTPApp:
@@ -206,6 +209,7 @@ class StreamableHTTPApp:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self._modern = Connection(self.server, nursery, era="modern", label="http")
+                nursery.start_soon(self.server.background)
                 task_status.started(self)
                 await trio.sleep_forever()
         finally:
@@ -510,7 +514,7 @@ class StreamableHTTPApp:
         stream = EventStream()
 
         async def serve() -> None:
-            await connection.serve(item, stream)
+            await connection.serve(item, stream, transport=request.origin)
             stream.finish()  # a cancelled request ends its stream without an answer
 
         async with trio.open_nursery() as nursery:
@@ -535,7 +539,7 @@ class StreamableHTTPApp:
                     400, INVALID_REQUEST, "Invalid Request: JSON-RPC batches exist only in protocol revision 2025-03-26"
                 )
             stream = session.new_stream(sse_events=False)
-            if await connection.receive(message, stream):
+            if await connection.receive(message, stream, transport=request.origin):
                 await self._respond(request, stream, modern=False)
             else:
                 await self._json(request, 202, None)
@@ -546,7 +550,7 @@ class StreamableHTTPApp:
         item = classify_incoming(message)
         if isinstance(item, InNotification | InResponse):
             # a notification or a response: "202 Accepted with no body"
-            await connection.receive(message, session.standalone or _DISCARD)
+            await connection.receive(message, session.standalone or _DISCARD, transport=request.origin)
             await self._json(request, 202, None)
             return
         if not isinstance(item, InRequest):
@@ -557,7 +561,7 @@ class StreamableHTTPApp:
         accept = request.headers.get("accept", "")
         sse_ok = self.legacy_sse and ("text/event-stream" in accept or "*/*" in accept)
         stream = session.new_stream(sse_events=sse_ok)
-        await connection.receive(message, stream)
+        await connection.receive(message, stream, transport=request.origin)
         try:
             # resumable streams are SSE from the start (2025-11-25: with a priming event)
             await self._respond(request, stream, modern=False, sse=sse_ok and stream.resumable)
@@ -574,7 +578,7 @@ class StreamableHTTPApp:
             )
         session = await self._new_session()
         stream = EventStream()
-        await session.connection.receive(message, stream)
+        await session.connection.receive(message, stream, transport=request.origin)
         answer = stream.events[0][1] if stream.events else None
         if session.connection.revision is not None and answer is not None:
             await self._json(request, 200, answer, {"Mcp-Session-Id": session.id})
@@ -709,7 +713,7 @@ class StreamableHTTPApp:
             message = decode(request.body)
         except ValueError as exc:
             raise _Reject(400, PARSE_ERROR, f"Parse error: {exc}") from None
-        await session.connection.receive(message, session.standalone)
+        await session.connection.receive(message, session.standalone, transport=request.origin)
         await self._plain(request, 202, "Accepted")
 
 

@@ -24,7 +24,7 @@ the original subscriptions/listen request with a completion result before closin
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -115,16 +115,20 @@ class Connection:
 
     # -- input ----------------------------------------------------------------------------
 
-    async def receive(self, message: object, outlet: Outlet) -> bool:
+    async def receive(self, message: object, outlet: Outlet, *, transport: Mapping[str, str] | None = None) -> bool:
         """Handle one decoded message (or a 2025-03-26 batch); True when an answer will go to
-        ``outlet`` (a request, or an invalid message that is answered with an error)."""
+        ``outlet`` (a request, or an invalid message that is answered with an error).
+
+        ``transport`` is what the transport knows about where the message came from (over HTTP
+        the service's ``trace_id`` and ``caller``); requests carry it in their context.
+        """
         if self.closed:
             return False
         if isinstance(message, list):
-            return await self._batch(message, outlet)
+            return await self._batch(message, outlet, transport)
         item = classify_incoming(message)
         if isinstance(item, InRequest):
-            await self._request(item, outlet, spawn=True)
+            await self._request(item, outlet, spawn=True, transport=transport)
             return True
         if isinstance(item, InNotification):
             self._notification(item)
@@ -135,12 +139,12 @@ class Connection:
             return True
         return False
 
-    async def serve(self, request: InRequest, outlet: Outlet) -> None:
+    async def serve(self, request: InRequest, outlet: Outlet, *, transport: Mapping[str, str] | None = None) -> None:
         """Serve one request in the calling task (2026-07-28 over HTTP, where the response stream
         is the request's lifetime: cancel the caller to cancel the request)."""
-        await self._request(request, outlet, spawn=False)
+        await self._request(request, outlet, spawn=False, transport=transport)
 
-    async def _batch(self, items: list[object], outlet: Outlet) -> bool:
+    async def _batch(self, items: list[object], outlet: Outlet, transport: Mapping[str, str] | None) -> bool:
         # JSON-RPC batches exist in 2025-03-26 only (added by it, removed by 2025-06-18).
         if self.revision != V2025_03_26 or self.era == "modern":
             answer = error_message(
@@ -157,7 +161,7 @@ class Connection:
         answers = False
         for item in items:
             batch.expect()
-            if await self.receive(item, batch):
+            if await self.receive(item, batch, transport=transport):
                 answers = True
             else:
                 await batch.skip()
@@ -192,9 +196,11 @@ class Connection:
 
     # -- admission --------------------------------------------------------------------------
 
-    async def _request(self, request: InRequest, outlet: Outlet, *, spawn: bool) -> None:
+    async def _request(
+        self, request: InRequest, outlet: Outlet, *, spawn: bool, transport: Mapping[str, str] | None
+    ) -> None:
         try:
-            context = self.admit(request, outlet)
+            context = self.admit(request, outlet, transport=transport)
         except Refusal as refusal:
             await outlet.send(error_message(request.id, refusal.code, refusal.message, refusal.data), final=True)
             return
@@ -210,7 +216,9 @@ class Connection:
         else:
             await self._run(context)
 
-    def admit(self, request: InRequest, outlet: Outlet) -> RequestContext:
+    def admit(
+        self, request: InRequest, outlet: Outlet, *, transport: Mapping[str, str] | None = None
+    ) -> RequestContext:
         """The context a request is served in.
 
         Raises:
@@ -263,6 +271,7 @@ class Connection:
             client_info=info,
             log_level=level,
             outlet=outlet,
+            transport=transport,
         )
 
     # -- running a request ---------------------------------------------------------------------
@@ -352,10 +361,12 @@ class Connection:
         uri = context.params.get("uri")
         if not isinstance(uri, str):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
-        if context.method == "resources/subscribe":
+        subscribe = context.method == "resources/subscribe"
+        if subscribe:
             self.subscriptions.add(uri)
         else:
             self.subscriptions.discard(uri)
+        await self.server.subscribed(uri, subscribe)
         return {}
 
     async def _discover(self, context: RequestContext) -> JSONObject:

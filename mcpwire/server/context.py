@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -59,6 +60,7 @@ class RequestContext:
         scope: cancelled when the client cancels the request.
         connection: the connection (and legacy session) the request arrived on.
         outlet: where the request's messages go.
+        transport: what the transport knows of the request's origin.
     """
 
     __slots__ = (
@@ -75,6 +77,7 @@ class RequestContext:
         "progress_token",
         "revision",
         "scope",
+        "transport",
     )
 
     def __init__(
@@ -90,6 +93,7 @@ class RequestContext:
         client_info: JSONObject,
         log_level: str | None,
         outlet: Outlet,
+        transport: Mapping[str, str] | None = None,
     ) -> None:
         self.connection = connection
         self.id = request_id
@@ -101,6 +105,8 @@ class RequestContext:
         self.client_info = client_info
         self._log_level = log_level
         self.outlet = outlet
+        #: what the transport knows of the request's origin (over HTTP: ``trace_id``, ``caller``)
+        self.transport: Mapping[str, str] = transport or {}
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         self.progress_token: int | str | None = token if isinstance(token, int | str) and is_request_id(token) else None

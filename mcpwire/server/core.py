@@ -220,6 +220,13 @@ class Server:
         result.update(ttlMs=DISCOVER_TTL_MS, cacheScope="public")
         return result
 
+    async def subscribed(self, uri: str, subscribe: bool) -> None:
+        """A legacy session (un)subscribed ``uri`` (``resources/subscribe``); nothing by default."""
+
+    async def background(self) -> None:
+        """Work that lasts as long as the server is served (a transport starts it beside its
+        connections and cancels it when it stops); nothing by default."""
+
     def listen_grants(self, context: RequestContext, wanted: JSONObject) -> JSONObject:
         """Grants for ``subscriptions/listen`` filter fields beyond the standard ones (extensions).
 

@@ -93,6 +93,7 @@ async def serve_stdio(
     try:
         async with trio.open_nursery() as nursery:
             connection = Connection(server, nursery, standalone=outlet, input_timeout=input_timeout, label="stdio")
+            nursery.start_soon(server.background)
             try:
                 await _read(connection, stdin, outlet, max_message_bytes)
                 # requests read just before the end of input are answered if they are quick

@@ -1,0 +1,559 @@
+"""The MCP gateway: every enabled server of a host behind one MCP endpoint, with the host's policies.
+
+    gateway = Gateway(host)                      # namespaced: server__tool
+    app = gateway.asgi_app()                     # Streamable HTTP, both eras (mount it at /mcp)
+    await gateway.serve_stdio()                  # or: stdin/stdout (``mcpwire serve --stdio``)
+
+Theory of operation: the gateway is a :class:`~mcpwire.server.Server` (the protocol of both
+eras, sessions, SSE streams and their resumption are :mod:`mcpwire.server`'s) whose handlers
+translate MCP requests into host calls and back. Lists come from the host's registry and
+catalog, under the host's names (``namespacing=False``: the servers' own names, a pure proxy for
+a single backend); quarantined tools (pinned, then changed) are not listed. Calls go through
+:meth:`Host.call_tool <mcpwire.host.Host.call_tool>`, :meth:`~mcpwire.host.Host.get_prompt` and
+:meth:`~mcpwire.host.Host.read_resource`, so every policy applies exactly as for the service's
+API (filters, timeout, retry, breaker, cache, approval, audit, metrics); the call carries the
+trace id and caller the service's middleware found, and its progress goes back to the client.
+A backend's questions (sampling, elicitation, roots) and the approval policy's "ask" reach the
+client through :mod:`mcpwire.service.gateway_bridge`.
+
+Changes reach connected clients: a host event about a server's tools (its status, its list, a
+pin), prompts or resources becomes ``notifications/<kind>/list_changed`` to every legacy session
+and every ``subscriptions/listen`` stream that asked, coalesced (at most one per kind every
+:data:`COALESCE_S`, so a backend that floods cannot flood the clients). Backends' log messages
+go to legacy sessions at their level, and ``resources/updated`` to the clients that subscribed.
+
+Errors: an unknown name is -32602; a backend's JSON-RPC error is passed on with its code; a call
+the host refuses (denied, circuit open) or that fails (timeout, server gone) is a tool result
+with ``isError``, so that a model sees why.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, TypeVar
+
+import msgspec
+import trio
+
+from .._version import __version__
+from ..errors import HostError, MCPWireError, RPCError
+from ..host import Host
+from ..host.catalog import UnknownPrompt
+from ..host.registry import RegisteredTool
+from ..protocol.serving import INVALID_PARAMS, LOG_LEVELS, RESOURCE_NOT_FOUND
+from ..protocol.types import ToolResult
+from ..protocol.versions import V2025_03_26, V2025_06_18, V2025_11_25
+from ..server import JSONObject, RequestContext, RequestError, Server, StreamableHTTPApp, serve_stdio
+from ..server.asgi import MAX_BODY_BYTES
+from .gateway_bridge import DEFAULT_INPUT_TIMEOUT, Bridge, Pending
+
+__all__ = ["COALESCE_S", "Gateway", "GatewayServer"]
+
+log = logging.getLogger("mcpwire.service.gateway")
+T = TypeVar("T")
+
+#: Least seconds between two list_changed notifications of one kind.
+COALESCE_S: Final = 0.1
+#: Seconds a request of the gateway's own to a backend may take (setting its log level).
+BACKEND_REQUEST_S: Final = 10.0
+#: Backend log messages held for relaying at once (more are dropped: a flood stays bounded).
+MAX_PENDING_LOGS: Final = 1000
+#: 2026-07-28 server/utilities/caching: how long a client may keep the gateway's lists.
+LIST_TTL_MS: Final = 5_000
+INSTRUCTIONS: Final = (
+    "The mcpwire gateway: the tools, prompts and resources of the host's servers, under the host's policies."
+)
+_LIST_KINDS: Final = {
+    "tools": "tools",
+    "status": "tools",
+    "pin": "tools",
+    "prompts": "prompts",
+    "resources": "resources",
+}
+#: tool fields by the revision that introduced them (older clients get a tool without them)
+_TOOL_FIELDS: Final = (
+    ("annotations", V2025_03_26),
+    ("title", V2025_06_18),
+    ("outputSchema", V2025_06_18),
+    ("icons", V2025_11_25),
+)
+_TEMPLATE_VAR: Final = re.compile(r"\{[^}]*\}")
+
+
+class Gateway:
+    """The host's servers as one MCP server.
+
+    Args:
+        host: the host whose servers are served (entered by the caller, before or after).
+        namespacing: expose the host's namespaced names; False exposes the servers' own names (a
+            pure proxy for one backend; of two servers with a tool of the same name, the first
+            registered wins).
+        name, instructions: the gateway's ``serverInfo.name`` and instructions.
+        input_timeout: seconds a call waits for its client's answer to a backend's question.
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        namespacing: bool = True,
+        name: str = "mcpwire-gateway",
+        instructions: str | None = None,
+        input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+    ) -> None:
+        self.host = host
+        self.namespacing = namespacing
+        self._app: StreamableHTTPApp | None = None
+        self._nursery: trio.Nursery | None = None
+        self._ready = trio.Event()
+        self.bridge = Bridge(self._background, input_timeout=input_timeout)
+        self.server = GatewayServer(
+            self, name=name, instructions=INSTRUCTIONS if instructions is None else instructions
+        )
+        # the host's connections answer their servers' questions through the bridge, and tell
+        # the gateway what their servers notify
+        host.client_options_for = self.bridge.client_options
+        host.on_notification = self.server.backend_notified
+
+    def asgi_app(
+        self, *, allowed_hosts: frozenset[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES
+    ) -> StreamableHTTPApp:
+        """The Streamable HTTP endpoint (both eras), to mount at the service's ``/mcp``.
+
+        It serves whatever path it is mounted at; Host/Origin checks, authentication and rate
+        limits are the service's middleware (``allowed_hosts`` checks them here too). It starts
+        its sessions' nursery on first use, or runs in :meth:`run`.
+        """
+        if self._app is None:
+            self._app = StreamableHTTPApp(
+                self.server,
+                mcp_path=None,
+                sse_path=None,
+                messages_path=None,
+                allowed_hosts=allowed_hosts,
+                max_body_bytes=max_body_bytes,
+            )
+        return self._app
+
+    async def run(self, *, task_status: trio.TaskStatus[Gateway] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host the HTTP endpoint's sessions and the gateway's work until cancelled."""
+        await self.asgi_app().run(task_status=trio.TASK_STATUS_IGNORED)
+
+    async def serve_stdio(self) -> None:
+        """Serve the gateway on stdin/stdout until end of input (``mcpwire serve --stdio``).
+
+        Cancellation: cancelling it cancels every call in flight.
+        """
+        await serve_stdio(self.server)
+
+    async def _background(self) -> trio.Nursery:
+        await self._ready.wait()
+        assert self._nursery is not None
+        return self._nursery
+
+    async def _work(self) -> None:
+        """The gateway's own tasks: pending calls, and list changes for connected clients."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._ready.set()
+            try:
+                await self.server.relay_changes()
+            finally:
+                self._nursery = None
+                self._ready = trio.Event()
+
+
+class GatewayServer(Server):
+    """The gateway's MCP surface (see :class:`Gateway`)."""
+
+    def __init__(self, gateway: Gateway, *, name: str, instructions: str) -> None:
+        super().__init__(name, __version__, instructions=instructions)
+        self.gateway = gateway
+        self.host = gateway.host
+        self._dirty: set[str] = set()
+        self._logs: list[tuple[str, Mapping[str, object]]] = []
+        self._dirty_event = trio.Event()
+        for method, handler in (
+            ("tools/list", self._tools_list),
+            ("tools/call", self._tools_call),
+            ("prompts/list", self._prompts_list),
+            ("prompts/get", self._prompts_get),
+            ("resources/list", self._resources_list),
+            ("resources/templates/list", self._templates_list),
+            ("resources/read", self._resources_read),
+            ("completion/complete", self._complete),
+        ):
+            self.route(method, handler)
+
+    def capabilities(self, revision: str) -> JSONObject:
+        caps: JSONObject = {
+            "tools": {"listChanged": True},
+            "prompts": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "logging": {},
+        }
+        if revision >= V2025_03_26:  # the completions capability did not exist in 2024-11-05
+            caps["completions"] = {}
+        return caps
+
+    async def background(self) -> None:
+        await self.gateway._work()
+
+    # -- names -----------------------------------------------------------------------------------
+
+    def _exposed(self) -> dict[str, RegisteredTool]:
+        """Exposed name -> registered tool (quarantined tools are not exposed)."""
+        tools = self.host.tools()
+        if self.gateway.namespacing:
+            return {t.name: t for t in tools}
+        exposed: dict[str, RegisteredTool] = {}
+        for tool in tools:
+            if tool.tool.name in exposed:
+                log.warning(
+                    "two servers have a tool named %r; only %r's is served",
+                    tool.tool.name,
+                    exposed[tool.tool.name].server,
+                )
+                continue
+            exposed[tool.tool.name] = tool
+        return exposed
+
+    def tool_input_schema(self, name: str) -> Mapping[str, object] | None:
+        tool = self._exposed().get(name)
+        return None if tool is None else tool.tool.input_schema
+
+    def _prompt_name(self, name: str) -> str:
+        """The host's name of an exposed prompt name."""
+        if self.gateway.namespacing:
+            return name
+        for prompt in self.host.prompts():
+            if prompt.prompt.name == name:
+                return prompt.name
+        return name
+
+    def _server_of(self, uri: str) -> str:
+        """The server that serves ``uri``: the one that lists it, else the one whose template
+        matches, else the only server with resources.
+
+        Raises:
+            RequestError: no server (or more than one) could serve it.
+        """
+        servers = {r.server for r in self.host.resources() if r.uri == uri}
+        if not servers:
+            servers = {t.server for t in self.host.resource_templates() if _matches(t.uri_template, uri)}
+        if not servers:
+            servers = {
+                info.name
+                for info in self.host.list()
+                if info.capabilities is not None and info.capabilities.resources is not None
+            }
+        if len(servers) == 1:
+            return servers.pop()
+        raise _not_found(uri, modern=True)
+
+    # -- lists -----------------------------------------------------------------------------------
+
+    async def _tools_list(self, ctx: RequestContext) -> JSONObject:
+        tools = [_tool(name, reg, ctx.revision) for name, reg in self._exposed().items()]
+        return _list(ctx, "tools", tools)
+
+    async def _prompts_list(self, ctx: RequestContext) -> JSONObject:
+        prompts = [
+            {**_wire(p.prompt), "name": p.name if self.gateway.namespacing else p.prompt.name}
+            for p in self.host.prompts()
+        ]
+        return _list(ctx, "prompts", prompts)
+
+    async def _resources_list(self, ctx: RequestContext) -> JSONObject:
+        resources = [
+            {**_wire(r.resource), "name": r.name if self.gateway.namespacing else r.resource.name or r.uri}
+            for r in self.host.resources()
+        ]
+        return _list(ctx, "resources", resources)
+
+    async def _templates_list(self, ctx: RequestContext) -> JSONObject:
+        templates = [
+            {**_wire(t.template), "name": t.name if self.gateway.namespacing else t.template.name or t.uri_template}
+            for t in self.host.resource_templates()
+        ]
+        return _list(ctx, "resourceTemplates", templates)
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    def _call_context(self, ctx: RequestContext) -> dict[str, str]:
+        context = dict(ctx.transport)
+        context.setdefault("caller", f"mcp:{ctx.client_info.get('name', 'client')}")
+        return context
+
+    async def _tools_call(self, ctx: RequestContext) -> JSONObject:
+        if ctx.modern and "requestState" in ctx.params:
+            outcome = await self.gateway.bridge.resume(ctx)
+            return self._tool_outcome(outcome)
+        name = ctx.params.get("name")
+        arguments = ctx.params.get("arguments", {})
+        reg = self._exposed().get(name) if isinstance(name, str) else None
+        if reg is None:
+            raise RequestError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
+        if not isinstance(arguments, dict):
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+
+        async def work(pending: Pending) -> object:
+            async def progress(update: Any) -> None:
+                await pending.context.progress(update.progress, update.total, update.message)
+
+            try:
+                return await self.host.call_tool(
+                    reg.name,
+                    arguments,
+                    approver=self.gateway.bridge.approver(pending),
+                    context=self._call_context(pending.context),
+                    on_progress=progress,
+                )
+            except HostError as exc:
+                return exc
+
+        return self._tool_outcome(await self.gateway.bridge.call(ctx, reg.server, work))
+
+    def _tool_outcome(self, outcome: object) -> JSONObject:
+        if isinstance(outcome, HostError):
+            rpc = _rpc_cause(outcome)
+            if rpc is not None:  # the backend refused the call: its error, as it said it
+                raise RequestError(rpc.code, rpc.message, rpc.data)
+            return {"content": [{"type": "text", "text": str(outcome)}], "isError": True}
+        result = getattr(outcome, "result", outcome)
+        assert isinstance(result, ToolResult)
+        return _tool_result(result)
+
+    async def _prompts_get(self, ctx: RequestContext) -> JSONObject:
+        if ctx.modern and "requestState" in ctx.params:
+            return _wire(await self.gateway.bridge.resume(ctx))
+        name = ctx.params.get("name")
+        arguments = ctx.params.get("arguments") or {}
+        if not isinstance(name, str):
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'name' must be a string")
+        if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'arguments' must map names to strings")
+        try:
+            reg = self.host.catalog.resolve_prompt(self._prompt_name(name))
+        except UnknownPrompt:
+            raise RequestError(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}") from None
+
+        async def work(pending: Pending) -> object:
+            return await self.host.get_prompt(reg.name, arguments, context=self._call_context(pending.context))
+
+        return _wire(await self._backend(ctx, reg.server, work))
+
+    async def _resources_read(self, ctx: RequestContext) -> JSONObject:
+        if ctx.modern and "requestState" in ctx.params:
+            return _wire(await self.gateway.bridge.resume(ctx))
+        uri = ctx.params.get("uri")
+        if not isinstance(uri, str):
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
+        try:
+            server = self._server_of(uri)
+        except RequestError:
+            raise _not_found(uri, modern=ctx.modern) from None
+
+        async def work(pending: Pending) -> object:
+            return await self.host.read_resource(server, uri, context=self._call_context(pending.context))
+
+        try:
+            result = await self._backend(ctx, server, work)
+        except RequestError as exc:
+            # "Resource not found" is -32002 up to 2025-11-25 and -32602 in 2026-07-28
+            if exc.code in (RESOURCE_NOT_FOUND, INVALID_PARAMS) and "not found" in exc.message.lower():
+                exc.code = INVALID_PARAMS if ctx.modern else RESOURCE_NOT_FOUND
+            raise
+        read = _wire(result)
+        if ctx.modern:  # 2026-07-28 server/utilities/caching: every read carries its hints
+            read.setdefault("ttlMs", 0)
+            read.setdefault("cacheScope", "private")
+        return read
+
+    async def _backend(self, ctx: RequestContext, server: str, work: Callable[[Pending], Awaitable[T]]) -> T:
+        """Run a host request; a backend's JSON-RPC error is passed on as it came, a failure is -32603."""
+        try:
+            return await self.gateway.bridge.call(ctx, server, work)
+        except HostError as exc:
+            rpc = _rpc_cause(exc)
+            if rpc is not None:
+                raise RequestError(rpc.code, rpc.message, rpc.data) from None
+            raise RequestError(-32603, f"Internal error: {exc}") from None
+
+    async def _complete(self, ctx: RequestContext) -> JSONObject:
+        ref, argument = ctx.params.get("ref"), ctx.params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'ref' and 'argument' must be objects")
+        params = dict(ctx.params)
+        params.pop("_meta", None)
+        if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+            try:
+                reg = self.host.catalog.resolve_prompt(self._prompt_name(str(ref["name"])))
+            except UnknownPrompt:
+                raise RequestError(INVALID_PARAMS, f"Invalid params: unknown prompt {ref['name']!r}") from None
+            server = reg.server
+            params["ref"] = {**ref, "name": reg.prompt.name}
+        elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+            server = self._server_of(str(ref["uri"]))
+        else:
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'ref.type' must be 'ref/prompt' or 'ref/resource'")
+        client = self.host.get(server).client
+        if client is None:
+            raise RequestError(-32603, f"Internal error: server {server!r} is not connected")
+        try:
+            result = await client.request("completion/complete", params)
+        except RPCError as exc:
+            raise RequestError(exc.code, exc.message, exc.data) from None
+        if not isinstance(result, dict):
+            raise RequestError(-32603, f"Internal error: server {server!r} answered completion/complete with no object")
+        return dict(result)
+
+    # -- changes ----------------------------------------------------------------------------------
+
+    def backend_notified(self, server: str, method: str, params: Mapping[str, object]) -> None:
+        """A backend's notification (called by the host, synchronously): logs and resource
+        updates are relayed by :meth:`relay_changes`."""
+        if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            self._dirty.add(f"updated:{params['uri']}")
+        elif method.endswith("/list_changed") and method.split("/")[1] in ("tools", "prompts", "resources"):
+            # the host refreshes its lists too, but tells only when they differ; the backend said so
+            self._dirty.add(method.split("/")[1])
+        elif method == "notifications/message" and len(self._logs) < MAX_PENDING_LOGS:
+            self._logs.append((server, dict(params)))
+        else:
+            return
+        self._dirty_event.set()
+
+    async def subscribed(self, uri: str, subscribe: bool) -> None:
+        """A client (un)subscribed ``uri``: so does the gateway, on the server that serves it."""
+        try:
+            info = self.host.get(self._server_of(uri))
+        except (RequestError, HostError):
+            return
+        client = info.client
+        if client is None or info.era == "modern":  # a 2026-07-28 backend has listen streams instead
+            return
+        method = "resources/subscribe" if subscribe else "resources/unsubscribe"
+        try:
+            await client.request(method, {"uri": uri})
+        except MCPWireError as exc:
+            log.info("%s: %s %s failed: %s", info.name, method, uri, exc)
+
+    async def relay_changes(self) -> None:
+        """Turn host events into list_changed notifications, coalesced, until the host closes;
+        ask every connected backend for its log messages."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._send_changes)
+            events = self.host.events(buffer=1000)
+            for info in self.host.list():
+                nursery.start_soon(self._want_logs, info.name)
+            async for event in events:
+                kind = _LIST_KINDS.get(event.kind)
+                if kind is not None:
+                    self._dirty.add(kind)
+                    self._dirty_event.set()
+                if event.kind == "status" and event.status == "connected":
+                    nursery.start_soon(self._want_logs, event.server)
+            nursery.cancel_scope.cancel()
+
+    async def _want_logs(self, server: str) -> None:
+        """Ask a backend for every log message (the gateway relays what each client wants)."""
+        try:
+            client = self.host.get(server).client
+            if client is not None:
+                with trio.move_on_after(BACKEND_REQUEST_S):
+                    await client.set_logging_level("debug")
+        except (MCPWireError, HostError) as exc:
+            log.info("%s: cannot set its log level: %s", server, exc)
+
+    async def _send_changes(self) -> None:
+        while True:
+            await self._dirty_event.wait()
+            self._dirty_event = trio.Event()
+            dirty, self._dirty = self._dirty, set()
+            logs, self._logs = self._logs, []
+            for item in sorted(dirty):
+                if item.startswith("updated:"):
+                    await self.resource_updated(item.removeprefix("updated:"))
+                else:
+                    await self.list_changed(item)
+            for server, params in logs:
+                await self._relay_log(server, params)
+            await trio.sleep(COALESCE_S)
+
+    async def _relay_log(self, server: str, params: Mapping[str, object]) -> None:
+        level = params.get("level")
+        if not isinstance(level, str) or level not in LOG_LEVELS:
+            return
+        relayed = {**params, "logger": f"{server}/{params.get('logger', '')}".rstrip("/")}
+        rank = LOG_LEVELS.index(level)
+        calls = [pending.context for pending in self.gateway.bridge.calls_to(server)]
+        # a session without a standalone stream gets it on the stream of its call to that server
+        origins = {context.connection: context for context in calls if not context.modern}
+        for session in list(self.sessions):
+            if rank >= LOG_LEVELS.index(session.log_level):
+                await session.notify_unrelated("notifications/message", relayed, origin=origins.get(session))
+        # 2026-07-28 clients ask per request: the calls to that server that asked get it
+        for context in calls:
+            if context.modern and context.log_level is not None and rank >= LOG_LEVELS.index(context.log_level):
+                await context.notify("notifications/message", relayed)
+
+
+# -- shapes ---------------------------------------------------------------------------------------
+
+
+def _wire(value: object) -> JSONObject:
+    out = msgspec.to_builtins(value)
+    if not isinstance(out, dict):
+        raise RequestError(-32603, f"Internal error: a backend answered with {type(out).__name__}")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _tool(name: str, reg: RegisteredTool, revision: str) -> JSONObject:
+    tool = _wire(reg.tool)
+    tool["name"] = name
+    for key, since in _TOOL_FIELDS:
+        if revision < since:
+            tool.pop(key, None)
+    return tool
+
+
+def _tool_result(result: ToolResult) -> JSONObject:
+    out: JSONObject = {"content": [msgspec.to_builtins(block) for block in result.content]}
+    if result.structured_content is not msgspec.UNSET:
+        out["structuredContent"] = result.structured_content
+    if result.is_error:
+        out["isError"] = True
+    return out
+
+
+def _list(ctx: RequestContext, key: str, items: list[JSONObject]) -> JSONObject:
+    # the gateway's lists are one page: it issues no cursor, so any cursor is one it did not issue
+    if ctx.params.get("cursor") is not None:
+        raise RequestError(INVALID_PARAMS, f"Invalid params: invalid cursor for {ctx.method}")
+    result: JSONObject = {key: items}
+    if ctx.modern:
+        result.update(ttlMs=LIST_TTL_MS, cacheScope="private")
+    return result
+
+
+def _not_found(uri: str, *, modern: bool) -> RequestError:
+    """Resource not found: -32002 up to 2025-11-25, -32602 in 2026-07-28."""
+    if modern:
+        return RequestError(INVALID_PARAMS, f"Invalid params: resource not found: {uri}", {"uri": uri})
+    return RequestError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+
+def _rpc_cause(exc: BaseException) -> RPCError | None:
+    cause = exc.__cause__
+    while cause is not None and not isinstance(cause, RPCError):
+        cause = cause.__cause__
+    return cause
+
+
+def _matches(template: str, uri: str) -> bool:
+    """Whether ``uri`` fits an RFC 6570 template's simple form (each ``{var}`` one segment)."""
+    pattern = "^" + "[^/]+".join(re.escape(part) for part in _TEMPLATE_VAR.split(template)) + "$"
+    return re.match(pattern, uri) is not None

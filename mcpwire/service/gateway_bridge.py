@@ -1,0 +1,367 @@
+"""How a backend's questions reach the gateway's client: forwarding, and calls that wait for input.
+
+Theory of operation: a backend may need its client while a call runs: ``sampling/createMessage``,
+``elicitation/create`` and ``roots/list`` (server-to-client requests in the legacy era, input
+requests of an ``input_required`` result in 2026-07-28), and the host's approval policy may need
+a decision ("ask"). The host's connections are the backend's clients, so the gateway gives each
+of them forwarding handlers (:meth:`Bridge.client_options`, through ``Host.client_options_for``)
+and an approver per call; both end in :meth:`Bridge.ask`, which finds the gateway call the
+question belongs to and puts it to that call's client:
+
+- the call is found by a context variable set in the task that runs it (the host calls a
+  2026-07-28 backend's input rounds in that task); a legacy backend's request arrives in the
+  connection's own task instead, so it goes to the one call to that backend in flight (with
+  several, the gateway cannot tell which and the backend gets an error);
+- a legacy gateway client is asked with a server-to-client request on its session;
+- a 2026-07-28 gateway client cannot be asked mid-request: the call is a :class:`Pending` that
+  runs in the gateway's own nursery, and when it needs input the gateway answers the client's
+  request with ``input_required`` (one input request, and a ``requestState`` signed by the
+  gateway that names the pending call and the round). The client's retry carries the answer in
+  ``inputResponses``; :meth:`Bridge.resume` verifies the state, hands the answer to the waiting
+  question and waits for what comes next (the result, or the next question). A call waits for
+  its retry at most ``input_timeout`` seconds; then it is cancelled. Pending calls live in one
+  process: behind a load balancer a retry must reach the same instance (as legacy sessions do).
+
+A question the gateway's client cannot answer (it did not declare the capability, the era does
+not allow it, nobody is asking) fails cleanly: the backend gets a JSON-RPC error naming why.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Final, TypeVar
+
+import trio
+
+from ..errors import RPCError
+from ..host.config import ServerConfig
+from ..host.policies import ApprovalRequest
+from ..protocol.serving import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY
+from ..protocol.versions import V2025_06_18, V2025_11_25
+from ..server import ClientRequestError, InputRequired, JSONObject, RequestContext, RequestError
+
+__all__ = ["DEFAULT_INPUT_TIMEOUT", "Bridge", "Pending"]
+
+log = logging.getLogger("mcpwire.service.gateway")
+T = TypeVar("T")
+
+#: Seconds a call waits for its client's answer (a legacy request, or a 2026-07-28 retry).
+DEFAULT_INPUT_TIMEOUT: Final = 300.0
+#: Calls waiting for a 2026-07-28 retry at once; the oldest is cancelled to make room.
+MAX_PENDING: Final = 1000
+#: the client capability each question needs
+_NEEDS: Final = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+_CURRENT: Final[contextvars.ContextVar[Pending | None]] = contextvars.ContextVar("mcpwire_gateway_call", default=None)
+
+
+@dataclass(slots=True, eq=False)
+class _Question:
+    key: str
+    request: JSONObject
+    answered: trio.Event = field(default_factory=trio.Event)
+    answer: object = None
+
+
+@dataclass(slots=True, eq=False)
+class Pending:
+    """One gateway call on its way through the host, and the gateway request it answers now."""
+
+    id: str
+    server: str
+    context: RequestContext
+    rounds: int = 0
+    question: _Question | None = None
+    done: bool = False
+    outcome: object = None
+    error: BaseException | None = None
+    changed: trio.Event = field(default_factory=trio.Event)
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    #: the answer to the gateway's client instead of the call's outcome (a capability it lacks)
+    refusal: RequestError | None = None
+    expires: float = 0.0
+
+    def _wake(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+class Bridge:
+    """The questions of backends, put to the gateway's clients.
+
+    Args:
+        nursery: where calls of 2026-07-28 clients run (they outlive the request that started
+            them while they wait for input); a callable, so that it can be late-bound.
+        input_timeout: seconds a call waits for its client's answer.
+    """
+
+    def __init__(
+        self, nursery: Callable[[], Awaitable[trio.Nursery]], *, input_timeout: float = DEFAULT_INPUT_TIMEOUT
+    ) -> None:
+        self._nursery = nursery
+        self.input_timeout = input_timeout
+        self._key = secrets.token_bytes(32)
+        self._by_server: dict[str, set[Pending]] = {}
+        self._parked: dict[str, Pending] = {}
+
+    # -- running calls ------------------------------------------------------------------------------
+
+    async def call(self, context: RequestContext, server: str, work: Callable[[Pending], Awaitable[T]]) -> T:
+        """Run ``work`` for the gateway request ``context``; its questions go to that client.
+
+        A legacy request runs the work in its own task. A 2026-07-28 request runs it in the
+        gateway's nursery and raises :class:`InputRequired` when it needs input (the retry
+        continues it through :meth:`resume`).
+
+        Cancellation: cancelling the request cancels the work, unless it waits for input.
+        """
+        pending = Pending(secrets.token_urlsafe(16), server, context)
+        if context.modern:
+            _ = context.input_responses  # "malformed input is a protocol error" (-32602), even unasked
+        if not context.modern:
+            token = _CURRENT.set(pending)
+            self._by_server.setdefault(server, set()).add(pending)
+            try:
+                return await work(pending)
+            finally:
+                self._by_server[server].discard(pending)
+                _CURRENT.reset(token)
+        nursery = await self._nursery()
+        nursery.start_soon(self._run, pending, work)
+        return await self._follow(pending)  # type: ignore[return-value]
+
+    async def resume(self, context: RequestContext) -> object:
+        """Continue the pending call named by the retry's ``requestState``.
+
+        Raises:
+            RequestError: -32602 for a state that does not verify, names no pending call (it
+                expired, or another instance holds it), or comes with an answer of the wrong shape.
+            InputRequired: the call needs more input (or this retry lacked the answer).
+        """
+        pending = self._verify(context.params.get("requestState"))
+        question = pending.question
+        assert question is not None  # parked calls always wait on a question
+        pending.context = context
+        responses = context.input_responses
+        if question.key in responses:
+            answer = responses[question.key]
+            if not _fits(str(question.request["method"]), answer):
+                raise RequestError(
+                    INVALID_PARAMS,
+                    f"Invalid params: inputResponses[{question.key!r}] is not a valid "
+                    f"{question.request['method']} result",
+                )
+            del self._parked[pending.id]
+            question.answer = answer
+            question.answered.set()
+        return await self._follow(pending)
+
+    async def _run(self, pending: Pending, work: Callable[[Pending], Awaitable[object]]) -> None:
+        _CURRENT.set(pending)
+        self._by_server.setdefault(pending.server, set()).add(pending)
+        with pending.scope:
+            try:
+                pending.outcome = await work(pending)
+            except Exception as exc:
+                pending.error = exc
+        self._by_server[pending.server].discard(pending)
+        self._parked.pop(pending.id, None)
+        if pending.scope.cancelled_caught and pending.error is None:
+            pending.error = RequestError(INTERNAL_ERROR, "the call was cancelled while it waited for input")
+        pending.done = True
+        pending._wake()
+
+    async def _follow(self, pending: Pending) -> object:
+        """Wait until the call ends or asks; cancelled (the client went away), cancel the call
+        unless it is waiting for a retry."""
+        try:
+            while not pending.done and pending.id not in self._parked:
+                await pending.changed.wait()
+        except trio.Cancelled:
+            if not pending.done and pending.id not in self._parked:
+                pending.scope.cancel()
+            raise
+        if pending.done:
+            if pending.refusal is not None:
+                raise pending.refusal
+            if pending.error is not None:
+                raise pending.error
+            return pending.outcome
+        question = pending.question
+        assert question is not None
+        raise InputRequired({question.key: question.request}, self._sign(pending))
+
+    # -- questions --------------------------------------------------------------------------------
+
+    def client_options(self, config: ServerConfig) -> Mapping[str, object]:
+        """The forwarding handlers for the host's connection to one server."""
+        server = config.name
+
+        async def sampling(params: JSONObject) -> JSONObject:
+            return await self.ask(server, "sampling/createMessage", params)
+
+        async def elicitation(params: JSONObject) -> JSONObject:
+            return await self.ask(server, "elicitation/create", params)
+
+        async def roots() -> list[JSONObject]:
+            result = await self.ask(server, "roots/list", {})
+            listed = result.get("roots")
+            return [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
+
+        return {"sampling": sampling, "elicitation": elicitation, "roots": roots}
+
+    def approver(self, pending: Pending) -> Callable[[ApprovalRequest], Awaitable[bool | Mapping[str, object]]] | None:
+        """An approver that asks the call's client (an elicitation), when its client can answer one."""
+        if not _can_ask(pending.context, "elicitation/create"):
+            return None
+
+        async def approve(request: ApprovalRequest) -> bool:
+            shown = ", ".join(f"{k}={v!r}" for k, v in list(request.arguments.items())[:8])
+            step = (
+                f" (confirmation {request.confirmation} of {request.confirmations_needed})"
+                if request.confirmations_needed > 1
+                else ""
+            )
+            params: JSONObject = {
+                "message": f"Allow the tool {request.tool!r} on server {request.server!r} ({request.risk.name} risk: "
+                f"{request.reason}) with {shown or 'no arguments'}?{step}",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"approve": {"type": "boolean", "title": "Approve", "default": False}},
+                    "required": ["approve"],
+                },
+            }
+            answer = await self.ask(pending.server, "elicitation/create", params, pending=pending)
+            content = answer.get("content")
+            return answer.get("action") == "accept" and isinstance(content, dict) and content.get("approve") is True
+
+        return approve
+
+    async def ask(self, server: str, method: str, params: JSONObject, *, pending: Pending | None = None) -> JSONObject:
+        """Put a backend's question to the client of the call it belongs to; its answer.
+
+        Raises:
+            RPCError: nobody can answer it (the backend gets this error).
+        """
+        pending = pending or _CURRENT.get() or self._only(server)
+        if pending is None:
+            raise RPCError(
+                METHOD_NOT_FOUND,
+                f"the gateway has no client to ask '{method}' for: the question came outside a call "
+                "from an MCP client, or while several calls to this server were in flight",
+            )
+        context = pending.context
+        if not _can_ask(context, method):
+            if context.modern:
+                # 2026-07-28 basic: a request that needs a capability the client did not declare
+                # gets MissingRequiredClientCapabilityError; the backend's question fails meanwhile
+                capability = _NEEDS[method]
+                pending.refusal = RequestError(
+                    MISSING_CLIENT_CAPABILITY,
+                    f"Missing required client capability: {capability} (a server behind the gateway asked for it)",
+                    {"requiredCapabilities": {capability: {}}},
+                )
+            raise RPCError(
+                METHOD_NOT_FOUND,
+                f"the gateway's client cannot answer '{method}' (it did not declare the capability, "
+                f"or its protocol revision {context.revision} has no such request)",
+            )
+        if context.modern:
+            return await self._park(pending, method, params)
+        try:
+            result = await context.request(method, _adapt(context, method, params), timeout=self.input_timeout)
+        except ClientRequestError as exc:
+            error = exc.error or {}
+            code = error.get("code")
+            raise RPCError(code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message") or exc)) from exc
+        if not isinstance(result, dict):
+            raise RPCError(INTERNAL_ERROR, f"the gateway's client answered '{method}' with a {type(result).__name__}")
+        return result
+
+    async def _park(self, pending: Pending, method: str, params: JSONObject) -> JSONObject:
+        pending.rounds += 1
+        question = _Question(f"{_NEEDS[method]}-{pending.rounds}", {"method": method, "params": params})
+        pending.question = question
+        pending.expires = time.monotonic() + self.input_timeout
+        self._parked[pending.id] = pending
+        while len(self._parked) > MAX_PENDING:
+            oldest = self._parked.pop(next(iter(self._parked)))
+            log.warning("too many calls wait for input; cancelling the oldest (%s)", oldest.server)
+            oldest.scope.cancel()
+        pending._wake()
+        with trio.move_on_after(self.input_timeout):
+            await question.answered.wait()
+        if not question.answered.is_set():
+            self._parked.pop(pending.id, None)
+            raise RPCError(
+                INTERNAL_ERROR, f"the gateway's client did not answer '{method}' within {self.input_timeout:g} s"
+            )
+        pending.question = None
+        answer = question.answer
+        assert isinstance(answer, dict)  # checked by resume
+        return answer
+
+    def calls_to(self, server: str) -> list[Pending]:
+        """The gateway calls to ``server`` in flight."""
+        return list(self._by_server.get(server) or ())
+
+    def _only(self, server: str) -> Pending | None:
+        calls = self._by_server.get(server) or set()
+        return next(iter(calls)) if len(calls) == 1 else None
+
+    # -- the state of a pending call ---------------------------------------------------------------
+
+    def _sign(self, pending: Pending) -> str:
+        body = f"{pending.id}.{pending.rounds}"
+        return f"{body}.{hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()}"
+
+    def _verify(self, state: object) -> Pending:
+        parts = state.split(".") if isinstance(state, str) else []
+        if len(parts) != 3:
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' is not one this gateway issued")
+        body = f"{parts[0]}.{parts[1]}"
+        expected = hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(parts[2], expected):
+            # 2026-07-28 basic/patterns/mrtr: "Servers MUST reject state that fails verification"
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+        pending = self._parked.get(parts[0])
+        if pending is None or str(pending.rounds) != parts[1] or pending.question is None:
+            raise RequestError(
+                INVALID_PARAMS,
+                "Invalid params: 'requestState' names no call waiting for input here (it expired, was "
+                "answered already, or another gateway instance holds it)",
+            )
+        return pending
+
+
+def _can_ask(context: RequestContext, method: str) -> bool:
+    caps = context.client_capabilities
+    if method == "elicitation/create":
+        # 2025-06-18 introduced elicitation; an empty object means form mode (2025-11-25)
+        declared = caps.get("elicitation")
+        return context.since(V2025_06_18) and isinstance(declared, dict) and (not declared or "form" in declared)
+    return isinstance(caps.get(_NEEDS.get(method, "")), dict)
+
+
+def _adapt(context: RequestContext, method: str, params: JSONObject) -> JSONObject:
+    """A question in the form the client's revision knows (elicitation modes are 2025-11-25's)."""
+    if method == "elicitation/create" and not context.since(V2025_11_25) and "mode" in params:
+        return {k: v for k, v in params.items() if k != "mode"}
+    return params
+
+
+def _fits(method: str, answer: object) -> bool:
+    """Whether an input response has the shape of ``method``'s result."""
+    if not isinstance(answer, dict):
+        return False
+    if method == "elicitation/create":
+        return answer.get("action") in ("accept", "decline", "cancel")
+    if method == "sampling/createMessage":
+        return "content" in answer
+    return isinstance(answer.get("roots"), list)

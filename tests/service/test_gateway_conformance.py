@@ -1,0 +1,113 @@
+"""The official MCP conformance runner grades the gateway in front of the reference server, with
+namespacing off (a pure proxy), suite by suite, as tests/check/test_official_server.py grades the
+reference server itself: the same suites, the same scenarios, the same vacuity guard.
+
+The gateway passes what the reference passes, except the scenarios in :data:`DIFFERENCES`, which
+are asserted to fail (so that the list is kept true when they start passing). They all come from
+one thing: the host's connection to the backend answers a 2026-07-28 ``input_required`` result
+itself (mcpwire.client's input rounds), asking its handlers one input request at a time, under its
+own client capabilities. The gateway turns each of those questions into an ``input_required``
+result of its own (one request per round, under a key it names, with a ``requestState`` that
+names the waiting call), which keeps every exchange correct but is not the backend's exchange
+verbatim. The runner's extension scenarios (Tasks, Skills) are not run: the gateway serves the
+base protocol only.
+
+The backend is pinned to 2026-07-28 (as the gateway's own ``server/discover`` would find it on an
+idle machine; a loaded one may fall back to initialize); its breaker and cache are off, because
+the runner provokes errors on purpose and calls the same tools with the same arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from _gateway import reference
+
+from mcpwire.host import Host
+from mcpwire.host.config import HostConfig, parse_server
+from mcpwire.server import LOOPBACK_HOSTS
+from mcpwire.server.http import serve_http
+from mcpwire.service.gateway import Gateway
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "check"))
+import test_official_server as official  # noqa: E402  (the suites and the checks of the reference's own run)
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+
+#: (runner, spec version, scenario) -> why it fails through the gateway and not against the reference
+DIFFERENCES: dict[tuple[str, str, str], str] = {
+    ("0.2.0-alpha.12", "2026-07-28", "input-required-result-basic-elicitation"): (
+        "the runner expects the backend's input key ('user_name'); the gateway names its own keys"
+    ),
+    ("0.2.0-alpha.12", "2026-07-28", "input-required-result-multiple-input-requests"): (
+        "the backend's three input requests reach the gateway's client in three rounds, one each"
+    ),
+    ("0.2.0-alpha.12", "2026-07-28", "input-required-result-capability-check"): (
+        "the backend sees the capabilities of the host's connection, not the runner's, and asks for "
+        "one the runner lacks; the gateway answers -32021 instead of the backend's narrower question"
+    ),
+    ("0.2.0-alpha.12", "2026-07-28", "input-required-result-ignore-extra-params"): (
+        "inputResponses sent with a first call (no requestState) are not passed to the backend (WARNING)"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every suite run once against the gateway (suite key -> scenario -> checks)."""
+    jobs: list[tuple[str, list[str], Path]] = []
+    directories: dict[tuple[str, str], Path] = {}
+    done: dict[str, tuple[int, str]] = {}
+
+    async def main() -> None:
+        entry = {**reference(), "era": "modern", "policy": {"breaker_failures": 0, "cache_ttl_seconds": 0}}
+        host = Host(HostConfig(servers=[parse_server("reference", entry)]), start_timeout=60.0)
+        front = Gateway(host, namespacing=False)
+        async with host, trio.open_nursery() as nursery:
+            [base] = await nursery.start(partial(serve_http, front.asgi_app(allowed_hosts=LOOPBACK_HOSTS), port=0))
+            url = f"{base}/mcp"
+            for version, spec in official.SUITES:
+                directory = directories[(version, spec)] = tmp_path_factory.mktemp(f"gateway-{version}-{spec}")
+                argv = [str(official.NODE), "--require", str(official.LOOPBACK), str(official._runner(version))]
+                argv += ["server", "--url", url, "--suite", "all", "--spec-version", spec, "-o", str(directory)]
+                jobs.append((f"{version} {spec}", argv, directory / "runner.log"))
+            done.update(await trio.to_thread.run_sync(official._run_all, jobs))
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    return {
+        key: {"scenarios": official._scenarios(directory), "log": done[f"{key[0]} {key[1]}"][1]}
+        for key, directory in directories.items()
+    }
+
+
+def test_every_suite_ran_exactly_its_scenarios(graded: dict[tuple[str, str], dict[str, Any]]) -> None:
+    for key, names in official.SUITES.items():
+        assert sorted(graded[key]["scenarios"]) == sorted(names), graded[key]["log"][-2000:]
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "scenario"), official.CASES, ids=[f"{v}-{s}-{n}" for v, s, n in official.CASES]
+)
+def test_scenario_passes_through_the_gateway(
+    version: str, spec: str, scenario: str, graded: dict[tuple[str, str], dict[str, Any]]
+) -> None:
+    checks = graded[(version, spec)]["scenarios"].get(scenario)
+    assert checks is not None, f"{scenario} did not run"
+    bad = [
+        f"{c['id']}: {c['status']} {c.get('errorMessage', '')}" for c in checks if c["status"] in ("FAILURE", "WARNING")
+    ]
+    vacuous = [v for c in checks if (v := official._vacuous(scenario, c))]
+    why = DIFFERENCES.get((version, spec, scenario))
+    if why is not None:
+        assert bad, f"{scenario} passes through the gateway now: drop it from DIFFERENCES ({why})"
+        return
+    assert bad == [], json.dumps(checks)[:3000]
+    assert any(c["status"] == "SUCCESS" for c in checks), f"no graded check succeeded: {checks}"
+    assert vacuous == []
