@@ -19,8 +19,11 @@ client through :mod:`mcpwire.service.gateway_bridge`.
 Changes reach connected clients: a host event about a server's tools (its status, its list, a
 pin), prompts or resources becomes ``notifications/<kind>/list_changed`` to every legacy session
 and every ``subscriptions/listen`` stream that asked, coalesced (at most one per kind every
-:data:`COALESCE_S`, so a backend that floods cannot flood the clients). Backends' log messages
-go to legacy sessions at their level, and ``resources/updated`` to the clients that subscribed.
+:data:`COALESCE_S`, so a backend that floods cannot flood the clients); ``resources/updated``
+goes to the clients that subscribed. A backend's log message goes to the client of the one call
+to that server in flight, at the level that client asked for; with none or several in flight it
+is dropped (a backend does not say whose it is, and another client must not see it). The same
+rule finds the client of a legacy backend's server-to-client request.
 
 Errors: an unknown name is -32602; a backend's JSON-RPC error is passed on with its code; a call
 the host refuses (denied, circuit open) or that fails (timeout, server gone) is a tool result
@@ -47,7 +50,7 @@ from ..protocol.types import ToolResult
 from ..protocol.versions import V2025_03_26, V2025_06_18, V2025_11_25
 from ..server import JSONObject, RequestContext, RequestError, Server, StreamableHTTPApp, serve_stdio
 from ..server.asgi import MAX_BODY_BYTES
-from .gateway_bridge import DEFAULT_INPUT_TIMEOUT, Bridge, Pending
+from .gateway_bridge import DEFAULT_INPUT_TIMEOUT, Bridge, Pending, Unanswerable
 
 __all__ = ["COALESCE_S", "Gateway", "GatewayServer"]
 
@@ -141,12 +144,15 @@ class Gateway:
         """Host the HTTP endpoint's sessions and the gateway's work until cancelled."""
         await self.asgi_app().run(task_status=trio.TASK_STATUS_IGNORED)
 
-    async def serve_stdio(self) -> None:
-        """Serve the gateway on stdin/stdout until end of input (``mcpwire serve --stdio``).
+    async def serve_stdio(
+        self, *, stdin: trio.abc.ReceiveStream | None = None, stdout: trio.abc.SendStream | None = None
+    ) -> None:
+        """Serve the gateway on stdin/stdout (or the given streams) until end of input
+        (``mcpwire serve --stdio``).
 
         Cancellation: cancelling it cancels every call in flight.
         """
-        await serve_stdio(self.server)
+        await serve_stdio(self.server, stdin=stdin, stdout=stdout)
 
     async def _background(self) -> trio.Nursery:
         await self._ready.wait()
@@ -173,7 +179,7 @@ class GatewayServer(Server):
         self.gateway = gateway
         self.host = gateway.host
         self._dirty: set[str] = set()
-        self._logs: list[tuple[str, Mapping[str, object]]] = []
+        self._logs: list[tuple[RequestContext, JSONObject]] = []
         self._dirty_event = trio.Event()
         for method, handler in (
             ("tools/list", self._tools_list),
@@ -420,8 +426,9 @@ class GatewayServer(Server):
         elif method.endswith("/list_changed") and method.split("/")[1] in ("tools", "prompts", "resources"):
             # the host refreshes its lists too, but tells only when they differ; the backend said so
             self._dirty.add(method.split("/")[1])
-        elif method == "notifications/message" and len(self._logs) < MAX_PENDING_LOGS:
-            self._logs.append((server, dict(params)))
+        elif method == "notifications/message":
+            self._log_to_call(server, params)
+            return
         else:
             return
         self._dirty_event.set()
@@ -479,26 +486,42 @@ class GatewayServer(Server):
                     await self.resource_updated(item.removeprefix("updated:"))
                 else:
                     await self.list_changed(item)
-            for server, params in logs:
-                await self._relay_log(server, params)
+            for context, relayed in logs:
+                await self._relay_log(context, relayed)
             await trio.sleep(COALESCE_S)
 
-    async def _relay_log(self, server: str, params: Mapping[str, object]) -> None:
+    def _log_to_call(self, server: str, params: Mapping[str, object]) -> None:
+        """A backend's log message goes to the client of the one gateway call to that server in
+        flight, if it wants that level (a legacy session at its level, a 2026-07-28 request at its
+        ``_meta`` level, on its response stream at once, before the answer that may follow). With
+        no call, or several, nobody can tell whose it is: it is dropped rather than shown to
+        another client."""
         level = params.get("level")
-        if not isinstance(level, str) or level not in LOG_LEVELS:
+        calls = self.gateway.bridge.calls_to(server)
+        if not isinstance(level, str) or level not in LOG_LEVELS or len(calls) != 1:
+            log.debug("%s: a log message for no single call; not relayed", server)
+            return
+        context = calls[0].context
+        rank = LOG_LEVELS.index(level)
+        wanted = rank >= LOG_LEVELS.index(context.log_level or "emergency") if context.modern else True
+        if not wanted or context.cancelled:
             return
         relayed = {**params, "logger": f"{server}/{params.get('logger', '')}".rstrip("/")}
-        rank = LOG_LEVELS.index(level)
-        calls = [pending.context for pending in self.gateway.bridge.calls_to(server)]
-        # a session without a standalone stream gets it on the stream of its call to that server
-        origins = {context.connection: context for context in calls if not context.modern}
-        for session in list(self.sessions):
-            if rank >= LOG_LEVELS.index(session.log_level):
-                await session.notify_unrelated("notifications/message", relayed, origin=origins.get(session))
-        # 2026-07-28 clients ask per request: the calls to that server that asked get it
-        for context in calls:
-            if context.modern and context.log_level is not None and rank >= LOG_LEVELS.index(context.log_level):
-                await context.notify("notifications/message", relayed)
+        push = getattr(context.outlet, "push", None)
+        if context.modern and push is not None:
+            push({"jsonrpc": "2.0", "method": "notifications/message", "params": relayed})
+        elif len(self._logs) < MAX_PENDING_LOGS:
+            self._logs.append((context, relayed))
+            self._dirty_event.set()
+
+    async def _relay_log(self, context: RequestContext, relayed: JSONObject) -> None:
+        if context.modern:
+            await context.notify("notifications/message", relayed)
+            return
+        session = context.connection
+        if LOG_LEVELS.index(str(relayed["level"])) >= LOG_LEVELS.index(session.log_level):
+            # the session's standalone stream, else the stream of the call
+            await session.notify_unrelated("notifications/message", relayed, origin=context)
 
 
 # -- shapes ---------------------------------------------------------------------------------------
@@ -547,10 +570,11 @@ def _not_found(uri: str, *, modern: bool) -> RequestError:
 
 
 def _rpc_cause(exc: BaseException) -> RPCError | None:
+    """The backend's JSON-RPC error behind a host error (not one the gateway's own handlers raised)."""
     cause = exc.__cause__
     while cause is not None and not isinstance(cause, RPCError):
         cause = cause.__cause__
-    return cause
+    return None if isinstance(cause, Unanswerable) else cause
 
 
 def _matches(template: str, uri: str) -> bool:

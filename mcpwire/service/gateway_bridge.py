@@ -47,7 +47,7 @@ from ..protocol.serving import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND,
 from ..protocol.versions import V2025_06_18, V2025_11_25
 from ..server import ClientRequestError, InputRequired, JSONObject, RequestContext, RequestError
 
-__all__ = ["DEFAULT_INPUT_TIMEOUT", "Bridge", "Pending"]
+__all__ = ["DEFAULT_INPUT_TIMEOUT", "Bridge", "Pending", "Unanswerable"]
 
 log = logging.getLogger("mcpwire.service.gateway")
 T = TypeVar("T")
@@ -59,6 +59,10 @@ MAX_PENDING: Final = 1000
 #: the client capability each question needs
 _NEEDS: Final = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 _CURRENT: Final[contextvars.ContextVar[Pending | None]] = contextvars.ContextVar("mcpwire_gateway_call", default=None)
+
+
+class Unanswerable(RPCError):
+    """A backend's question the gateway's client cannot answer (the backend gets this error)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -251,7 +255,7 @@ class Bridge:
         """
         pending = pending or _CURRENT.get() or self._only(server)
         if pending is None:
-            raise RPCError(
+            raise Unanswerable(
                 METHOD_NOT_FOUND,
                 f"the gateway has no client to ask '{method}' for: the question came outside a call "
                 "from an MCP client, or while several calls to this server were in flight",
@@ -267,7 +271,7 @@ class Bridge:
                     f"Missing required client capability: {capability} (a server behind the gateway asked for it)",
                     {"requiredCapabilities": {capability: {}}},
                 )
-            raise RPCError(
+            raise Unanswerable(
                 METHOD_NOT_FOUND,
                 f"the gateway's client cannot answer '{method}' (it did not declare the capability, "
                 f"or its protocol revision {context.revision} has no such request)",

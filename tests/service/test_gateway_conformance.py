@@ -36,7 +36,7 @@ from mcpwire.server.http import serve_http
 from mcpwire.service.gateway import Gateway
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "check"))
-import test_official_server as official  # noqa: E402  (the suites and the checks of the reference's own run)
+import test_official_server as official
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 

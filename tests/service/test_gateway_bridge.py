@@ -1,0 +1,126 @@
+"""A backend's questions through the gateway: sampling, elicitation and roots reach the gateway's
+client (a server request in a legacy session, an input_required round in 2026-07-28) or fail
+cleanly when it cannot answer; the approval policy's "ask" becomes an elicitation, or a pending
+approval in the host's queue for a client that cannot answer one; a 2026-07-28 requestState the
+gateway did not issue is refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from _gateway import MODERN, gateway, reference
+
+import mcpwire
+from mcpwire.host.approvals import ApprovalQueue
+from mcpwire.protocol.versions import Era
+
+pytestmark = pytest.mark.slow
+ERAS = [Era.LEGACY, Era.MODERN]
+# the backend is pinned to 2026-07-28 in half the cases: its questions then come as input rounds
+BACKENDS = {"legacy backend": "legacy", "modern backend": "modern"}
+
+
+def _asked(log: list[Any]) -> Any:
+    async def handler(params: Any) -> Any:
+        log.append(params)
+        if "requestedSchema" in params and "approve" in params["requestedSchema"].get("properties", {}):
+            return {"action": "accept", "content": {"approve": True}}
+        if "requestedSchema" in params:
+            return {"action": "accept", "content": {"answer": "forty-two"}}
+        return {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}
+
+    return handler
+
+
+@pytest.mark.parametrize("backend", BACKENDS.values(), ids=list(BACKENDS))
+@pytest.mark.parametrize("era", ERAS, ids=lambda e: e.value)
+async def test_sampling_elicitation_and_roots_reach_the_gateways_client(era: Era, backend: str) -> None:
+    asked: list[Any] = []
+    handler = _asked(asked)
+    async with gateway({"ref": {**reference(), "era": backend}}) as running:
+        with trio.fail_after(60):
+            async with mcpwire.open_client(
+                running.url,
+                era=era.value,
+                era_cache=False,
+                elicitation=handler,
+                sampling=handler,
+                roots=["file:///work"],
+            ) as client:
+                assert (await client.call_tool("ref__ask", {"question": "the answer?"})).text() == "answer: forty-two"
+                assert (await client.call_tool("ref__sample", {"prompt": "hi"})).text() == "sampled: sampled"
+                assert (await client.call_tool("ref__roots", {})).text() == "file:///work"
+    assert asked[0]["message"] == "the answer?"
+
+
+@pytest.mark.parametrize("era", ERAS, ids=lambda e: e.value)
+async def test_a_client_that_cannot_answer_makes_the_question_fail_cleanly(era: Era) -> None:
+    async with gateway({"ref": {**reference(), "era": "modern"}}) as running:
+        with trio.fail_after(60):
+            async with mcpwire.open_client(running.url, era=era.value, era_cache=False) as client:
+                if era is Era.LEGACY:
+                    answer = await client.call_tool("ref__sample", {"prompt": "hi"})
+                    assert answer.is_error
+                    assert "cannot answer 'sampling/createMessage'" in answer.text()
+                else:
+                    with pytest.raises(mcpwire.RPCError) as refused:
+                        await client.call_tool("ref__sample", {"prompt": "hi"})
+                    assert refused.value.code == -32021
+                    assert refused.value.data == {"requiredCapabilities": {"sampling": {}}}
+
+
+@pytest.mark.parametrize("era", ERAS, ids=lambda e: e.value)
+async def test_ask_becomes_an_elicitation_to_a_client_that_can_answer(era: Era) -> None:
+    asked: list[Any] = []
+
+    async def decide(params: Any) -> Any:
+        asked.append(params)
+        return {"action": "accept", "content": {"approve": "no" not in str(asked[-1])}}
+
+    async with gateway({"ref": reference()}, approval_rules=[("ref", "echo", "ask")]) as running:
+        with trio.fail_after(60):
+            async with mcpwire.open_client(running.url, era=era.value, era_cache=False, elicitation=decide) as client:
+                done = await client.call_tool("ref__echo", {"text": "approved"})
+                assert done.text() == "approved"
+                refused = await client.call_tool("ref__echo", {"text": "no thanks"})
+                assert refused.is_error
+                assert "denied" in refused.text()
+    assert "Allow the tool 'echo' on server 'ref'" in asked[0]["message"]
+    assert asked[0]["requestedSchema"]["required"] == ["approve"]
+
+
+async def test_ask_waits_in_the_hosts_queue_for_a_client_that_cannot_answer() -> None:
+    queue = ApprovalQueue()
+    async with gateway({"ref": reference()}, approval_rules=[("ref", "echo", "ask")], approvals=queue) as running:
+        with trio.fail_after(60):
+            async with mcpwire.open_client(running.url, era="legacy", era_cache=False) as client:
+                result: list[Any] = []
+
+                async def call() -> None:
+                    result.append(await client.call_tool("ref__echo", {"text": "queued"}))
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(call)
+                    while not await queue.pending():  # noqa: ASYNC110 - the queue's state, polled as the service does
+                        await trio.sleep(0.02)
+                    [approval] = await queue.pending()
+                    assert approval.context.get("caller", "").startswith("mcp:")
+                    await queue.decide(approval.id, approve=True, by="test")
+                assert result[0].text() == "queued"
+
+
+async def test_a_request_state_the_gateway_did_not_issue_is_refused() -> None:
+    async with gateway({"ref": reference()}) as running, httpx.AsyncClient(timeout=30) as http:
+        meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "ref__echo"}
+        for state, text in (("x.1.forged", "failed verification"), ("nonsense", "is not one this gateway issued")):
+            params = {"name": "ref__echo", "arguments": {"text": "x"}, "requestState": state, "_meta": meta}
+            reply = await http.post(
+                running.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, headers=headers
+            )
+            error = reply.json()["error"]
+            assert error["code"] == -32602
+            assert text in error["message"]
