@@ -254,6 +254,12 @@ class Dispatcher:
         elif method == "notifications/tools/list_changed":
             self._catalog.clear()
         note = ServerNotification(method, params, event.subscription_id)
+        hook = self.link.options.on_notification
+        if hook is not None:
+            try:
+                hook(note)
+            except Exception:
+                log.exception("%s: the on_notification callback failed", self.link.label)
         if event.subscription_id is not None:
             sub = self.subscriptions.get(event.subscription_id)
             if sub is not None:

@@ -24,6 +24,7 @@ from .options import (
     ElicitationHandler,
     EraMode,
     NoiseCallback,
+    NotificationCallback,
     RootsHandler,
     SamplingHandler,
     UseDefault,
@@ -90,6 +91,7 @@ async def open_client(
     validate_output: bool | UseDefault = USE_DEFAULT,
     era_cache: bool | EraCache | UseDefault = USE_DEFAULT,
     server_stream: bool | UseDefault = USE_DEFAULT,
+    on_notification: NotificationCallback | UseDefault | None = USE_DEFAULT,
 ) -> AsyncIterator[Client]:
     """Connects to a server and yields a ready :class:`~mcpwire.Client`; closes it on exit.
 
@@ -155,6 +157,7 @@ async def connect_client(
     validate_output: bool | UseDefault = USE_DEFAULT,
     era_cache: bool | EraCache | UseDefault = USE_DEFAULT,
     server_stream: bool | UseDefault = USE_DEFAULT,
+    on_notification: NotificationCallback | UseDefault | None = USE_DEFAULT,
 ) -> Client:
     """Connects a client whose tasks run in ``nursery``; you close it with
     :meth:`~mcpwire.Client.aclose`. Takes what :func:`open_client` takes."""

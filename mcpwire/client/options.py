@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import httpx
 
     from .eracache import EraCache
-    from .values import Progress
+    from .values import Progress, ServerNotification
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -40,6 +40,7 @@ __all__ = [
     "ElicitationHandler",
     "EraMode",
     "NoiseCallback",
+    "NotificationCallback",
     "ProgressCallback",
     "RootsHandler",
     "SamplingHandler",
@@ -65,6 +66,8 @@ RootsHandler: TypeAlias = Sequence["str | JSONObject"] | Callable[[], Awaitable[
 ProgressCallback: TypeAlias = Callable[["Progress"], "Awaitable[None] | None"]
 #: called with each line a stdio server wrote to stdout that is not JSON-RPC.
 NoiseCallback: TypeAlias = Callable[[bytes], None]
+#: called with each notification as it is read, before any later message of the server is handled.
+NotificationCallback: TypeAlias = Callable[["ServerNotification"], None]
 EraMode: TypeAlias = Literal["auto", "legacy", "modern"]
 
 
@@ -119,6 +122,9 @@ class ClientOptions:
             :class:`~mcpwire.client.EraCache` of your own.
         server_stream: legacy Streamable HTTP: open the standalone GET stream right after the
             handshake (otherwise on demand: when notifications are read or a subscription starts).
+        on_notification: called with each notification as it is read, before any later message
+            of the server (a response that follows it included) is handled: what a request's
+            notifications were is known when its answer arrives. It must not block.
     """
 
     name: str | None = None
@@ -143,6 +149,7 @@ class ClientOptions:
     validate_output: bool = True
     era_cache: bool | EraCache = True
     server_stream: bool = True
+    on_notification: NotificationCallback | None = None
 
     def __post_init__(self) -> None:
         for field in ("timeout", "max_timeout", "connect_timeout", "probe_timeout"):

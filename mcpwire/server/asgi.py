@@ -203,8 +203,12 @@ class StreamableHTTPApp:
         """Host the app's sessions until cancelled; ``nursery.start(app.run)`` returns the app.
 
         Cancellation: cancelling it closes every session (in-flight requests are cancelled,
-        listen streams end with their completion result).
+        listen streams end with their completion result). A second ``run`` while one is hosting
+        the sessions (a request came first and started one) only waits.
         """
+        if self._nursery is not None:
+            task_status.started(self)
+            await trio.sleep_forever()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery

@@ -41,13 +41,16 @@ import msgspec
 import trio
 
 from .._version import __version__
+from ..client import ServerNotification
 from ..errors import HostError, MCPWireError, RPCError
 from ..host import Host
 from ..host.catalog import UnknownPrompt
 from ..host.registry import RegisteredTool
+from ..host.settings import ServerConfig
 from ..protocol.serving import INVALID_PARAMS, LOG_LEVELS, RESOURCE_NOT_FOUND
 from ..protocol.types import ToolResult
 from ..protocol.versions import V2025_03_26, V2025_06_18, V2025_11_25
+from ..redaction import clean_terminal, shorten
 from ..server import JSONObject, RequestContext, RequestError, Server, StreamableHTTPApp, serve_stdio
 from ..server.asgi import MAX_BODY_BYTES
 from .gateway_bridge import DEFAULT_INPUT_TIMEOUT, Bridge, Pending, Unanswerable
@@ -111,14 +114,25 @@ class Gateway:
         self._app: StreamableHTTPApp | None = None
         self._nursery: trio.Nursery | None = None
         self._ready = trio.Event()
+        self._stopped = trio.Event()
         self.bridge = Bridge(self._background, input_timeout=input_timeout)
         self.server = GatewayServer(
             self, name=name, instructions=INSTRUCTIONS if instructions is None else instructions
         )
         # the host's connections answer their servers' questions through the bridge, and tell
-        # the gateway what their servers notify
-        host.client_options_for = self.bridge.client_options
+        # the gateway what their servers notify (log messages as they are read, so that those
+        # sent before a call's answer are known to belong to that call when the answer arrives)
+        host.client_options_for = self._client_options
         host.on_notification = self.server.backend_notified
+
+    def _client_options(self, config: ServerConfig) -> Mapping[str, object]:
+        server = config.name
+
+        def notified(note: ServerNotification) -> None:
+            if note.method == "notifications/message":
+                self.server.log_to_call(server, note.params)
+
+        return {**self.bridge.client_options(config), "on_notification": notified}
 
     def asgi_app(
         self, *, allowed_hosts: frozenset[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES
@@ -141,8 +155,12 @@ class Gateway:
         return self._app
 
     async def run(self, *, task_status: trio.TaskStatus[Gateway] = trio.TASK_STATUS_IGNORED) -> None:
-        """Host the HTTP endpoint's sessions and the gateway's work until cancelled."""
-        await self.asgi_app().run(task_status=trio.TASK_STATUS_IGNORED)
+        """Host the HTTP endpoint's sessions and the gateway's work until cancelled;
+        ``nursery.start(gateway.run)`` returns the gateway once they run."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.asgi_app().run)
+            task_status.started(self)
+            await trio.sleep_forever()
 
     async def serve_stdio(
         self, *, stdin: trio.abc.ReceiveStream | None = None, stdout: trio.abc.SendStream | None = None
@@ -160,15 +178,23 @@ class Gateway:
         return self._nursery
 
     async def _work(self) -> None:
-        """The gateway's own tasks: pending calls, and list changes for connected clients."""
+        """The gateway's own tasks: pending calls, and list changes for connected clients.
+
+        Each transport runs it (the service's :meth:`run` and :meth:`serve_stdio` may both be
+        running): one does the work, another waits and takes over if the first stops.
+        """
+        while self._nursery is not None:
+            await self._stopped.wait()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            self._stopped = trio.Event()
             self._ready.set()
             try:
                 await self.server.relay_changes()
             finally:
                 self._nursery = None
                 self._ready = trio.Event()
+                self._stopped.set()
 
 
 class GatewayServer(Server):
@@ -179,7 +205,8 @@ class GatewayServer(Server):
         self.gateway = gateway
         self.host = gateway.host
         self._dirty: set[str] = set()
-        self._logs: list[tuple[RequestContext, JSONObject]] = []
+        #: calls with backend log messages to relay
+        self._logging: set[Pending] = set()
         self._dirty_event = trio.Event()
         for method, handler in (
             ("tools/list", self._tools_list),
@@ -289,8 +316,13 @@ class GatewayServer(Server):
     # -- calls -----------------------------------------------------------------------------------
 
     def _call_context(self, ctx: RequestContext) -> dict[str, str]:
+        """The call's context for approvals and audit records: the trace id the service's
+        middleware found, and the caller as ``mcp <address> (<client name>)``, like the API's
+        ``api <address>`` (the client's name is its own claim, cleaned and shortened)."""
         context = dict(ctx.transport)
-        context.setdefault("caller", f"mcp:{ctx.client_info.get('name', 'client')}")
+        claimed = shorten(clean_terminal(str(ctx.client_info.get("name") or "client"), newlines=False), 60)
+        address = context.get("caller")
+        context["caller"] = f"mcp {address} ({claimed})" if address else f"mcp ({claimed})"
         return context
 
     async def _tools_call(self, ctx: RequestContext) -> JSONObject:
@@ -320,7 +352,19 @@ class GatewayServer(Server):
             except HostError as exc:
                 return exc
 
-        return self._tool_outcome(await self.gateway.bridge.call(ctx, reg.server, work))
+        return self._tool_outcome(await self.gateway.bridge.call(ctx, reg.server, self._logged(work)))
+
+    def _logged(self, work: Callable[[Pending], Awaitable[T]]) -> Callable[[Pending], Awaitable[T]]:
+        """``work``, then the backend's log messages for the call not relayed yet (before the answer)."""
+
+        async def run(pending: Pending) -> T:
+            try:
+                return await work(pending)
+            finally:
+                if pending.logs:
+                    await self.flush_logs(pending)
+
+        return run
 
     def _tool_outcome(self, outcome: object) -> JSONObject:
         if isinstance(outcome, HostError):
@@ -381,7 +425,7 @@ class GatewayServer(Server):
     async def _backend(self, ctx: RequestContext, server: str, work: Callable[[Pending], Awaitable[T]]) -> T:
         """Run a host request; a backend's JSON-RPC error is passed on as it came, a failure is -32603."""
         try:
-            return await self.gateway.bridge.call(ctx, server, work)
+            return await self.gateway.bridge.call(ctx, server, self._logged(work))
         except HostError as exc:
             rpc = _rpc_cause(exc)
             if rpc is not None:
@@ -426,10 +470,7 @@ class GatewayServer(Server):
         elif method.endswith("/list_changed") and method.split("/")[1] in ("tools", "prompts", "resources"):
             # the host refreshes its lists too, but tells only when they differ; the backend said so
             self._dirty.add(method.split("/")[1])
-        elif method == "notifications/message":
-            self._log_to_call(server, params)
-            return
-        else:
+        else:  # log messages come through the connection's own hook (see Gateway)
             return
         self._dirty_event.set()
 
@@ -466,10 +507,11 @@ class GatewayServer(Server):
             nursery.cancel_scope.cancel()
 
     async def _want_logs(self, server: str) -> None:
-        """Ask a backend for every log message (the gateway relays what each client wants)."""
+        """Ask a backend that has the logging capability for every log message (the gateway
+        relays what each client wants)."""
         try:
             client = self.host.get(server).client
-            if client is not None:
+            if client is not None and client.server_capabilities.logging is not None:
                 with trio.move_on_after(BACKEND_REQUEST_S):
                     await client.set_logging_level("debug")
         except (MCPWireError, HostError) as exc:
@@ -480,48 +522,49 @@ class GatewayServer(Server):
             await self._dirty_event.wait()
             self._dirty_event = trio.Event()
             dirty, self._dirty = self._dirty, set()
-            logs, self._logs = self._logs, []
+            logging, self._logging = self._logging, set()
             for item in sorted(dirty):
                 if item.startswith("updated:"):
                     await self.resource_updated(item.removeprefix("updated:"))
                 else:
                     await self.list_changed(item)
-            for context, relayed in logs:
-                await self._relay_log(context, relayed)
+            for pending in logging:  # while their calls run (what is left goes before their answer)
+                await self.flush_logs(pending)
             await trio.sleep(COALESCE_S)
 
-    def _log_to_call(self, server: str, params: Mapping[str, object]) -> None:
-        """A backend's log message goes to the client of the one gateway call to that server in
-        flight, if it wants that level (a legacy session at its level, a 2026-07-28 request at its
-        ``_meta`` level, on its response stream at once, before the answer that may follow). With
-        no call, or several, nobody can tell whose it is: it is dropped rather than shown to
-        another client."""
+    def log_to_call(self, server: str, params: Mapping[str, object]) -> None:
+        """A backend's log message (as its connection reads it) goes to the client of the one
+        gateway call to that server in flight, if that client wants that level (a legacy session
+        at its level, a 2026-07-28 request only at its ``_meta`` level); it is relayed while the
+        call runs, and at the latest before its answer. With no call, or several, nobody can
+        tell whose it is: it is dropped rather than shown to another client. (Calls waiting for
+        a 2026-07-28 client's retry do not count: their backend is waiting for the answer.)"""
         level = params.get("level")
-        calls = self.gateway.bridge.calls_to(server)
+        calls = self.gateway.bridge.calls_to(server, parked=False)
         if not isinstance(level, str) or level not in LOG_LEVELS or len(calls) != 1:
             log.debug("%s: a log message for no single call; not relayed", server)
             return
-        context = calls[0].context
-        rank = LOG_LEVELS.index(level)
-        wanted = rank >= LOG_LEVELS.index(context.log_level or "emergency") if context.modern else True
-        if not wanted or context.cancelled:
+        pending = calls[0]
+        threshold = pending.context.log_level
+        if threshold is None or LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
             return
-        relayed = {**params, "logger": f"{server}/{params.get('logger', '')}".rstrip("/")}
-        push = getattr(context.outlet, "push", None)
-        if context.modern and push is not None:
-            push({"jsonrpc": "2.0", "method": "notifications/message", "params": relayed})
-        elif len(self._logs) < MAX_PENDING_LOGS:
-            self._logs.append((context, relayed))
+        if len(pending.logs) < MAX_PENDING_LOGS:
+            relayed = {**params, "logger": f"{server}/{params.get('logger') or ''}".rstrip("/")}
+            pending.logs.append(relayed)
+            self._logging.add(pending)
             self._dirty_event.set()
 
-    async def _relay_log(self, context: RequestContext, relayed: JSONObject) -> None:
-        if context.modern:
-            await context.notify("notifications/message", relayed)
-            return
-        session = context.connection
-        if LOG_LEVELS.index(str(relayed["level"])) >= LOG_LEVELS.index(session.log_level):
-            # the session's standalone stream, else the stream of the call
-            await session.notify_unrelated("notifications/message", relayed, origin=context)
+    async def flush_logs(self, pending: Pending) -> None:
+        """Relay the call's waiting log messages, in order, on the stream of its request (a
+        legacy session's standalone stream when it has one)."""
+        async with pending.log_lock:
+            while pending.logs:
+                relayed = pending.logs.pop(0)
+                context = pending.context
+                if context.modern:
+                    await context.notify("notifications/message", relayed)
+                else:
+                    await context.connection.notify_unrelated("notifications/message", relayed, origin=context)
 
 
 # -- shapes ---------------------------------------------------------------------------------------

@@ -90,6 +90,9 @@ class Pending:
     #: the answer to the gateway's client instead of the call's outcome (a capability it lacks)
     refusal: RequestError | None = None
     expires: float = 0.0
+    #: the backend's log messages for this call's client, waiting to be relayed (in order)
+    logs: list[JSONObject] = field(default_factory=list)
+    log_lock: trio.Lock = field(default_factory=trio.Lock)
 
     def _wake(self) -> None:
         self.changed.set()
@@ -311,9 +314,11 @@ class Bridge:
         assert isinstance(answer, dict)  # checked by resume
         return answer
 
-    def calls_to(self, server: str) -> list[Pending]:
-        """The gateway calls to ``server`` in flight."""
-        return list(self._by_server.get(server) or ())
+    def calls_to(self, server: str, *, parked: bool = True) -> list[Pending]:
+        """The gateway calls to ``server`` in flight (``parked=False``: not those waiting for a
+        2026-07-28 client's retry with its answer, whose backend waits for that answer)."""
+        calls = self._by_server.get(server) or ()
+        return [c for c in calls if parked or c.id not in self._parked]
 
     def _only(self, server: str) -> Pending | None:
         calls = self._by_server.get(server) or set()

@@ -107,7 +107,7 @@ async def test_ask_waits_in_the_hosts_queue_for_a_client_that_cannot_answer() ->
                     while not await queue.pending():  # noqa: ASYNC110 - the queue's state, polled as the service does
                         await trio.sleep(0.02)
                     [approval] = await queue.pending()
-                    assert approval.context.get("caller", "").startswith("mcp:")
+                    assert approval.context.get("caller") == "mcp (mcpwire)"
                     await queue.decide(approval.id, approve=True, by="test")
                 assert result[0].text() == "queued"
 

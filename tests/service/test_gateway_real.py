@@ -83,7 +83,7 @@ async def test_prompts_resources_progress_and_the_call_context_of_the_audit(era:
                 assert [p.progress for p in seen] == [1, 2]
     called = [r for r in records if r.tool == "slow"]
     assert called, records
-    assert (called[0].caller or "").startswith("mcp:")
+    assert called[0].caller == "mcp (mcpwire)"
 
 
 async def test_namespacing_off_is_a_pure_proxy_of_one_backend() -> None:
