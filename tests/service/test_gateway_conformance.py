@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -66,16 +67,21 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], di
     done: dict[str, tuple[int, str]] = {}
 
     async def main() -> None:
+        # one gateway and backend per suite: the suites run at once, and a backend's log message
+        # is relayed only while one call to it is in flight (it does not say whose it is)
         entry = {**reference(), "era": "modern", "policy": {"breaker_failures": 0, "cache_ttl_seconds": 0}}
-        host = Host(HostConfig(servers=[parse_server("reference", entry)]), start_timeout=60.0)
-        front = Gateway(host, namespacing=False)
-        async with host, trio.open_nursery() as nursery:
-            [base] = await nursery.start(partial(serve_http, front.asgi_app(allowed_hosts=LOOPBACK_HOSTS), port=0))
-            url = f"{base}/mcp"
+        async with AsyncExitStack() as stack:
+            nursery = await stack.enter_async_context(trio.open_nursery())
             for version, spec in official.SUITES:
+                host = Host(HostConfig(servers=[parse_server("reference", entry)]), start_timeout=60.0)
+                front = Gateway(host, namespacing=False)
+                await stack.enter_async_context(host)
+                app = front.asgi_app(allowed_hosts=LOOPBACK_HOSTS)
+                [base] = await nursery.start(partial(serve_http, app, port=0))
                 directory = directories[(version, spec)] = tmp_path_factory.mktemp(f"gateway-{version}-{spec}")
                 argv = [str(official.NODE), "--require", str(official.LOOPBACK), str(official._runner(version))]
-                argv += ["server", "--url", url, "--suite", "all", "--spec-version", spec, "-o", str(directory)]
+                argv += ["server", "--url", f"{base}/mcp", "--suite", "all", "--spec-version", spec]
+                argv += ["-o", str(directory)]
                 jobs.append((f"{version} {spec}", argv, directory / "runner.log"))
             done.update(await trio.to_thread.run_sync(official._run_all, jobs))
             nursery.cancel_scope.cancel()
