@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from _support import FIXED, FIXTURES, REPO, SERVER, run_cli, run_json
@@ -73,3 +74,36 @@ def test_progress_on_a_terminal_shows_examples_findings_and_time_left(tmp_path: 
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 1
+
+
+@pytest.mark.parametrize(
+    ("process_argv", "argv", "age", "counted"),
+    [
+        (["/venv/bin/mcpwire", "fuzz", "--time-budget", "9"], ["--time-budget", "9"], 3.0, 3.0),
+        (["/src/fuzz/__main__.py", "--time-budget", "9"], ["--time-budget", "9"], 2.5, 2.5),
+        (["/venv/bin/mcpwire", "fuzz"], [], 1.0, 1.0),
+        # called in-process with other arguments (a test runner): the budget counts from the call
+        (["/venv/bin/pytest", "tests/fuzz"], ["--time-budget", "9"], 3.0, 0.0),
+        (["/venv/bin/pytest"], ["/venv/bin/pytest"], 3.0, 0.0),
+        # a process that has been running for long was not started for this command
+        (["/venv/bin/mcpwire", "fuzz"], [], 600.0, 0.0),
+    ],
+)
+def test_the_budget_counts_from_the_start_of_the_command(
+    monkeypatch: pytest.MonkeyPatch, process_argv: list[str], argv: list[str], age: float, counted: float
+) -> None:
+    """The interpreter's start-up and imports are inside the budget when the fuzzer is the command."""
+    from mcpwire.fuzz import cli
+
+    monkeypatch.setattr(sys, "argv", process_argv)
+    monkeypatch.setattr(cli, "_process_age", lambda: age)
+    monkeypatch.setattr(cli, "time", SimpleNamespace(monotonic=lambda: 1000.0))
+    assert cli._command_start(argv) == 1000.0 - counted
+
+
+def test_the_process_age_is_read_from_proc() -> None:
+    from mcpwire.fuzz import cli
+
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("no /proc on this system")
+    assert 0.0 < cli._process_age() < time.monotonic()
