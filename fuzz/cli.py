@@ -90,6 +90,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--header", action="append", default=[], metavar="NAME:VALUE", help="HTTP request header (repeatable)"
     )
+    p.add_argument(
+        "--bearer-env",
+        metavar="VAR",
+        help="send 'Authorization: Bearer $VAR' (the token is read from the environment, not the command line)",
+    )
     p.add_argument("--seed", type=int, help="make the run deterministic")
     p.add_argument("--max-examples", type=int, default=100, help="examples per tool and per phase (default 100)")
     p.add_argument(
@@ -253,6 +258,11 @@ def _headers(args: argparse.Namespace) -> dict[str, str]:
         except ValueError as exc:
             raise UsageError(f"--header: {exc}") from None
         headers[name] = value
+    if args.bearer_env:
+        token = os.environ.get(args.bearer_env)
+        if not token:
+            raise UsageError(f"--bearer-env {args.bearer_env}: that environment variable is not set or empty")
+        headers["Authorization"] = f"Bearer {token}"
     return headers
 
 

@@ -89,6 +89,12 @@ def test_headers_go_with_the_replays_but_never_into_the_files(tmp_path: Path, mo
     trace = finding["trace"]
 
     assert run_cli(["--replay", trace, "--yes", *auth])[0] == 1
+    monkeypatch.setenv("FUZZ_TEST_TOKEN", secret)  # the same header, from the environment
+    assert run_cli(["--replay", trace, "--yes", "--bearer-env", "FUZZ_TEST_TOKEN", *auth[2:]])[0] == 1
+    monkeypatch.delenv("FUZZ_TEST_TOKEN")
+    status, _, err = run_cli(["--replay", trace, "--yes", "--bearer-env", "FUZZ_TEST_TOKEN", *auth[2:]])
+    assert status == 2
+    assert err == "mcpwire fuzz: --bearer-env FUZZ_TEST_TOKEN: that environment variable is not set or empty\n"
     status, _, err = run_cli(["--replay", trace, "--yes", "--env", f"BUGGY_TOKEN={secret}"])
     assert status == 0  # refused with 401: the planted crash is never reached
     assert "recorded with the HTTP header(s) Authorization; give their values with --header" in err
