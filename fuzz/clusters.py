@@ -29,7 +29,7 @@ from typing import Any, Final
 from .exchange import Step, dumps
 from .messages import LEGACY_METHODS, MODERN_METHODS
 
-__all__ = ["FEATURES", "Cluster", "Clusters", "ablate", "features", "trigger"]
+__all__ = ["FEATURES", "ONE_ANSWER_ORACLES", "Cluster", "Clusters", "ablate", "cause_unit", "features", "trigger"]
 
 #: the shapes a trigger can have, in the order a trigger names them
 FEATURES: Final = (
@@ -243,12 +243,20 @@ _EFFECTS: Final[dict[str, str]] = {
 }
 
 
+#: the words of an id beyond a bound on the negative side
+_NEGATIVE_WORDS: Final[dict[str, str]] = {
+    "id-above-2^63": "a request whose id is below -2^63, beyond 64 bits ({})",
+    "id-above-2^53": "a request whose id is below -2^53 ({}: more than a double holds exactly)",
+}
+
+
 def trigger(shape: dict[str, Any]) -> str | None:
     """The minimal trigger in words, or ``None`` for a shape without features."""
     parts = []
     for key in FEATURES:
         if key in shape:
-            words = _WORDS[key]
+            negative = isinstance(shape[key], int) and shape[key] < 0
+            words = _NEGATIVE_WORDS[key] if negative and key in _NEGATIVE_WORDS else _WORDS[key]
             parts.append(words.format(_value(shape[key]) if key not in ("deep-nesting", "huge-line") else shape[key]))
     return " and ".join(parts) if parts else None
 
@@ -301,6 +309,18 @@ class Cluster:
         }
 
 
+#: oracles judging one answer by itself: a tool's answer that breaks one is that tool's cause, in
+#: whichever unit (its own, the protocol phase's, the stateful machine's) the call was made
+ONE_ANSWER_ORACLES: Final = frozenset({"leak", "output-schema"})
+
+
+def cause_unit(oracle: str, unit: str, tool: str | None) -> str:
+    """The unit a cause without a named trigger shape belongs to: the unit the failure was seen in,
+    or for an oracle of :data:`ONE_ANSWER_ORACLES` the unit of the tool (``tool``) whose answer
+    broke it."""
+    return f"tools:{tool}" if oracle in ONE_ANSWER_ORACLES and tool is not None else unit
+
+
 #: features whose presence makes a failure someone else's (a featureless cluster is not matched by them)
 _SHARP: Final = frozenset(FEATURES)
 
@@ -326,13 +346,15 @@ class Clusters:
         """The cause without a named shape already found for ``oracle`` in ``unit``, if any."""
         return next((c for c in self.known if c.oracle == oracle and c.unit == unit), None)
 
-    def add(self, oracle: str, shape: dict[str, Any], unit: str) -> tuple[Cluster, bool]:
-        """The cluster of a shrunk failure whose essential trigger shape is ``shape``, and whether it is new."""
+    def add(self, oracle: str, shape: dict[str, Any], unit: str, seen_in: str | None = None) -> tuple[Cluster, bool]:
+        """The cluster of a shrunk failure whose essential trigger shape is ``shape``, and whether it
+        is new; ``unit`` is the cause's (see :func:`cause_unit`), ``seen_in`` the unit that ran the
+        example (by default the same), under which it is counted as a member."""
         known = self.match(oracle, shape, unit)
         if known is not None:
-            known.members[unit] += 1
+            known.members[seen_in or unit] += 1
             return known, False
         cluster = Cluster(oracle, frozenset(shape), None if shape else unit, trigger(shape))
-        cluster.members[unit] += 1
+        cluster.members[seen_in or unit] += 1
         self.known.append(cluster)
         return cluster, True

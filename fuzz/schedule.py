@@ -52,7 +52,7 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky, HypothesisWarning, Unsatisfiable
 
-from .clusters import ABLATABLE, FEATURES, Clusters, ablate, features
+from .clusters import ABLATABLE, FEATURES, Clusters, ablate, cause_unit, features
 from .exchange import Observation, Profile, Step, execute, prologue, request
 from .messages import protocol_steps
 from .oracles import LISTS, ORACLES, OracleFailure, Violation, check, failure_class, list_stability, slow_answer
@@ -368,7 +368,7 @@ def _record(
 ) -> None:
     """A shrunk failure: a new finding if its root cause is new, else one more member of its cluster."""
     shape = {} if violation.oracle == "list-stable" else _essential(run, violation.oracle, obs)
-    cluster, new = run.clusters.add(violation.oracle, shape, unit.tag)
+    cluster, new = run.clusters.add(violation.oracle, shape, _cause_unit(unit, violation, obs), unit.tag)
     if not new:
         unit.stats.known += 1
         return
@@ -378,6 +378,12 @@ def _record(
     _headline(finding)
     unit.stats.findings += 1
     run.found(unit.tag, finding)
+
+
+def _cause_unit(unit: Unit, violation: Violation, obs: Observation) -> str:
+    """The unit a cause without a named trigger shape belongs to (see :func:`~fuzz.clusters.cause_unit`)."""
+    step = obs.steps[violation.step] if violation.step is not None and 0 <= violation.step < len(obs.steps) else None
+    return cause_unit(violation.oracle, unit.tag, None if step is None else step.tool)
 
 
 def _headline(finding: Finding) -> None:
@@ -563,12 +569,20 @@ def _unit_error(run: _Run, unit: Unit, exc: BaseException) -> None:
 def declared_seconds(schema: Any, args: Any) -> float:
     """How long a call asks the tool to take: the numbers of arguments named like a duration
     (``duration``, ``delay``, ``timeout_ms``...), in seconds (milliseconds when the name or the
-    property's description says so)."""
+    property's description says so); an argument left out counts with its schema's default."""
+    if args is None:
+        args = {}  # "arguments": null: every default applies
     if not isinstance(args, dict):
         return 0.0
     props = schema.get("properties") if isinstance(schema, dict) else None
     total = 0.0
-    for name, value in args.items():
+    # an argument left out takes its default (server-everything's slow tool sleeps 10 s by default)
+    defaults = {
+        name: sub["default"]
+        for name, sub in (props.items() if isinstance(props, dict) else ())
+        if isinstance(sub, dict) and "default" in sub and name not in args
+    }
+    for name, value in {**args, **defaults}.items():
         lowered = str(name).lower()
         if not any(word in lowered for word in _DURATION_WORDS) or isinstance(value, bool):
             continue

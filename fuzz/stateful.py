@@ -28,6 +28,7 @@ shrunk; shrinking stops after ``shrink_time``; nothing runs past the run's end (
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -39,7 +40,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, reject, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
-from .clusters import Clusters, features
+from .clusters import Clusters, cause_unit, features
 from .exchange import IN_JSON, Observation, Profile, Step, execute, notification, prologue, request
 from .oracles import OracleFailure, Violation, check, failure_class, list_stability
 from .schemas import SchemaError, is_valid, valid_arguments, validator_for
@@ -218,7 +219,15 @@ def machine_for(
 
         def fail(self, violation: Violation, obs: Observation) -> None:
             assert self.peer is not None
-            if clusters is not None and clusters.match(violation.oracle, features(self.steps), "stateful"):
+            # the observation is of the last steps run; the failure is of the whole sequence
+            offset = len(self.steps) - len(obs.steps)
+            if violation.step is not None:
+                violation = dataclasses.replace(violation, step=violation.step + offset)
+            blamed = self.steps[violation.step].tool if violation.step is not None else None
+            unit = cause_unit(violation.oracle, "stateful", blamed)
+            known = None if clusters is None else clusters.match(violation.oracle, features(self.steps), unit)
+            if known is not None:
+                known.members["stateful"] += 1
                 counts.known += 1
                 self.peer.close()
                 reject()  # a cause already reported: this sequence says nothing new
@@ -227,7 +236,8 @@ def machine_for(
             if counts.first_failure is None:
                 counts.first_failure = counts.runs
             whole = Observation(list(self.steps))
-            whole.died_after, whole.exit_status = obs.died_after, obs.exit_status
+            whole.died_after = None if obs.died_after is None else obs.died_after + offset
+            whole.exit_status = obs.exit_status
             self.peer.close()
             whole.stderr_tail = self.peer.trace.stderr_tail
             failure: OracleFailure = failure_class(violation.oracle)(violation, whole)

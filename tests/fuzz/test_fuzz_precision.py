@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from _support import FIXTURES, run_cli, run_json
 from mcpwire.fuzz.citations import CITATIONS, REVISIONS, citation
+from mcpwire.fuzz.clusters import trigger
 from mcpwire.fuzz.exchange import Answer, Observation, Profile, request
 from mcpwire.fuzz.leaks import CANARY, CANARY_ENV, find_leak
 from mcpwire.fuzz.oracles import ORACLES, Violation, check
@@ -172,6 +173,44 @@ def test_the_leak_oracle_finds_stack_traces_and_the_environment(tmp_path: Path) 
         "the fuzzer)"
     )
     assert CANARY not in json.dumps(report)  # the value is never shown
+
+
+def test_a_tool_that_leaks_wherever_it_is_called_is_one_finding(tmp_path: Path) -> None:
+    """``env`` returns the environment whether the tools phase or the stateful machine calls it:
+    one root cause, the tool's, with the machine's sequence among its members."""
+    status, report = run_json(
+        ["--seed", "1", "--max-examples", "5", "--machine-runs", "5", "--tools", "env", "--phase", "tools",
+         "--phase", "stateful", "--out", str(tmp_path), "--", *HOSTILE, "--leak"]
+    )  # fmt: skip
+    assert status == 1
+    assert [(f["oracle"], f["tool"]) for f in report["findings"]] == [("leak", "env")]
+    [cluster] = report["clusters"]
+    # the machine met it too, and did not report it again
+    assert {m["unit"] for m in cluster["members"]} == {"tools:env", "stateful"}
+    units = {u["unit"]: u for u in report["units"]}
+    assert units["stateful"]["known_cause_examples"] >= 1
+
+
+def test_triggers_name_ids_beyond_a_bound_on_either_side() -> None:
+    assert trigger({"id-above-2^53": 2**53 + 1}) == (
+        "a request whose id is above 2^53 (9007199254740993: more than a double holds exactly)"
+    )
+    assert trigger({"id-above-2^53": -(2**63)}) == (
+        "a request whose id is below -2^53 (-9223372036854775808: more than a double holds exactly)"
+    )
+    assert trigger({"id-above-2^63": -(2**64), "id-above-2^53": -(2**64)}) == (
+        "a request whose id is below -2^63, beyond 64 bits (-18446744073709551616) and a request whose id is "
+        "below -2^53 (-18446744073709551616: more than a double holds exactly)"
+    )
+
+
+def test_a_duration_left_out_counts_with_its_default() -> None:
+    """server-everything's ``trigger-long-running-operation`` sleeps ``duration`` (default 10 s)."""
+    schema = {"properties": {"duration": {"type": "number", "default": 10}, "steps": {"type": "number", "default": 5}}}
+    assert declared_seconds(schema, {}) == 10.0
+    assert declared_seconds(schema, None) == 10.0
+    assert declared_seconds(schema, {"duration": 2}) == 2.0
+    assert declared_seconds({"properties": {"wait_ms": {"default": 250}}}, {"x": 1}) == 0.25
 
 
 def test_find_leak_looks_past_what_the_request_held() -> None:
