@@ -17,8 +17,9 @@ import json
 import os
 import shlex
 import tempfile
+import threading
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, TextIO
 
@@ -30,6 +31,7 @@ from ..host.cli import config_secrets
 from ..host.policies import redact
 from ..redaction import SecretValues, clean_terminal, shorten
 from .agent import Agent
+from .errors import AgentError
 from .events import (
     ApprovalRequired,
     ApprovalResolved,
@@ -75,6 +77,7 @@ class Terminal:
         self.out = out
         self.err = err
         self.secrets = secrets
+        self._reading: _Read | None = None
 
     def clean(self, text: str, *, newlines: bool = True) -> str:
         """Model or server text, safe for the terminal and with the configuration's secrets masked."""
@@ -85,12 +88,49 @@ class Terminal:
         self.err.flush()
 
     async def readline(self, prompt: str) -> str | None:
-        """A line without its newline, or ``None`` at the end of input. Cancellation: the
-        question is abandoned (the worker thread finishes its read in the background)."""
+        """A line without its newline, or ``None`` at the end of input.
+
+        Cancellation: the read goes on in its worker thread, and the next call takes its line
+        (a question that expired must not swallow the answer to the next one).
+        """
         self.err.write(prompt)
         self.err.flush()
-        line = await trio.to_thread.run_sync(self.inp.readline, abandon_on_cancel=True)
-        return None if not line else line.rstrip("\r\n")
+        if self._reading is None:
+            self._reading = self._start_read()
+        read = self._reading
+        await read.done.wait()
+        self._reading = None
+        return None if not read.line else read.line.rstrip("\r\n")
+
+    def _start_read(self) -> _Read:
+        read = _Read()
+        token = trio.lowlevel.current_trio_token()
+
+        def work() -> None:
+            try:
+                line = self.inp.readline()
+            except (OSError, ValueError):  # stdin closed under us: the end of input
+                line = ""
+
+            def deliver() -> None:
+                read.line = line
+                read.done.set()
+
+            try:
+                trio.from_thread.run_sync(deliver, trio_token=token)
+            except trio.RunFinishedError:
+                pass
+
+        threading.Thread(target=work, name="mcpwire-chat-stdin", daemon=True).start()
+        return read
+
+
+@dataclass(slots=True)
+class _Read:
+    """One line being read from stdin by a worker thread."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    line: str = ""
 
 
 class Renderer:
@@ -128,6 +168,9 @@ class Renderer:
             self._result(event)
         elif isinstance(event, ApprovalResolved) and event.by == "policy":
             self.term.note(f"  {'approved' if event.approved else 'denied'} by --approve")
+        elif isinstance(event, ApprovalResolved) and event.by is None:
+            verdict = "approved" if event.approved else f"denied: {self._short(event.reason or 'no decision')}"
+            self.term.note(f"\n  the approval was decided elsewhere or expired: {verdict}")
         elif isinstance(event, FinalEvent):
             if not self.answered and event.text:
                 self.term.out.write(self.term.clean(event.text))
@@ -240,11 +283,26 @@ async def turn(
     """One prompt: the run's events rendered, its approvals decided; returns the conversation to
     go on with (unchanged after a failure) and the outcome."""
     renderer.start()
-    async with agent.run(messages) as run:
+
+    async def ask(event: ApprovalRequired, scope: trio.CancelScope) -> None:
+        with scope:
+            try:
+                await decide(event)
+            except AgentError:  # decided elsewhere, or expired, while the answer was typed
+                pass
+
+    asking: dict[str, trio.CancelScope] = {}
+    async with agent.run(messages) as run, trio.open_nursery() as nursery:
+        # each question is asked beside the run, so that an approval decided elsewhere (the
+        # host's queue) or expired while the question is open withdraws the question
         async for event in run:
             renderer.event(event)
             if isinstance(event, ApprovalRequired):
-                await decide(event)
+                asking[event.approval_id] = scope = trio.CancelScope()
+                nursery.start_soon(ask, event, scope)
+            elif isinstance(event, ApprovalResolved) and event.approval_id in asking:
+                asking.pop(event.approval_id).cancel()
+        nursery.cancel_scope.cancel()
     outcome = run.outcome
     assert outcome is not None
     if isinstance(outcome, Failed):

@@ -224,3 +224,30 @@ def test_a_session_denies_with_a_reason_edits_arguments_and_resets(tmp_path: Pat
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_an_approval_left_unanswered_expires_and_the_next_line_is_the_next_prompt(tmp_path: Path, llm: FakeLLM) -> None:
+    llm.add(
+        openai_stream("", [("c1", "memory__delete_entities", '{"entityNames": ["Ada"]}')]),
+        openai_stream("Nobody answered, so Ada stays."),
+        openai_stream("Bye."),
+    )
+    config = _config(tmp_path, llm, memory=memory_server(tmp_path))
+    data = json.loads(config.read_text())
+    data["presets"]["fake"]["approval_timeout"] = 1
+    config.write_text(json.dumps(data))
+    child = _spawn(config)
+    child.expect_exact("you> ")
+    child.sendline("Forget Ada")
+    child.expect_exact("approve? [y/n/e/JSON] ")
+    child.expect_exact("the approval was decided elsewhere or expired: denied: not run: ")
+    child.expect_exact("Nobody answered, so Ada stays.")
+    child.expect_exact("you> ")
+    child.sendline("Goodbye")  # read as a prompt, not as the expired question's answer
+    child.expect_exact("Bye.")
+    child.expect_exact("you> ")
+    assert openai_request(llm.requests[2].json)["messages"][-1] == {"role": "user", "content": "Goodbye"}
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
