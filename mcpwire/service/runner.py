@@ -212,6 +212,7 @@ async def _serve_http(
             print(f"API       {url}/api/v1   (OpenAPI: {url}/api/v1/openapi.json)", file=out)
             print(f"MCP       {url}/mcp", file=out)
             print(f"events    {url}/events   metrics {url}/metrics   health {url}/healthz {url}/readyz", file=out)
+            print(f"console   {url}/", file=out)
         print(f"database  {describe_url(options.db)}", file=out)
         if options.settings.token is not None:
             print("token     required (Authorization: Bearer ...)", file=out)

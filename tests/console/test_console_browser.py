@@ -83,9 +83,14 @@ def test_servers_page_updates_live_and_acts(page: Any, serve: Serve) -> None:
     row(page, "time").locator(".status-disabled").wait_for()
     assert page.evaluate("window.__notReloaded") is True
 
-    # and the console's own button turns it back on
+    # and the console's own buttons turn it back on, and restart a server
     row(page, "time").get_by_role("button", name="Enable time").click()
     row(page, "time").locator(".status-connected").wait_for(timeout=30_000)
+    row(page, "memory").get_by_role("button", name="Restart memory").click()
+    page.locator("#servers .notice", has_text="memory is restarting").wait_for()
+    row(page, "memory").locator(".status-connected").wait_for(timeout=30_000)
+    with api(serve) as client:
+        assert client.get("/api/v1/servers/memory").json()["restarts"] >= 1
     assert page.evaluate("window.__notReloaded") is True
 
 
@@ -312,6 +317,10 @@ def test_audit_log_pages_filters_and_opens_a_record(page: Any, serve: Serve) -> 
     page.get_by_label("Time").select_option(label="last 5 minutes")
     page.wait_for_url("**since=5*")
     assert page.locator("ol.audit li.record").count() >= 1
+    page.goto("/audit?server=hostile")
+    for summary in page.locator("ol.audit li.record summary").all()[:10]:
+        summary.click()  # the records of the hostile server's calls, opened
+    assert page.evaluate("document.documentElement.getAttribute('data-xss')") is None
 
 
 def test_run_a_check_and_open_its_report(page: Any) -> None:

@@ -45,7 +45,7 @@ async def test_pages_carry_the_policy_and_no_inline_script(db: str, config: Path
             assert reply.headers["content-security-policy"] == CSP
             assert reply.headers["x-frame-options"] == "DENY"
             assert reply.headers["x-content-type-options"] == "nosniff"
-            assert reply.headers["referrer-policy"] == "no-referrer"
+            assert reply.headers["referrer-policy"] == "same-origin"
             scripts = re.findall(r"<script\b[^>]*>", reply.text)
             assert scripts and all(' src="/console/static/' in s for s in scripts), scripts
             assert not re.search(r"<[a-z][^>]*\s(style|on[a-z]+)=", reply.text), path

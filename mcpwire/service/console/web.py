@@ -255,7 +255,9 @@ def secure(response: Response, *, csp: str = CSP, frame: str = "DENY") -> Respon
     """The console's security headers (a handler that set its own policy or framing keeps it)."""
     response.headers.setdefault("Content-Security-Policy", csp)
     response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on form posts,
+    # which the service refuses as a foreign origin
+    response.headers["Referrer-Policy"] = "same-origin"
     response.headers.setdefault("X-Frame-Options", frame)
     response.headers.setdefault("Cache-Control", "no-store")
     return response
