@@ -8,9 +8,10 @@ connection are all results for the model, not exceptions for the loop. When a ca
 decision, the surface asks the run through ``ask`` with an :class:`ApprovalTicket` and gets a
 :class:`Decision` back.
 
-:class:`HostTools` takes the specs from the host's Anthropic export
+:class:`HostTools` takes the specs from the host's registry as its Anthropic export does
 (:meth:`~mcpwire.host.registry.ToolRegistry.to_anthropic`: namespaced, provider-legal names that
-map back to their server and tool), optionally narrowed to some servers and tool-name globs, and
+map back to their server and tool, made again only when the registry's tools change), optionally
+narrowed to some servers and tool-name globs, and
 calls through :meth:`~mcpwire.host.Host.call_tool`, so the host's policies apply: risk levels,
 allow/deny/ask rules, CRITICAL confirmations, the approval timeout, the breaker and the audit log
 (each record carries the run's id). Its approver turns each ``ask`` of the host into a ticket;
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import difflib
 import fnmatch
 import logging
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
 
 from ..errors import ApprovalDenied, HostError, MCPWireError, UnknownTool
-from ..host import ApprovalNotPending, Host, ToolQuarantined
+from ..host import ApprovalNotPending, Host, RegisteredTool, ToolQuarantined
 from ..host.policies import ApprovalRequest
 from ..protocol.types import ImageContent, JSONObject
 from .messages import ImagePart, ToolSpec
@@ -133,7 +135,8 @@ class HostTools:
     servers: Sequence[str] | None = None
     allowed: Sequence[str] | None = None
     timeout: float | None = None
-    _denials: dict[str, Decision] = field(default_factory=dict)
+    _made_from: list[RegisteredTool] = field(default_factory=list)
+    _specs: list[ToolSpec] = field(default_factory=list)
 
     def _offered(self, name: str, server: str, tool: str) -> bool:
         if self.servers is not None and server not in self.servers:
@@ -143,14 +146,24 @@ class HostTools:
         return any(fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(f"{server}/{tool}", g) for g in self.allowed)
 
     def specs(self) -> list[ToolSpec]:
-        out: list[ToolSpec] = []
-        for entry in self.host.registry.to_anthropic():
-            where = self.locate(entry["name"])
-            if where is not None:
-                out.append(
-                    ToolSpec(name=entry["name"], description=entry["description"], input_schema=entry["input_schema"])
+        # asked once per step: the specs are made again only when the registry's tools are not
+        # the very objects they were made from (a list change or a restart replaces them)
+        registry = self.host.registry
+        visible = registry.tools()
+        if len(visible) != len(self._made_from) or any(
+            a is not b for a, b in zip(visible, self._made_from, strict=True)
+        ):
+            self._specs = [
+                ToolSpec(
+                    name=reg.name,
+                    description=registry.description(reg),
+                    input_schema=copy.deepcopy(reg.tool.input_schema),
                 )
-        return out
+                for reg in visible
+                if self._offered(reg.name, reg.server, reg.tool.name)
+            ]
+            self._made_from = visible
+        return list(self._specs)
 
     def locate(self, name: str) -> tuple[str, str] | None:
         try:
