@@ -446,3 +446,21 @@ def shown(value: Any, limit: int = 300) -> str:
     except (ValueError, TypeError, RecursionError):
         text = repr(value) if not isinstance(value, dict | list) else f"<{type(value).__name__} too deep to show>"
     return shorten(text, limit)
+
+
+async def list_if_served(
+    ctx: Context, wire: Any, method: str, key: str, *, pages: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]] | None:
+    """:meth:`Context.list_all`, except that a first page answered with a JSON-RPC error gives None
+    (noted) instead of failing the check.
+
+    For checks that judge what a list result contains, not whether the method is implemented: a
+    schema-valid error (e.g. -32601 for ``resources/templates/list``, which no revision requires of
+    a server with the ``resources`` capability) is no result to judge.
+    """
+    first = await ctx.call(wire, method)
+    error = first.get("error")
+    if "result" not in first and isinstance(error, dict):
+        ctx.note(f"{method} answered error {error.get('code')!r} ({str(error.get('message'))[:80]!r}): not judged")
+        return None
+    return await ctx.list_all(wire, method, key, pages=pages)

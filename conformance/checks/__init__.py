@@ -9,6 +9,7 @@ from . import lifecycle
 from . import features
 from . import modern
 from . import http
+from . import http_security
 from . import calls
 
-__all__ = ["calls", "features", "framing", "http", "lifecycle", "modern"]
+__all__ = ["calls", "features", "framing", "http", "http_security", "lifecycle", "modern"]

@@ -16,66 +16,15 @@ from typing import Any
 import trio
 
 from ..context import FULL_CAPS, META_LOG_LEVEL, Context, example_arguments
-from ..harness import NoAnswer, WireBase
+from ..harness import NoAnswer
 from ..registry import check
 from ..schema import SchemaProblem, compile_schema
+from .toolcalls import call_each, canned_answer
 
 TOOLS = "server/tools.mdx"
 MODERN = "2026-07-28"
-MAX_CALLS = 25
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _DURATION_NAMES = ("seconds", "duration", "delay", "durationseconds", "sleep", "wait")
-
-
-def _canned(request: dict[str, Any]) -> dict[str, Any] | None:
-    """A harmless answer to a server request: decline, a short text, no roots, an empty ping."""
-    method = request.get("method")
-    result: dict[str, Any]
-    if method == "elicitation/create":
-        result = {"action": "decline"}
-    elif method == "sampling/createMessage":
-        result = {
-            "role": "assistant",
-            "content": {"type": "text", "text": "mcpwire check"},
-            "model": "mcpwire-check",
-            "stopReason": "endTurn",
-        }
-    elif method == "roots/list":
-        result = {"roots": []}
-    elif method == "ping":
-        result = {}
-    else:
-        return {"jsonrpc": "2.0", "id": request.get("id"), "error": {"code": -32601, "message": "Method not found"}}
-    return {"jsonrpc": "2.0", "id": request.get("id"), "result": result}
-
-
-async def _call_each(
-    ctx: Context,
-    wire: WireBase,
-    tools: list[dict[str, Any]],
-    *,
-    capabilities: dict[str, Any] | None = None,
-    meta: dict[str, Any] | None = None,
-    token_prefix: str | None = None,
-    limit: int = MAX_CALLS,
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Call each tool once (at most ``limit``); the (tool, response) pairs of the answered calls."""
-    wire.responder = _canned
-    out = []
-    for n, tool in enumerate(tools[:limit]):
-        extra = dict(meta or {})
-        if token_prefix is not None:
-            extra["progressToken"] = f"{token_prefix}-{n}"
-        params: dict[str, Any] = {"name": tool.get("name"), "arguments": example_arguments(tool.get("inputSchema"))}
-        if extra:
-            params["_meta"] = extra
-        try:
-            answer = await ctx.call(wire, "tools/call", params, capabilities=capabilities)
-        except NoAnswer as exc:
-            ctx.note(f"{tool.get('name')}: {exc}")
-            continue
-        out.append((tool, answer))
-    return out
 
 
 @check(
@@ -157,7 +106,7 @@ async def structured_output(ctx: Context) -> None:
         if not tools:
             ctx.not_observed("no callable tool declares an outputSchema")
         judged = 0
-        for tool, answer in await _call_each(ctx, wire, tools):
+        for tool, answer in await call_each(ctx, wire, tools):
             result = answer.get("result")
             if not isinstance(result, dict) or result.get("isError") or result.get("resultType") == "input_required":
                 continue
@@ -208,7 +157,7 @@ async def structured_output(ctx: Context) -> None:
 async def argument_errors(ctx: Context) -> None:
     ctx.require_tool_calls()
     async with ctx.session() as wire:
-        wire.responder = _canned
+        wire.responder = canned_answer
         candidates = []
         for tool in await ctx.callable_tools(wire):
             schema = tool.get("inputSchema") or {}
@@ -251,7 +200,7 @@ async def progress(ctx: Context) -> None:
     async with ctx.session() as wire:
         tools = await ctx.callable_tools(wire)
         before = len(wire.frames)
-        await _call_each(ctx, wire, tools, token_prefix="mcpwire-check-progress")
+        await call_each(ctx, wire, tools, token_prefix="mcpwire-check-progress")
         await wire.drain(0.2)
         active: set[Any] = set()
         finished: set[Any] = set()
@@ -321,7 +270,7 @@ async def cancellation(ctx: Context) -> None:
     if ctx.era == "modern" and ctx.transport == "http":
         ctx.skip("2026-07-28 HTTP cancels by closing the response stream; there is nothing left to observe")
     async with ctx.session() as wire:
-        wire.responder = _canned
+        wire.responder = canned_answer
         slow = [(t, arg) for t in await ctx.callable_tools(wire) if (arg := _duration_argument(t))]
         if not slow:
             ctx.not_observed("no callable tool takes a duration argument to keep it running")
@@ -373,7 +322,7 @@ async def legacy_log_filter(ctx: Context) -> None:
         tools = await ctx.callable_tools(wire)
         await wire.request("logging/setLevel", {"level": "debug"}, timeout=ctx.timeout)
         start = len(wire.frames)
-        calls = await _call_each(ctx, wire, tools)
+        calls = await call_each(ctx, wire, tools)
         await wire.drain(0.2)
         levels = [_log_level(f) for f in wire.frames[start:] if _log_level(f) is not None]
         if not levels:
@@ -381,7 +330,7 @@ async def legacy_log_filter(ctx: Context) -> None:
         loggers = [tool for tool, _ in calls]
         await wire.request("logging/setLevel", {"level": "error"}, timeout=ctx.timeout)
         start = len(wire.frames)
-        await _call_each(ctx, wire, loggers)
+        await call_each(ctx, wire, loggers)
         await wire.drain(0.2)
         low = [f for f in wire.frames[start:] if _log_level(f) in LEVELS[:4]]
         if low:
@@ -413,18 +362,18 @@ async def modern_log_filter(ctx: Context) -> None:
     async with ctx.raw() as wire:
         tools = await ctx.callable_tools(wire)
         start = len(wire.frames)
-        await _call_each(ctx, wire, tools)
+        await call_each(ctx, wire, tools)
         await wire.drain(0.2)
         unasked = [f for f in wire.frames[start:] if _log_level(f) is not None]
         if unasked:
             ctx.fail(f"notifications/message for a tools/call without a logLevel: {unasked[0].text[:200]}")
         start = len(wire.frames)
-        await _call_each(ctx, wire, tools, meta={META_LOG_LEVEL: "debug"})
+        await call_each(ctx, wire, tools, meta={META_LOG_LEVEL: "debug"})
         await wire.drain(0.2)
         if not any(_log_level(f) is not None for f in wire.frames[start:]):
             ctx.not_observed("no tool sent a log message at logLevel debug")
         start = len(wire.frames)
-        await _call_each(ctx, wire, tools, meta={META_LOG_LEVEL: "error"})
+        await call_each(ctx, wire, tools, meta={META_LOG_LEVEL: "error"})
         await wire.drain(0.2)
         low = [f for f in wire.frames[start:] if _log_level(f) in LEVELS[:4]]
         if low:
@@ -440,7 +389,7 @@ def _input_answer(request: Any) -> Any:
     if method == "elicitation/create":
         schema = (request.get("params") or {}).get("requestedSchema")
         return {"action": "accept", "content": example_arguments(schema)}
-    answer = _canned({"method": method, "id": 0})
+    answer = canned_answer({"method": method, "id": 0})
     return (answer or {}).get("result")
 
 
@@ -459,7 +408,7 @@ async def mrtr(ctx: Context) -> None:
     ctx.require_tool_calls()
     async with ctx.raw() as wire:
         tools = await ctx.callable_tools(wire)
-        calls = await _call_each(ctx, wire, tools, capabilities=FULL_CAPS)
+        calls = await call_each(ctx, wire, tools, capabilities=FULL_CAPS)
         asked = [(t, a["result"]) for t, a in calls if (a.get("result") or {}).get("resultType") == "input_required"]
         if not asked:
             ctx.not_observed("no callable tool asked for input")
@@ -510,7 +459,7 @@ async def capability_errors(ctx: Context) -> None:
     async with ctx.raw() as wire:
         tools = await ctx.callable_tools(wire)
         observed = 0
-        for tool, answer in await _call_each(ctx, wire, tools, capabilities={}):
+        for tool, answer in await call_each(ctx, wire, tools, capabilities={}):
             name = tool.get("name")
             result = answer.get("result") or {}
             for key, request in (result.get("inputRequests") or {}).items():
@@ -563,7 +512,7 @@ async def sampling_and_secrets(ctx: Context) -> None:
     async with ctx.session(capabilities=caps) as wire:
         tools = await ctx.callable_tools(wire)
         start = len(wire.frames)
-        calls = await _call_each(ctx, wire, tools, capabilities=caps, limit=len(tools))
+        calls = await call_each(ctx, wire, tools, capabilities=caps, limit=len(tools))
         asked: list[dict[str, Any]] = [f.value for f in wire.frames[start:] if f.is_request]
         for _, answer in calls:
             result = answer.get("result") or {}

@@ -18,7 +18,11 @@ MODERN = "2026-07-28"
 
 
 async def _workload(ctx: Context, wire: WireBase) -> None:
-    """Ordinary traffic: lists of every advertised feature and an unknown method."""
+    """Ordinary traffic: lists of every advertised feature and an unknown method.
+
+    An unknown method left without a JSON-RPC answer is noted, not judged: SV-05 judges it (one
+    defect, one failure).
+    """
     if ctx.era == "legacy":
         await wire.request("ping", {}, timeout=ctx.timeout)
     else:
@@ -26,7 +30,29 @@ async def _workload(ctx: Context, wire: WireBase) -> None:
     for capability, method in (("tools", "tools/list"), ("resources", "resources/list"), ("prompts", "prompts/list")):
         if ctx.has(capability):
             await ctx.call(wire, method)
-    await ctx.call(wire, "mcpwire/no_such_method")
+    await _call_unknown(ctx, wire, "mcpwire/no_such_method")
+
+
+async def _call_unknown(ctx: Context, wire: WireBase, method: str, params: dict[str, Any] | None = None) -> None:
+    """A request another check judges the answer to (SV-05, SV-31): no answer is only noted."""
+    try:
+        await ctx.call(wire, method, params)
+    except NoAnswer as exc:
+        ctx.note(f"{method}: {exc} (judged by the check for that request)")
+
+
+def response_problem(value: dict[str, Any]) -> str | None:
+    """What keeps ``value`` (an object without ``method``) from being a JSON-RPC response, or None."""
+    rid = value.get("id")
+    if ("result" in value) == ("error" in value):
+        return f"response id {rid!r} has {'both' if 'result' in value else 'neither'} result/error"
+    if "error" in value:
+        error = value["error"]
+        if not isinstance(error, dict) or type(error.get("code")) is not int:
+            return f"error of response id {rid!r} has a non-integer code: {error!r:.200}"
+        if not isinstance(error.get("message"), str):
+            return f"error of response id {rid!r} has no string message: {error!r:.200}"
+    return None
 
 
 def _ping_method(ctx: Context) -> str:
@@ -121,22 +147,22 @@ async def _next_response(wire: WireBase, timeout: float) -> Frame | None:
     tags=("framing", "jsonrpc"),
 )
 async def response_shape(ctx: Context) -> None:
+    # Judges the shape of every response the server sent. A request left without any JSON-RPC
+    # answer (an HTTP error with a text body, silence) is the rule of its own check (SV-05 for an
+    # unknown method), so one defect is one failure.
     async with ctx.session() as wire:
         await _workload(ctx, wire)
-        await ctx.call(wire, "tools/call" if ctx.has("tools") else "mcpwire/other", {"name": "mcpwire-check-none"})
+        await _call_unknown(
+            ctx, wire, "tools/call" if ctx.has("tools") else "mcpwire/other", {"name": "mcpwire-check-none"}
+        )
         for frame in wire.frames:
             items = frame.value if isinstance(frame.value, list) else [frame.value]
             for v in items:
                 if not isinstance(v, dict) or "method" in v:
                     continue
-                if ("result" in v) == ("error" in v):
-                    ctx.fail(f"response id {v.get('id')!r} has {'both' if 'result' in v else 'neither'} result/error")
-                if "error" in v:
-                    err = v["error"]
-                    if not isinstance(err, dict) or type(err.get("code")) is not int:
-                        ctx.fail(f"error of response id {v.get('id')!r} has a non-integer code: {err!r:.200}")
-                    if not isinstance(err.get("message"), str):
-                        ctx.fail(f"error of response id {v.get('id')!r} has no string message: {err!r:.200}")
+                problem = response_problem(v)
+                if problem is not None:
+                    ctx.fail(problem)
 
 
 @check(
@@ -180,62 +206,109 @@ def _sent_request_ids(wire: WireBase) -> set[tuple[Any, type]]:
 
 @check(
     id="SV-05",
-    title="unknown method is answered with -32601",
+    title="an unknown method is answered with a JSON-RPC error -32601",
     level="MUST",
-    spec="JSON-RPC 2.0 §5.1",
-    quote="-32601 Method not found: The method does not exist / is not available.",
+    spec="JSON-RPC 2.0 §5",
+    quote="When a rpc call is made, the Server MUST reply with a Response, except for in the case of "
+    "Notifications. ... -32601 Method not found: The method does not exist / is not available.",
     tags=("framing", "jsonrpc"),
 )
 async def unknown_method(ctx: Context) -> None:
+    if ctx.era == "modern" and ctx.transport == "http":
+        # 2026-07-28 Streamable HTTP adds the status (404 Not Found and -32601): SV-05c judges both
+        ctx.skip("over 2026-07-28 Streamable HTTP, SV-05c judges unknown methods (status and code)")
+    rid = "mcpwire-check-unknown-method"
     async with ctx.session() as wire:
-        answer = await ctx.call(wire, "mcpwire/no_such_method", {})
-        code = (answer.get("error") or {}).get("code") if isinstance(answer.get("error"), dict) else None
-        if code != -32601:
-            ctx.fail(f"unknown method answered with {answer!r:.200}, not error -32601")
+        try:
+            answer = await wire.request("mcpwire/no_such_method", ctx.params({}), request_id=rid, timeout=ctx.timeout)
+        except NoAnswer as exc:
+            if _malformed_answer(wire, rid):
+                ctx.skip("the answer is not a well-formed JSON-RPC response: SV-03 judges its shape")
+            ctx.fail(f"an unknown method got no JSON-RPC response (error -32601 expected): {exc}")
+        if response_problem(answer) is not None:
+            ctx.skip("the answer is not a well-formed JSON-RPC response: SV-03 judges its shape")
+        if "result" in answer:
+            ctx.fail(f"an unknown method was answered with a result: {answer!r:.200}")
+        if answer["error"]["code"] != -32601:
+            ctx.fail(f"an unknown method was answered with error {answer['error']!r:.200}, not -32601")
+
+
+def _malformed_answer(wire: WireBase, rid: Any) -> bool:
+    """Whether something response-like came back for ``rid`` that is not a JSON-RPC response (an
+    object without ``method``, with this id, or in the HTTP answer to the request)."""
+    reply_for = getattr(wire, "reply_for", None)
+    reply = reply_for(rid) if reply_for is not None else None
+    candidates = list(reply.messages) if reply is not None else []
+    candidates += [f.value for f in wire.frames if isinstance(f.value, dict) and f.value.get("id") == rid]
+    return any(isinstance(m, dict) and "method" not in m for m in candidates)
+
+
+_DECLARE = (
+    "Servers that support prompts MUST declare the prompts capability during initialization ... Servers that "
+    "support tools MUST declare the tools capability ... Servers that support resources MUST declare the resources "
+    "capability"
+)
 
 
 @check(
     id="SV-05b",
-    title="a method of an unadvertised capability is answered with -32601",
-    level="SHOULD",
-    spec="basic/lifecycle.mdx §Operation",
-    quote="Both parties SHOULD: Respect the negotiated protocol version Only use capabilities that were "
-    "successfully negotiated",
+    title="a server that offers prompts, resources, tools or completions declares that capability",
+    # The rule binds the server's own declaration: each feature page says "Servers that support X
+    # MUST declare the X capability" (prompts, tools and resources pages alike; completions from
+    # 2025-03-26; the prompts page is cited). Asking for an undeclared feature is the client's
+    # fault (basic/lifecycle §Operation binds the sender), so an answer alone proves nothing: only
+    # a feature actually offered (a non-empty list, completion values) without its capability is
+    # a violation; an empty list or an error is not.
+    level="MUST",
+    spec="server/prompts.mdx §Capabilities",
+    quote=_DECLARE,
     quotes=(
         (
-            "2025-06-18",
-            "basic/lifecycle.mdx §Operation",
-            "Both parties MUST: Respect the negotiated protocol version Only use capabilities that were "
-            "successfully negotiated",
+            "2025-03-26",
+            "server/prompts.mdx §Capabilities",
+            _DECLARE + " ... Servers that support completions MUST declare the completions capability",
         ),
         (
             MODERN,
-            "schema.ts MethodNotFoundError",
-            "In MCP, a server returns this error when a client invokes a method the server does not implement — "
-            "either a genuinely unknown method, or one gated behind a server capability the server did not "
-            "advertise (e.g., calling prompts/list when the prompts capability was not advertised).",
+            "server/prompts.mdx §Capabilities",
+            "Servers that support prompts MUST declare the prompts capability in their DiscoverResult ... Servers "
+            "that support tools MUST declare the tools capability ... Servers that support resources MUST declare "
+            "the resources capability ... Servers that support completions MUST declare the completions capability",
         ),
     ),
     tags=("capabilities",),
 )
 async def unadvertised_method(ctx: Context) -> None:
-    lists = [("prompts", "prompts/list"), ("resources", "resources/list"), ("tools", "tools/list")]
+    lists = [("prompts", "prompts/list", "prompts"), ("resources", "resources/list", "resources")]
+    lists.append(("tools", "tools/list", "tools"))
     if ctx.revision >= "2025-03-26":  # 2024-11-05 had no completions capability
-        lists.append(("completions", "completion/complete"))
-    if ctx.era == "legacy":
-        lists.append(("logging", "logging/setLevel"))
-    missing = [(c, m) for c, m in lists if not ctx.has(c)]
+        lists.append(("completions", "completion/complete", ""))
+    missing = [entry for entry in lists if not ctx.has(entry[0])]
     if not missing:
-        ctx.skip("the server advertises every feature it could be asked for")
+        ctx.skip("the server declares every feature it could offer")
+    complete = {"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "x", "value": ""}}
     async with ctx.session() as wire:
-        samples: dict[str, dict[str, Any]] = {
-            "completion/complete": {"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "x", "value": ""}},
-            "logging/setLevel": {"level": "error"},
-        }
-        for capability, method in missing:
-            answer = await ctx.call(wire, method, samples.get(method))
-            if "result" in answer:
-                ctx.fail(f"{method} served although '{capability}' is not advertised")
+        for capability, method, key in missing:
+            answer = await ctx.call(wire, method, complete if not key else None)
+            result = answer.get("result")
+            if not isinstance(result, dict):
+                continue  # an error, or no result: nothing offered
+            if key:
+                items = result.get(key)
+                offered = [str(i.get("name") or i.get("uri")) for i in items or () if isinstance(i, dict)]
+            else:
+                values = (
+                    (result.get("completion") or {}).get("values")
+                    if isinstance(result.get("completion"), dict)
+                    else None
+                )
+                offered = [str(v) for v in values] if isinstance(values, list) else []
+            if offered:
+                shown = ", ".join(repr(o[:40]) for o in offered[:3]) + (" ..." if len(offered) > 3 else "")
+                ctx.fail(
+                    f"{method} offers {len(offered)} item(s) ({shown}) but the '{capability}' capability is not "
+                    "declared"
+                )
 
 
 @check(
@@ -258,7 +331,8 @@ async def no_batches(ctx: Context) -> None:
 
 @check(
     id="SV-07b",
-    title="2025-03-26 batches are answered with one array of responses",
+    title="2025-03-26 batches are answered: one array of responses (over Streamable HTTP, an SSE stream may carry "
+    "them one by one)",
     level="MUST",
     spec="2025-03-26/basic/index.mdx §Batching",
     quote="MCP implementations MAY support sending JSON-RPC batches, but MUST support receiving JSON-RPC batches.",
@@ -267,8 +341,15 @@ async def no_batches(ctx: Context) -> None:
     tags=("framing", "jsonrpc"),
 )
 async def batch_2025_03_26(ctx: Context) -> None:
+    # JSON-RPC 2.0 §6 answers a batch with one array (stdio, and the HTTP+SSE transport, whose
+    # stream carries JSON-RPC messages as they are). 2025-03-26 Streamable HTTP lets the SSE
+    # stream of a POSTed batch carry one event per response: "These responses MAY be batched"
+    # (basic/transports §Sending Messages to the Server), so there any packaging passes.
+    batch = [{"jsonrpc": "2.0", "id": f"b{i}", "method": "ping"} for i in range(2)]
     async with ctx.session() as wire:
-        batch = [{"jsonrpc": "2.0", "id": f"b{i}", "method": "ping"} for i in range(2)]
+        if wire.transport == "http":
+            await _batch_over_streamable_http(ctx, wire, batch)
+            return
         await wire.send(batch)
         # a later single request bounds the wait: its answer comes after the batch's (or the batch was dropped)
         try:
@@ -278,10 +359,44 @@ async def batch_2025_03_26(ctx: Context) -> None:
         await wire.drain(0.1)
         arrays = [f.value for f in wire.frames if isinstance(f.value, list)]
         if not arrays:
-            ctx.fail("no array answer to a batch of two pings")
+            singles = sorted(
+                str(f.value.get("id")) for f in wire.frames if f.is_response and f.value.get("id") in ("b0", "b1")
+            )
+            if singles:
+                ctx.fail(
+                    f"a batch of two pings was answered with separate responses ({', '.join(singles)}), not one array"
+                )
+            ctx.fail("no array answer to a batch of two pings" + _batch_post_refusal(wire))
         ids = sorted(str(v.get("id")) for v in arrays[0] if isinstance(v, dict))
         if ids != ["b0", "b1"]:
             ctx.fail(f"batch answer carries ids {ids}, expected b0 and b1")
+
+
+def _batch_post_refusal(wire: Any) -> str:
+    """HTTP+SSE: how the POST that carried the batch was refused, if it was."""
+    for reply in getattr(wire, "replies", ()):
+        if reply.method == "POST" and reply.request_body.startswith(b"[") and (reply.status or 0) >= 400:
+            return f" (its POST was refused: HTTP {reply.status} body {reply.body[:120]!r})"
+    return ""
+
+
+async def _batch_over_streamable_http(ctx: Context, wire: Any, batch: list[dict[str, Any]]) -> None:
+    wanted = {str(m["id"]) for m in batch}
+
+    def answered(reply: Any) -> set[str]:
+        return {str(m.get("id")) for m in reply.messages if isinstance(m, dict) and "method" not in m} & wanted
+
+    reply = await wire.post(batch, timeout=ctx.timeout, stop=lambda r: answered(r) == wanted)
+    if answered(reply) == wanted:
+        return
+    if reply.status is None:
+        ctx.fail(f"a POSTed batch of two pings got no HTTP answer ({reply.error or 'no answer in time'})")
+    got = ", ".join(sorted(answered(reply))) or "neither"
+    body = f" body {reply.body[:200]!r}" if reply.body and not reply.is_sse else ""
+    ctx.fail(
+        f"a POSTed batch of two pings (b0, b1) was answered HTTP {reply.status}{body} with responses to {got} "
+        "(as one array or one SSE event each: either is allowed)"
+    )
 
 
 @check(
@@ -306,8 +421,9 @@ async def exit_on_eof(ctx: Context) -> None:
     async with ctx.session() as wire:
         if ctx.era == "modern":
             # the clock starts when the server is up: one answered request proves it (a server
-            # still importing its code when stdin closes is slow to start, not slow to stop)
-            await ctx.call(wire, "server/discover")
+            # still importing its code when stdin closes is slow to start, not slow to stop); the
+            # wait is initialize's (the first answer of a fresh process includes its start-up)
+            await ctx.call(wire, "server/discover", timeout=ctx.timeout * 2)
         await shutdown(wire, eof_grace=ctx.target.eof_grace)
         if wire.exit_step != "eof":
             step = (wire.exit_step or "?").upper()
@@ -324,6 +440,10 @@ async def exit_on_eof(ctx: Context) -> None:
 )
 async def parse_error(ctx: Context) -> None:
     async with ctx.session() as wire:
+        if ctx.era == "modern":
+            # the server is up first (legacy: initialize proved it): a server still starting when
+            # the line arrives is slow to start, not stopped by the line
+            await ctx.call(wire, "server/discover", timeout=ctx.timeout * 2)
         await wire.send_bytes(b'{"jsonrpc": "2.0", "id": 99, "method": \n')
         try:
             await ctx.call(wire, _ping_method(ctx))

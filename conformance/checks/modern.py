@@ -6,9 +6,17 @@ from typing import Any
 
 import trio
 
-from ..context import META_CAPS, META_SUBSCRIPTION, META_VERSION, Context
+from ..context import (
+    CLIENT_INFO,
+    META_CAPS,
+    META_SUBSCRIPTION,
+    META_VERSION,
+    Context,
+    list_if_served,
+)
 from ..harness import WireBase
 from ..registry import check
+from .toolcalls import call_each
 
 MODERN = ("modern",)
 #: every rule here is 2026-07-28 text: the results of other revisions (skipped) cite its pages
@@ -139,9 +147,7 @@ async def no_server_requests(ctx: Context) -> None:
             await wire.request("tools/list", ctx.params(capabilities=caps), timeout=ctx.timeout)
             tools = await ctx.list_all(wire, "tools/list", "tools")
             if any(ctx.tools.refuses(t) is None for t in tools):
-                from .calls import _call_each
-
-                await _call_each(ctx, wire, [t for t in tools if ctx.tools.refuses(t) is None], capabilities=caps)
+                await call_each(ctx, wire, [t for t in tools if ctx.tools.refuses(t) is None], capabilities=caps)
         await wire.drain(0.2)
         for frame in wire.frames:
             if frame.is_request:
@@ -362,9 +368,8 @@ async def subscription_filter(ctx: Context) -> None:
                 await trio.sleep(0.3)
             else:
                 await wire.send(message)
-            from .calls import _call_each
 
-            await _call_each(ctx, wire, tools, limit=len(tools))
+            await call_each(ctx, wire, tools, limit=len(tools))
             await trio.sleep(0.3)
             nursery.cancel_scope.cancel()  # HTTP: closing the stream ends the subscription
         if http:
@@ -412,7 +417,11 @@ async def caching_hints(ctx: Context) -> None:
             if not ctx.has(capability):
                 continue
             pages: list[dict[str, Any]] = []
-            items = await ctx.list_all(wire, method, key, pages=pages)
+            # an error (e.g. -32601 for resources/templates/list) is no result to carry hints
+            listed = await list_if_served(ctx, wire, method, key, pages=pages)
+            if listed is None:
+                continue
+            items = listed
             scopes = {p.get("cacheScope") for p in pages}
             if len(scopes) > 1:
                 ctx.fail(f"{method}: pages carry different cacheScope values {sorted(map(str, scopes))}")
@@ -422,7 +431,7 @@ async def caching_hints(ctx: Context) -> None:
                 if isinstance(read.get("result"), dict) and read["result"].get("resultType", "complete") == "complete":
                     results.append(("resources/read", read["result"]))
         if not results:
-            ctx.skip("the server advertises no listable feature")
+            ctx.skip("no list result to judge (no listable feature advertised, or every list answered an error)")
         for method, result in results:
             ttl, scope = result.get("ttlMs"), result.get("cacheScope")
             if type(ttl) is not int or ttl < 0:
@@ -431,13 +440,27 @@ async def caching_hints(ctx: Context) -> None:
                 ctx.fail(f"{method}: cacheScope is {scope!r}, not 'public' or 'private'")
 
 
+#: (capability, list method, result key, the field that names an item)
+_FEATURES: tuple[tuple[str, str, str, str], ...] = (
+    ("tools", "tools/list", "tools", "name"),
+    ("prompts", "prompts/list", "prompts", "name"),
+    ("resources", "resources/list", "resources", "uri"),
+)
+
+
 @check(
     id="ERA-01",
-    title="a dual-era server serves as much in 2026-07-28 as in its latest legacy revision",
+    title="a dual-era server offers in 2026-07-28 every tool, prompt and resource of its latest legacy revision",
+    # No sentence requires parity; the expectation is interoperability: a client in auto mode talks
+    # 2026-07-28 and should not see less than a legacy client ("Dual-era | Legacy | Works", and a
+    # server that "selects its behavior from how the client opens", not what it offers). Hence a
+    # SHOULD: a warning naming what is missing (FastMCP 4.1.2's proxy lists no tools there).
     level="SHOULD",
     spec=M + "basic/versioning.mdx §Backward Compatibility with Initialization-Based Versions",
-    quote="A dual-era server selects its behavior from how the client opens: A request carrying modern "
-    "per-request _meta is served statelessly according to this revision.",
+    quote="A server that wishes to support both legacy clients (which expect an initialize handshake) and modern "
+    "clients (which use per-request metadata) MAY implement both behaviors. ... A dual-era server selects its "
+    "behavior from how the client opens: A request carrying modern per-request _meta is served statelessly "
+    "according to this revision. An initialize request selects legacy semantics",
     eras=MODERN,
     tags=("modern", "versions"),
 )
@@ -446,40 +469,54 @@ async def era_parity(ctx: Context) -> None:
     if not legacy:
         ctx.skip("the server accepts no legacy revision")
     latest = legacy[-1]
-    kinds: tuple[tuple[str, str, str, str], ...] = (
-        ("tools", "tools/list", "tools", "name"),
-        ("prompts", "prompts/list", "prompts", "name"),
-        ("resources", "resources/list", "resources", "uri"),
-    )
-    modern: dict[str, set[str]] = {}
+    # one era after the other: a proxy may serve one backend connection at a time (FastMCP 4.1.2
+    # over HTTP refuses an initialize while a 2026-07-28 request holds its backend)
     async with ctx.raw() as wire:
-        modern_caps = (await ctx.result(wire, "server/discover")).get("capabilities") or {}
-        for capability, method, key, field_ in kinds:
-            if capability in modern_caps:
-                modern[capability] = {str(i.get(field_)) for i in await ctx.list_all(wire, method, key)}
-    legacy_ctx = Context(
-        ctx.target, latest, "legacy", ctx.capabilities, ctx.supported, timeout=ctx.timeout, tools=ctx.tools
-    )
-    legacy_ctx.wires = ctx.wires
-    old: dict[str, set[str]] = {}
-    async with legacy_ctx.raw() as wire:
-        answer = await wire.request(
-            "initialize",
-            {"protocolVersion": latest, "capabilities": {}, "clientInfo": {"name": "mcpwire-check", "version": "0"}},
-            timeout=ctx.timeout * 2,
-        )
-        legacy_caps = (answer.get("result") or {}).get("capabilities") or {}
+        new_caps = (await ctx.result(wire, "server/discover")).get("capabilities") or {}
+        new = await _features(ctx, wire, new_caps)
+    old_ctx = Context(ctx.target, latest, "legacy", ctx.capabilities, ctx.supported, timeout=ctx.timeout)
+    old_ctx.wires = ctx.wires  # its exchanges are this check's evidence
+    async with old_ctx.raw() as wire:
+        params = {"protocolVersion": latest, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        answer = await wire.request("initialize", params, timeout=ctx.timeout * 2)
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            # accepted by the probe, refused now: no legacy lists to compare with
+            ctx.not_observed(f"initialize {latest} was refused this time ({answer!r:.200}): nothing to compare")
         await wire.notify("notifications/initialized")
-        for capability, method, key, field_ in kinds:
-            if capability in legacy_caps:
-                old[capability] = {str(i.get(field_)) for i in await legacy_ctx.list_all(wire, method, key)}
-    # logging is deprecated in 2026-07-28 and completions may move: compare the features only
-    missing_caps = sorted(
-        c for c in ("tools", "prompts", "resources", "completions") if c in legacy_caps and c not in modern_caps
-    )
-    if missing_caps:
-        ctx.fail(f"2026-07-28 does not advertise {', '.join(missing_caps)}, which {latest} does")
-    for capability, names in old.items():
-        lost = sorted(names - modern.get(capability, set()))
-        if lost:
-            ctx.fail(f"2026-07-28 lists fewer {capability} than {latest}: missing {', '.join(lost[:8])}")
+        old_caps = result.get("capabilities") or {}
+        old = await _features(old_ctx, wire, old_caps)
+    # What 2026-07-28 lacks is the finding (a client in auto mode loses it); what only 2026-07-28
+    # offers is named with it but is no finding alone (a tool may rest on 2026-07-28 features).
+    lost, added = [], []
+    for capability in ("tools", "prompts", "resources", "completions"):
+        if capability in old_caps and capability not in new_caps:
+            lost.append(f"the {capability} capability")
+        if capability in new_caps and capability not in old_caps:
+            added.append(f"the {capability} capability")
+    for capability, _, _, _ in _FEATURES:
+        lost += _named(old.get(capability, set()) - new.get(capability, set()), capability)
+        added += _named(new.get(capability, set()) - old.get(capability, set()), capability)
+    if lost:
+        message = f"2026-07-28 lacks what {latest} offers: {'; '.join(lost)}"
+        if added:
+            message += f" (only in 2026-07-28: {'; '.join(added)})"
+        ctx.fail(message)
+
+
+def _named(names: set[str], capability: str) -> list[str]:
+    if not names:
+        return []
+    ordered = sorted(names)
+    shown = ", ".join(repr(n[:60]) for n in ordered[:8]) + (" ..." if len(ordered) > 8 else "")
+    return [f"{len(ordered)} {capability}: {shown}"]
+
+
+async def _features(ctx: Context, wire: Any, capabilities: dict[str, Any]) -> dict[str, set[str]]:
+    """The names (uris) of every declared feature's items; a list answered with an error is empty."""
+    out: dict[str, set[str]] = {}
+    for capability, method, key, field_ in _FEATURES:
+        if capability in capabilities:
+            items = await list_if_served(ctx, wire, method, key)
+            out[capability] = {str(i.get(field_)) for i in items or ()}
+    return out

@@ -40,7 +40,10 @@ def _fast(argv: list[str]) -> Target:
 
 #: (check, revision) pairs that apply but that no server can exercise over a transport, and why.
 NOTHING_TO_OBSERVE = {
-    "http": {("CN-01", "2026-07-28"): "2026-07-28 HTTP cancels by closing the response stream"},
+    "http": {
+        ("CN-01", "2026-07-28"): "2026-07-28 HTTP cancels by closing the response stream",
+        ("SV-05", "2026-07-28"): "SV-05c judges unknown methods over 2026-07-28 Streamable HTTP (status and code)",
+    },
 }
 
 
@@ -129,7 +132,7 @@ CASES = [
     ("float_code", "http", "2025-11-25", "none", "SV-03", "fail"),
     ("answers_notifications", "stdio", "2025-11-25", "none", "SV-04", "fail"),
     ("wrong_unknown_method_code", "http", "2025-11-25", "none", "SV-05", "fail"),
-    ("unadvertised", "http", "2025-11-25", "none", "SV-05b", "warning"),
+    ("unadvertised", "http", "2025-11-25", "none", "SV-05b", "fail"),
     ("unknown_method_200", "http", "2026-07-28", "none", "SV-05c", "fail"),
     ("nameless_resource", "http", "2025-11-25", "none", "SV-06", "fail"),
     ("batch_answer", "http", "2025-06-18", "none", "SV-07", "fail"),
@@ -161,7 +164,7 @@ CASES = [
     ("no_host_check", "http", "2025-11-25", "none", "SV-22b", "warning"),
     ("ignores_version_header", "http", "2025-11-25", "none", "SV-23", "fail"),
     ("spaced_session", "http", "2025-11-25", "none", "SV-24", "fail"),
-    ("session_optional", "http", "2025-11-25", "none", "SV-24b", "warning"),
+    ("session_missing_404", "http", "2025-11-25", "none", "SV-24b", "warning"),
     ("delete_keeps_session", "http", "2025-11-25", "none", "SV-24c", "fail"),
     ("get_json", "http", "2025-11-25", "none", "SV-25", "fail"),
     ("repeated_event_ids", "http", "2025-11-25", "none", "SV-26", "fail"),
@@ -200,6 +203,8 @@ CASES = [
     ("parse_error_code", "stdio", "2025-11-25", "none", "FR-01", "warning"),
     ("sse_hello_first", "sse", "2025-11-25", "none", "HS-01", "fail"),
     ("sse_foreign_endpoint", "sse", "2025-11-25", "none", "HS-02", "fail"),
+    ("no_origin_check_sse", "sse", "2025-11-25", "none", "HS-08", "fail"),
+    ("no_host_check_sse", "sse", "2025-11-25", "none", "HS-08b", "warning"),
     ("setlevel_error", "http", "2025-11-25", "none", "LG-01", "fail"),
     ("bad_log_level_ok", "http", "2026-07-28", "none", "LG-02", "warning"),
     ("ignores_log_level", "http", "2025-11-25", "read-only", "LG-03", "warning"),
