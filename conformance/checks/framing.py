@@ -26,7 +26,8 @@ async def _workload(ctx: Context, wire: WireBase) -> None:
     if ctx.era == "legacy":
         await wire.request("ping", {}, timeout=ctx.timeout)
     else:
-        await ctx.call(wire, "server/discover")
+        # the first answer of a fresh process: initialize's allowance (it includes start-up)
+        await ctx.call(wire, "server/discover", timeout=ctx.timeout * 2)
     for capability, method in (("tools", "tools/list"), ("resources", "resources/list"), ("prompts", "prompts/list")):
         if ctx.has(capability):
             await ctx.call(wire, method)
@@ -210,7 +211,9 @@ def _sent_request_ids(wire: WireBase) -> set[tuple[Any, type]]:
     level="MUST",
     spec="JSON-RPC 2.0 §5",
     quote="When a rpc call is made, the Server MUST reply with a Response, except for in the case of "
-    "Notifications. ... -32601 Method not found: The method does not exist / is not available.",
+    "Notifications. ... When a rpc call encounters an error, the Response Object MUST contain the error member "
+    "... code: A Number that indicates the error type that occurred. ... -32601 Method not found: The method "
+    "does not exist / is not available.",
     tags=("framing", "jsonrpc"),
 )
 async def unknown_method(ctx: Context) -> None:
