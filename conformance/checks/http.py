@@ -205,7 +205,9 @@ async def _listen_briefly(ctx: Context, wire: HttpWire) -> HttpReply | None:
         "method": "subscriptions/listen",
         "params": ctx.params({"notifications": flags}),
     }
-    return await wire.post(message, timeout=min(ctx.timeout, 1.0), stop=lambda r: bool(r.messages))
+    # until the first message (the acknowledgement), within the answer timeout (a busy server may
+    # take more than a moment to open the stream)
+    return await wire.post(message, timeout=ctx.timeout, stop=lambda r: bool(r.messages))
 
 
 @check(

@@ -287,10 +287,14 @@ async def _listen(ctx: Context, wire: Any, rid: Any, flags: dict[str, Any]) -> l
         "params": ctx.params({"notifications": flags}),
     }
     if getattr(wire, "transport", "stdio") == "http":
-        reply = await wire.post(message, timeout=min(ctx.timeout, 1.0), stop=lambda r: len(r.messages) >= 2)
+        # read until the first message of this subscription (what SV-37 judges), within the
+        # answer timeout: a busy server may take more than a moment to open the stream
+        reply = await wire.post(
+            message, timeout=ctx.timeout, stop=lambda r: any(_of_subscription(m, rid) for m in r.messages)
+        )
         return list(reply.messages)
     await wire.send(message)
-    first = await wire.recv(ctx.timeout)  # a freshly started server may take a moment
+    first = await wire.recv(ctx.timeout * 2)  # a freshly started server: initialize's allowance
     frames = ([first] if first is not None else []) + await wire.drain(0.3)
     # stdio: notifications/cancelled ends a subscription (2026-07-28 subscriptions §Cancellation)
     await wire.notify("notifications/cancelled", ctx.params({"requestId": rid, "reason": "check done"}))
