@@ -230,7 +230,7 @@ def test_era_parity_names_what_2026_07_28_lacks(runs: dict[str, Run], case: str)
     # what only 2026-07-28 offers is named too, but is no finding alone (test_check: random_tools)
     assert era01.message.endswith("(only in 2026-07-28: 1 prompts: 'modern_only_prompt')")
     # the evidence holds both eras' exchanges
-    text = "\n".join(era01.exchanges)
+    text = "\n".join(entry.text for entry in era01.exchanges)
     assert '"method":"initialize"' in text and '"method":"server/discover"' in text
 
 
