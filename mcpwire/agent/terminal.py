@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, TextIO
@@ -382,9 +384,34 @@ async def _session(
             else:
                 term.note(COMMANDS)
             continue
-        messages, outcome = await turn(agent, [*messages, Message.user(text)], renderer, decide)
-        if isinstance(outcome, Failed):
+        with trio.CancelScope() as scope:
+            async with _interrupting(scope):
+                messages, outcome = await turn(agent, [*messages, Message.user(text)], renderer, decide)
+        if scope.cancelled_caught:
+            term.note("\ninterrupted (this prompt is not kept)")
+        elif isinstance(outcome, Failed):
             term.note(f"error: {term.clean(outcome.reason, newlines=False)} (this prompt is not kept)")
+
+
+@asynccontextmanager
+async def _interrupting(scope: trio.CancelScope) -> AsyncIterator[None]:
+    """While the block runs, Ctrl-C cancels ``scope`` (the prompt being answered) instead of
+    ending the session; at the prompt it ends the session as usual (the receiver opened last
+    gets the signal)."""
+    if threading.current_thread() is not threading.main_thread():  # signals need the main thread
+        yield
+        return
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for _ in signals:
+                    scope.cancel()
+                    return
+
+            nursery.start_soon(watch)
+            yield
+            nursery.cancel_scope.cancel()
 
 
 def _show_tools(agent: Agent, host: Host, term: Terminal) -> None:

@@ -251,3 +251,25 @@ def test_an_approval_left_unanswered_expires_and_the_next_line_is_the_next_promp
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_ctrl_c_interrupts_the_answer_and_the_session_goes_on(tmp_path: Path, llm: FakeLLM) -> None:
+    slow = openai_stream("One, two, three, four, five, six", pieces=6)
+    slow.pause = 10.0
+    llm.add(slow, openai_stream("Hello again."))
+    child = _spawn(_config(tmp_path, llm, time=time_server()))
+    child.expect_exact("you> ")
+    child.sendline("Count slowly")
+    child.expect_exact("One, ")
+    child.sendintr()
+    child.expect_exact("interrupted (this prompt is not kept)")
+    child.expect_exact("you> ")
+    child.sendline("Hello")
+    child.expect_exact("Hello again.")
+    child.expect_exact("you> ")
+    sent = openai_request(llm.requests[1].json)["messages"]
+    assert sent == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]
+    child.sendintr()  # at the prompt, Ctrl-C ends the session
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
