@@ -1,0 +1,299 @@
+"""What the MCP gateway adds to a tool call, against a direct call and against other proxies.
+
+    python bench/gateway_overhead.py [--quick] [--calls N] [--concurrent-calls N] [--json OUT]
+
+One client (mcpwire's), one backend (server-everything over stdio, from ``.cache/servers``), one
+run. Each target is started in its own process, then measured with the same client and the
+same calls (``echo`` with a short message):
+
+- ``direct``: the client starts server-everything itself (stdio), no proxy;
+- ``gateway``: ``bench/gateway_serve.py``, mcpwire's gateway alone (Streamable HTTP, legacy era,
+  namespaced ``everything__echo``), and ``gateway[2026]``: the same in the 2026-07-28 era;
+- ``serve``: ``mcpwire serve`` (the gateway at ``/mcp`` behind the service's middleware, every
+  call audited into its SQLite store);
+- ``mcp-proxy`` (0.13, the Python SDK 1.x) and ``fastmcp`` (FastMCP 4.1.2's proxy), legacy era
+  (FastMCP's proxy lists no tools in 2026-07-28, and mcp-proxy refuses its probe);
+- ``floor``: ``bench/gateway_floor.py``, a bare hypercorn+starlette endpoint answering the call
+  itself: what one MCP call over HTTP costs at the least on that stack.
+
+For each: p50 and p99 of sequential calls (1 in flight), calls per second with 64 in flight,
+and the CPU time the intermediary's own process spends per sequential call (from ``/proc``; the
+backend's is not counted), a figure that depends little on how busy the machine is. Then the
+ratios the gateway is held to: its p50 against the faster proxy's (target <= 0.6), its calls/s
+against the faster proxy's (target >= 2), and its added latency (gateway p50 minus direct p50)
+against the floor's p50 (target <= 1.3). A missed target is printed, not an error. On a shared
+machine the absolute figures move from run to run; the ratios, measured in the same run, move
+less, and the CPU figures least.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import trio
+
+import mcpwire
+from mcpwire.transports import HttpServer, StdioServer
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SERVERS = Path(os.environ.get("MCPWIRE_SERVERS_DIR", REPO / ".cache" / "servers"))
+EVERYTHING = SERVERS / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
+MCP_PROXY = SERVERS / "proxy" / "bin" / "mcp-proxy"
+FASTMCP = SERVERS / "fastmcp" / "bin" / "fastmcp"
+TARGETS = ("direct", "floor", "gateway", "gateway[2026]", "serve", "mcp-proxy", "fastmcp")
+MESSAGE = "hello, gateway"
+START_TIMEOUT_S = 90.0
+Era = Literal["legacy", "modern"]
+
+
+@dataclass
+class Figures:
+    target: str
+    p50_ms: float
+    p99_ms: float
+    calls_per_s: float
+    errors: int
+    #: CPU time of the intermediary's own process per sequential call (not the backend's); 0 for direct
+    cpu_ms_per_call: float
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered)) - 1))]
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User and system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 without one)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def _process(
+    argv: Sequence[str], *, url: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, int]]:
+    """Start a server process; yield its endpoint (``url``, or the first line it prints) and pid."""
+    process = subprocess.Popen(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        if url is None:
+            assert process.stdout is not None
+            line = process.stdout.readline().decode().strip()
+            if not line.startswith("http://"):
+                raise RuntimeError(f"{argv[0]} printed {line!r} instead of its URL")
+            url = line
+        yield url, process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+async def _wait_listening(url: str, *, ready: str | None = None) -> None:
+    """Until ``url`` answers (``ready``: until that URL answers 200)."""
+    import httpx
+
+    with trio.fail_after(START_TIMEOUT_S):
+        async with httpx.AsyncClient() as http:
+            while True:
+                try:
+                    reply = await http.get(ready or url, timeout=2)
+                    if ready is None or reply.status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                await trio.sleep(0.1)
+
+
+@contextmanager
+def _serve_process(folder: Path) -> Iterator[tuple[str, int]]:
+    """``mcpwire serve`` with one backend; its URL from its start-up lines."""
+    config = folder / "mcp.json"
+    entry = {"command": str(EVERYTHING), "args": ["stdio"], "policy": {"cache_ttl_seconds": 0}}
+    config.write_text(json.dumps({"mcpServers": {"everything": entry}}))
+    port = _free_port()
+    argv = [sys.executable, "-m", "mcpwire", "serve", "--config", str(config), "--port", str(port)]
+    argv += ["--db", f"sqlite:///{folder / 'serve.db'}", "--rate-limit", "0"]
+    env = {"XDG_DATA_HOME": str(folder / "data"), "HOME": str(folder)}
+    with _process(argv, url=f"http://127.0.0.1:{port}/mcp", env=env) as started:
+        yield started
+
+
+@asynccontextmanager
+async def _target(name: str, folder: Path) -> AsyncIterator[tuple[StdioServer | HttpServer, Era, int | None]]:
+    """The client's target and era for one benchmark target (its process running)."""
+    everything = [str(EVERYTHING), "stdio"]
+    if name == "direct":
+        yield StdioServer(command=everything[0], args=tuple(everything[1:])), "legacy", None
+        return
+    if name == "floor":
+        argv = [sys.executable, str(HERE / "gateway_floor.py")]
+    elif name.startswith("gateway"):
+        argv = [sys.executable, str(HERE / "gateway_serve.py"), "--", *everything]
+    elif name == "mcp-proxy":
+        port = _free_port()
+        argv = [str(MCP_PROXY), "--port", str(port), "--", *everything]
+    elif name == "fastmcp":
+        port = _free_port()
+        config = folder / "fastmcp.json"
+        config.write_text(json.dumps({"mcpServers": {"everything": {"command": everything[0], "args": ["stdio"]}}}))
+        argv = [str(FASTMCP), "run", str(config), "--no-banner", "--transport", "http", "--port", str(port)]
+    era: Era = "modern" if name == "gateway[2026]" else "legacy"
+    if name == "serve":
+        with _serve_process(folder) as (url, pid):
+            await _wait_listening(url, ready=url.removesuffix("/mcp") + "/readyz")
+            yield HttpServer(url=url, transport="streamable-http"), era, pid
+        return
+    fixed = f"http://127.0.0.1:{port}/mcp" if name in ("mcp-proxy", "fastmcp") else None
+    with _process(argv, url=fixed) as (url, pid):
+        await _wait_listening(url)
+        yield HttpServer(url=url, transport="streamable-http"), era, pid
+
+
+async def measure(name: str, folder: Path, calls: int, concurrent_calls: int, warmup: int) -> Figures:
+    async with (
+        _target(name, folder) as (target, era, pid),
+        mcpwire.open_client(target, era=era, era_cache=False, timeout=30, connect_timeout=START_TIMEOUT_S) as client,
+    ):
+        names = [t.name for t in await client.list_tools()]
+        tool = next((n for n in names if n.endswith("echo")), None)
+        if tool is None:
+            raise RuntimeError(f"{name}: no echo tool among {names[:20]}")
+        print(f"{name}: measuring {tool}", file=sys.stderr, flush=True)
+        errors = 0
+
+        async def call() -> float:
+            nonlocal errors
+            start = time.perf_counter_ns()
+            try:
+                result = await client.call_tool(tool, {"message": MESSAGE})
+            except mcpwire.MCPWireError as exc:  # a call lost by the target is counted, not fatal
+                errors += 1
+                print(f"{name}: {exc}", file=sys.stderr, flush=True)
+            else:
+                if result.is_error or MESSAGE not in result.text():
+                    errors += 1
+            return (time.perf_counter_ns() - start) / 1e6
+
+        for _ in range(warmup):
+            await call()
+        cpu_before = _cpu_seconds(pid)
+        latencies = [await call() for _ in range(calls)]
+        cpu_ms = (_cpu_seconds(pid) - cpu_before) * 1000 / calls
+        left = calls
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                await call()
+
+        start = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for _ in range(concurrent_calls):
+                nursery.start_soon(worker)
+        rate = calls / (time.perf_counter() - start)
+    figures = Figures(name, _percentile(latencies, 50), _percentile(latencies, 99), rate, errors, cpu_ms)
+    print(f"{name}: {figures}", file=sys.stderr, flush=True)
+    return figures
+
+
+def _ratios(by: dict[str, Figures]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    proxies = [by[n] for n in ("mcp-proxy", "fastmcp") if n in by]
+    gateway = by.get("gateway")
+    if gateway is None:
+        return out
+    if proxies:
+        out["p50 vs faster proxy (target <= 0.6)"] = gateway.p50_ms / min(p.p50_ms for p in proxies)
+        out["calls/s vs faster proxy (target >= 2)"] = gateway.calls_per_s / max(p.calls_per_s for p in proxies)
+    if "direct" in by and "floor" in by:
+        added = gateway.p50_ms - by["direct"].p50_ms
+        out["added p50 vs floor p50 (target <= 1.3)"] = added / by["floor"].p50_ms
+    if "direct" in by:
+        out["gateway p50 / direct p50"] = gateway.p50_ms / by["direct"].p50_ms
+    if proxies and gateway.cpu_ms_per_call > 0:
+        cheaper = min(p.cpu_ms_per_call for p in proxies)
+        out["CPU per call vs the leaner proxy's"] = gateway.cpu_ms_per_call / cheaper
+    if "floor" in by and by["floor"].cpu_ms_per_call > 0:
+        out["CPU per call vs the floor's"] = gateway.cpu_ms_per_call / by["floor"].cpu_ms_per_call
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke test: 200 calls, 20 warm-up calls")
+    parser.add_argument("--calls", type=int, default=2000, help="sequential calls, and calls at 64 in flight")
+    parser.add_argument("--concurrent-calls", type=int, default=64, help="calls in flight for the throughput")
+    parser.add_argument("--targets", default=",".join(TARGETS), help=f"a subset of {','.join(TARGETS)}")
+    parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    args = parser.parse_args()
+    calls, warmup = (200, 20) if args.quick else (args.calls, 200)
+    names = [n for n in args.targets.split(",") if n]
+    unknown = sorted(set(names) - set(TARGETS))
+    if unknown:
+        parser.error(f"unknown targets: {', '.join(unknown)}")
+    missing = [str(p) for p in (EVERYTHING, MCP_PROXY, FASTMCP) if not p.exists()]
+    if str(EVERYTHING) in missing:
+        print(f"gateway_overhead: {EVERYTHING} is missing: run tests/real/install_servers.sh", file=sys.stderr)
+        return 2
+    names = [n for n in names if not (n == "mcp-proxy" and str(MCP_PROXY) in missing)]
+    names = [n for n in names if not (n == "fastmcp" and str(FASTMCP) in missing)]
+
+    async def run_all() -> list[Figures]:
+        out = []
+        with tempfile.TemporaryDirectory(prefix="mcpwire-gateway-bench-") as folder:
+            for name in names:
+                out.append(await measure(name, Path(folder), calls, args.concurrent_calls, warmup))
+        return out
+
+    figures = trio.run(run_all)
+    by = {f.target: f for f in figures}
+    rate_head = f"calls/s @{args.concurrent_calls}"
+    print(f"{'target':<15} {'p50 ms':>8} {'p99 ms':>8} {rate_head:>14} {'errors':>7} {'cpu ms/call':>12}")
+    for f in figures:
+        line = f"{f.target:<15} {f.p50_ms:>8.3f} {f.p99_ms:>8.3f} {f.calls_per_s:>14.0f}"
+        print(f"{line} {f.errors:>7} {f.cpu_ms_per_call:>12.3f}")
+    ratios = _ratios(by)
+    for label, value in ratios.items():
+        print(f"{label:<42} {value:6.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"figures": [asdict(f) for f in figures], "ratios": ratios}, indent=2))
+    return 1 if any(f.errors for f in figures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
