@@ -1,9 +1,9 @@
 """What a flooding server costs ``mcpwire check``: peak memory and time.
 
 A stdio server answers ``ping`` only after sending COUNT log notifications (300,000 by default):
-``mcpwire check --only SV-12`` then reads them all. The run's peak RSS (the checker, the largest
-process of its tree) and wall time are measured for one interpreter and, with
-``--baseline-python``, for another holding an older mcpwire.
+the check SV-12 (run through the runner's API with deadlines long enough) then reads them all. The
+run's peak RSS (the checker, the largest process of its tree) and wall time are measured for one
+interpreter and, with ``--baseline-python``, for another holding an older mcpwire.
 
     python bench/check_memory.py --baseline-python /tmp/old/.venv/bin/python
     python bench/check_memory.py --count 50000
@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 SERVER = r"""
 import json, sys
@@ -50,27 +51,39 @@ for line in sys.stdin:
     out.flush()
 """
 
+#: one check run through the runner's API (the same in older mcpwire), with a deadline long enough
+#: to read the whole flood; prints the outcome of SV-12
+CHECK = r"""
+import sys, trio
+from mcpwire.conformance.context import Target
+from mcpwire.conformance.runner import run
+argv = tuple(sys.argv[1:])
+outcome = trio.run(lambda: run(Target(argv), revisions=["2025-11-25"], only=["SV-12"], timeout=600.0,
+                               check_timeout=3600.0))
+print(" ".join(r.status for r in outcome.results))
+"""
+
 MEASURE = r"""
 import resource, subprocess, sys, time
 began = time.perf_counter()
-done = subprocess.run(sys.argv[1:], capture_output=True)
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 elapsed = time.perf_counter() - began
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(f"{elapsed} {peak} {done.returncode}")
+print(f"{elapsed} {peak} {done.stdout.strip() or 'none'}")
 """
 
 
-def measure(python: str, count: int, timeout: float) -> dict[str, float]:
-    """One run: wall seconds, peak RSS in MiB and the exit status."""
+def measure(python: str, count: int) -> dict[str, Any]:
+    """One run: wall seconds, peak RSS in MiB and the outcome of SV-12 (``pass`` once every
+    notification was read and the answer came)."""
     with tempfile.TemporaryDirectory() as tmp:
         server = Path(tmp) / "flood.py"
         server.write_text(SERVER)
-        check = [python, "-m", "mcpwire", "check", "-q", "--only", "SV-12", "--revision", "2025-11-25"]
-        check += ["--timeout", str(timeout), "--", sys.executable, "-u", str(server), str(count)]
+        check = [python, "-c", CHECK, sys.executable, "-u", str(server), str(count)]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         done = subprocess.run([sys.executable, "-c", MEASURE, *check], capture_output=True, text=True, cwd=tmp, env=env)
-    seconds, peak_kib, code = done.stdout.split()
-    return {"seconds": float(seconds), "peak_mib": int(peak_kib) / 1024, "exit": int(code)}
+    seconds, peak_kib, outcome = done.stdout.split()
+    return {"seconds": float(seconds), "peak_mib": int(peak_kib) / 1024, "outcome": outcome}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,15 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter with the mcpwire to measure")
     parser.add_argument("--baseline-python", help="interpreter with the mcpwire to compare with")
     parser.add_argument("--count", type=int, default=300_000, help="notifications sent before the answer")
-    parser.add_argument("--timeout", type=float, default=600, help="the check's --timeout (seconds)")
     parser.add_argument("--json", type=Path, help="write the numbers here")
     args = parser.parse_args(argv)
     pythons = {"after": args.python}
     if args.baseline_python:
         pythons = {"before": args.baseline_python, **pythons}
-    out = {label: measure(python, args.count, args.timeout) for label, python in pythons.items()}
+    out = {label: measure(python, args.count) for label, python in pythons.items()}
     for label, row in out.items():
-        print(f"{label:6}  {row['seconds']:7.1f} s  peak {row['peak_mib']:7.1f} MiB  exit {row['exit']:.0f}")
+        print(f"{label:6}  {row['seconds']:7.1f} s  peak {row['peak_mib']:7.1f} MiB  SV-12 {row['outcome']}")
     if "before" in out:
         before, after = out["before"], out["after"]
         print(

@@ -47,7 +47,8 @@ class BoundedLog(Sequence[T]):
         self._tail: deque[tuple[int, T, int]] = deque()
         self._tail_limit = tail
         self._head_limit = head
-        self._max_bytes = max_bytes
+        #: bytes each part (head, tail) may hold
+        self._max_bytes = None if max_bytes is None else max_bytes // 2
         self._size = size
         self._head_bytes = 0
         self._tail_bytes = 0
@@ -55,15 +56,18 @@ class BoundedLog(Sequence[T]):
         self.appended = 0
 
     def append(self, item: T) -> None:
-        cost = self._size(item)
-        half = None if self._max_bytes is None else self._max_bytes // 2
         position = self.appended
         self.appended += 1
-        fits = half is None or self._head_bytes + cost <= half
-        if len(self._head) == position and position < self._head_limit and fits:
-            self._head.append(item)
-            self._head_bytes += cost
-            return
+        half = self._max_bytes
+        cost = self._size(item) if half is not None else 1
+        if len(self._head) == position and position < self._head_limit:
+            if half is None:
+                self._head.append(item)
+                return
+            if self._head_bytes + cost <= half:
+                self._head.append(item)
+                self._head_bytes += cost
+                return
         if self._tail_limit == 0:
             return
         self._tail.append((position, item, cost))

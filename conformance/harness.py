@@ -186,6 +186,17 @@ class WireBase:
     async def recv(self, timeout: float) -> Frame | None:
         """The next frame, or None at the deadline or end of output."""
         assert self._receive is not None
+        # a frame already queued needs no timer and no trip through the scheduler: a flood is read
+        # in bursts (cancellation is still honoured at each frame)
+        try:
+            frame = self._receive.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return None
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return frame
         with trio.move_on_after(timeout):
             try:
                 return await self._receive.receive()
