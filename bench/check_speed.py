@@ -43,7 +43,9 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 def warm(python: str) -> None:
     """Import the checker once, so that no timed run pays for compiling it."""
-    subprocess.run([python, "-c", "import mcpwire.conformance.cli"], env=ENV, check=True, capture_output=True)
+    # from a neutral directory: in a checkout, the checkout's mcpwire would shadow the installed one
+    command = [python, "-c", "import mcpwire.conformance.cli"]
+    subprocess.run(command, env=ENV, check=True, capture_output=True, cwd=tempfile.gettempdir())
 
 
 def run_check(python: str, target: list[str], timeout: float) -> tuple[float, dict[str, Any] | None, str]:

@@ -273,8 +273,6 @@ async def _check(target: Target, options: argparse.Namespace, tools: ToolPolicy,
         skip=_split(options.skip),
         strict=options.strict,
         timeout=options.timeout,
-        # a check waits for several answers: its deadline grows with the wait for one
-        check_timeout=max(30.0, 6 * options.timeout),
         jobs=options.jobs or DEFAULT_JOBS,
         on_result=progress.add if progress is not None else None,
         on_plan=progress.plan if progress is not None else None,

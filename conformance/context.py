@@ -96,6 +96,11 @@ class Target:
     secrets: tuple[str, ...] = ()
     #: more values no report may show (every ``--env`` value, header and token the user gave)
     masked: SecretValues | None = None
+    #: the Python module ``argv`` runs (``python ... -m MODULE``), when its processes may be forks
+    #: of one process that imported it (see :mod:`.pool`)
+    fork_module: str | None = None
+    #: what ``fork_module`` imports only once it runs (imported once, before the forks)
+    fork_preload: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:

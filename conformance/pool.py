@@ -18,25 +18,42 @@ check did cannot have changed it, judged from the record, never from the check's
   handshake's ``notifications/initialized`` and ``notifications/cancelled`` (every request was
   answered by then, so it cancels nothing);
 - everything received was the response to one of those requests, exactly one each (a server that
-  sends anything unasked, a notification, a request or a stray line, is never reused);
-- nothing arrived while the process waited in the pool.
+  sends anything unasked, a notification, a request or a stray line, is never reused), except
+  JSON-RPC notifications the server sent during its handshake (server-everything announces
+  ``notifications/tools/list_changed`` before answering ``initialize``): a later lease finds them
+  in its wire's ``frames`` as a fresh process's handshake would have left them, so a check that
+  judges what came during the handshake sees the same; and, at any time, a
+  ``notifications/{tools,prompts,resources}/list_changed`` of a kind whose ``listChanged`` the
+  server advertised (a server may send one whenever it likes, and no check judges an advertised
+  one; server-everything sends one just after its handshake);
+- nothing else arrived while the process waited in the pool.
 
 A reused process gets request ids far above those it has seen (no id is used twice in a
 session), and its lease's evidence starts with the process's handshake, so a report shows the
 same story as for a fresh process. ``reuse=False`` gives every lease a new process.
+
+A server that is a Python module run as ``python ... -m MODULE`` (``fork_module``, the bundled
+reference server; ``fork_preload``: what it imports once it runs) is started as forks of one
+process that imported it (:mod:`.forkserver`): each new process is then ready in milliseconds
+instead of an interpreter's start-up, and is still a process of its own with its own pipes, exit
+status and signals. If that process cannot be started, the pool runs the command as given.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
 
+from . import forkserver
 from .evidence import WireRecord
-from .harness import Exchange, Wire, new_exchanges, new_frames, new_sent, open_wire
+from .harness import Exchange, Frame, Wire, new_exchanges, new_frames, new_sent, open_wire
 
 __all__ = ["READ_ONLY", "Lease", "WirePool"]
 
@@ -62,6 +79,10 @@ REFUSED: Final = frozenset({-32601, -32602})
 HARMLESS_NOTIFICATIONS: Final = frozenset({"notifications/cancelled"})
 #: request ids of the n-th reuse of a process start at n times this
 ID_STRIDE: Final = 1_000_000
+#: seconds the fork server gets to import the server's module and listen
+ZYGOTE_START_S: Final = 30.0
+#: seconds the fork server outlives the end of the run while its last processes shut down
+ZYGOTE_LINGER_S: Final = 20.0
 
 
 @dataclass(slots=True, eq=False)
@@ -71,6 +92,10 @@ class _Process:
     close: trio.Event
     #: the exchanges of the handshake, shown first in the evidence of later leases
     handshake: tuple[Exchange, ...] | None = None
+    #: the notifications the server sent during the handshake, in the frames of every later lease
+    announced: tuple[Frame, ...] = ()
+    #: the list_changed notifications the server may send at any time (it advertised them)
+    may_announce: frozenset[str] = frozenset()
     #: leases served so far
     uses: int = 0
 
@@ -100,7 +125,8 @@ class Lease:
             exchanges = [*process.handshake, *wire.exchanges]
             preface = (
                 f"this server process was used {process.uses - 1} time(s) before (by the probe, or by checks that "
-                "only listed or read, with nothing unasked from the server); its handshake is shown first"
+                "only listed or read, with nothing unasked from the server after its handshake); its handshake is "
+                "shown first"
             )
         return WireRecord(exchanges, dropped=wire.exchanges.dropped, stderr=stderr, preface=preface)
 
@@ -121,6 +147,8 @@ class WirePool:
         eof_grace: float,
         cwd: str | None,
         reuse: bool = True,
+        fork_module: str | None = None,
+        fork_preload: Sequence[str] = (),
     ) -> None:
         self._nursery = nursery
         self._argv = tuple(argv)
@@ -133,10 +161,82 @@ class WirePool:
         #: processes started and leases served by reusing one, for the run's statistics
         self.started = 0
         self.reused = 0
+        self._fork_prefix = _fork_prefix(self._argv, fork_module)
+        self._fork_module = fork_module
+        self._fork_preload = tuple(fork_preload)
+        self._zygote_lock = trio.Lock()
+        self._zygote_socket: str | None = None
+        self._closed = trio.Event()
+        self._all_gone = trio.Event()
+
+    @property
+    def forking(self) -> bool:
+        """Whether new processes are forks of a fork server (see the module docstring)."""
+        return self._zygote_socket is not None and self._fork_prefix is not None
+
+    async def _command(self) -> tuple[str, ...]:
+        """What starts one server process: a fork of the fork server when there is one."""
+        if self._fork_prefix is None:
+            return self._argv
+        async with self._zygote_lock:
+            if self._zygote_socket is None and self._fork_prefix is not None:
+                try:
+                    self._zygote_socket = await self._nursery.start(self._zygote)
+                except (OSError, trio.TooSlowError, EOFError) as exc:
+                    _log.info("no fork server (%s); starting %s for every process", exc, self._argv[0])
+                    self._fork_prefix = None
+                    return self._argv
+        return tuple(forkserver.shim_argv(self._zygote_socket))
+
+    async def _zygote(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the fork server until the run is over and its processes have ended."""
+        assert self._fork_prefix is not None and self._fork_module is not None
+        home = tempfile.mkdtemp(prefix="mcpwire-fork-")
+        try:
+            path = f"{home}/socket"
+            zygote = ("-m", f"{__package__}.forkserver", "zygote", self._fork_module, path, *self._fork_preload)
+            command = [*self._fork_prefix, *zygote]
+            process = await trio.lowlevel.open_process(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=self._env,
+                cwd=self._cwd,
+                start_new_session=True,
+            )
+            try:
+                assert process.stdout is not None and process.stdin is not None
+                with trio.fail_after(ZYGOTE_START_S):
+                    said = b""
+                    while not said.endswith(b"\n"):
+                        chunk = await process.stdout.receive_some(64)
+                        if not chunk:
+                            raise EOFError("the fork server ended before it listened")
+                        said += chunk
+                if said != forkserver.READY:
+                    raise EOFError(f"the fork server said {said[:60]!r}")
+                task_status.started(path)
+                await self._closed.wait()
+                with trio.move_on_after(ZYGOTE_LINGER_S):
+                    await self._all_gone.wait()
+            finally:
+                with trio.CancelScope(shield=True):
+                    if process.stdin is not None:
+                        await process.stdin.aclose()
+                    with trio.move_on_after(2):
+                        await process.wait()
+                    if process.returncode is None:
+                        process.kill()
+                        with trio.move_on_after(5):
+                            await process.wait()
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
 
     async def _keep(self, revision: str | None, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         close = trio.Event()
-        async with open_wire(self._argv, env=self._env, eof_grace=self._eof_grace, cwd=self._cwd) as wire:
+        argv = await self._command()
+        async with open_wire(argv, env=self._env, eof_grace=self._eof_grace, cwd=self._cwd) as wire:
             process = _Process(wire, revision, close)
             self._all.add(process)
             task_status.started(process)
@@ -144,6 +244,8 @@ class WirePool:
                 await close.wait()
             finally:
                 self._all.discard(process)
+                if self._closed.is_set() and not self._all:
+                    self._all_gone.set()
 
     async def _start(self, revision: str | None) -> _Process:
         process: _Process = await self._nursery.start(self._keep, revision)
@@ -168,7 +270,7 @@ class WirePool:
         idle = self._idle.get(revision, [])
         while idle:
             process = idle.pop()
-            if _quiet_while_idle(process.wire):
+            if _quiet_while_idle(process):
                 self.reused += 1
                 return self._lend(process, fresh=False)
             process.close.set()
@@ -182,8 +284,15 @@ class WirePool:
         return Lease(wire, fresh, process, _stderr_mark=wire.stderr_total, _first_id=wire.last_id)
 
     def handshake_done(self, lease: Lease) -> None:
-        """The lease's check completed the handshake: later leases show these exchanges first."""
-        lease._process.handshake = tuple(lease.wire.exchanges)
+        """The lease's check completed the handshake: later leases show these exchanges first, and
+        find the notifications it brought in their frames. A process whose handshake brought
+        anything else unasked (a request, a line that is no JSON-RPC message) is never reused."""
+        process, wire = lease._process, lease.wire
+        unasked = [frame for frame in wire.frames if not frame.is_response]
+        if all(frame.is_notification and frame.value.get("jsonrpc") == "2.0" for frame in unasked):
+            process.handshake = tuple(wire.exchanges)
+            process.announced = tuple(unasked)
+            process.may_announce = _advertised_list_changes(wire)
 
     def give_back(self, lease: Lease, *, clean: bool) -> WireRecord:
         """End ``lease``: keep the process for another session if it is clean (see the module
@@ -197,6 +306,8 @@ class WirePool:
         if self.reuse and clean and process.revision is not None and self._reusable(lease):
             wire = process.wire
             wire.exchanges, wire.frames, wire.sent = new_exchanges(), new_frames(), new_sent()
+            for frame in process.announced:
+                wire.frames.append(frame)
             wire.responder = None
             self._idle.setdefault(process.revision, []).append(process)
         else:
@@ -229,7 +340,10 @@ class WirePool:
             else:
                 asked[rid] = ""
         answered: set[int] = set()
+        announced = {id(frame) for frame in lease._process.announced}
         for frame in wire.frames:
+            if id(frame) in announced or _announcement(frame, lease._process):
+                continue
             value = frame.value
             if not frame.is_response or "jsonrpc" not in value:
                 return False
@@ -252,12 +366,48 @@ class WirePool:
         self._idle.clear()
 
     def close_all(self) -> None:
-        """Shut down every process of the pool, lent or not (the run is over or cancelled)."""
+        """Shut down every process of the pool, lent or not (the run is over or cancelled); the
+        fork server follows once they have ended."""
         self.close_idle()
         for process in list(self._all):
             process.close.set()
+        self._closed.set()
+        if not self._all:
+            self._all_gone.set()
 
 
-def _quiet_while_idle(wire: Wire) -> bool:
-    """Nothing arrived, and the process lives, since the process went back to the pool."""
-    return not wire.frames and not wire.stdout_closed and wire.process.returncode is None
+def _fork_prefix(argv: tuple[str, ...], module: str | None) -> tuple[str, ...] | None:
+    """The interpreter and its options of ``argv`` when it runs ``module`` (``... -m MODULE``) and
+    this platform can fork it, else None."""
+    if module is None or not forkserver.available() or len(argv) < 3 or argv[-2:] != ("-m", module):
+        return None
+    return argv[:-2]
+
+
+def _quiet_while_idle(process: _Process) -> bool:
+    """Nothing arrived (but advertised list_changed notifications), and the process lives, since
+    the process went back to the pool."""
+    wire = process.wire
+    if wire.stdout_closed or wire.process.returncode is not None:
+        return False
+    return all(_announcement(frame, process) for frame in list(wire.frames)[len(process.announced) :])
+
+
+def _announcement(frame: Frame, process: _Process) -> bool:
+    """``frame`` is a list_changed notification the server advertised (harmless at any time)."""
+    value = frame.value
+    return frame.is_notification and value.get("jsonrpc") == "2.0" and value.get("method") in process.may_announce
+
+
+def _advertised_list_changes(wire: Wire) -> frozenset[str]:
+    """The list_changed notifications the handshake's answer advertised (``listChanged: true``)."""
+    for frame in wire.frames:
+        result = frame.value.get("result") if frame.is_response else None
+        capabilities = result.get("capabilities") if isinstance(result, dict) else None
+        if isinstance(capabilities, dict):
+            return frozenset(
+                f"notifications/{kind}/list_changed"
+                for kind in ("tools", "prompts", "resources")
+                if isinstance(capabilities.get(kind), dict) and capabilities[kind].get("listChanged") is True
+            )
+    return frozenset()

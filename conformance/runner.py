@@ -42,6 +42,7 @@ from .registry import CATALOGUE, Check
 __all__ = [
     "ALL_REVISIONS",
     "STATUSES",
+    "check_deadline",
     "Probe",
     "Result",
     "Run",
@@ -61,6 +62,12 @@ DEFAULT_JOBS: Final = 4
 #: tags of checks that call tools and wait on them (scheduled first)
 _SLOW_TAGS: Final = frozenset({"tool-calls", "cancellation", "progress"})
 _TRANSPORT_NAMES: Final = {"stdio": "stdio", "http": "Streamable HTTP", "sse": "the 2024-11-05 HTTP+SSE transport"}
+
+
+def check_deadline(timeout: float) -> float:
+    """How long one check may take when one answer may take ``timeout`` seconds: a check waits for
+    several answers (six answers' worth, at least 30 s)."""
+    return max(30.0, 6 * timeout)
 
 
 def redactor_for(target: Target) -> Redactor:
@@ -230,7 +237,7 @@ async def run(
     skip: Sequence[str] = (),
     strict: bool = False,
     timeout: float = 5.0,
-    check_timeout: float = 30.0,
+    check_timeout: float | None = None,
     jobs: int = DEFAULT_JOBS,
     on_result: Callable[[Result], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
@@ -244,7 +251,8 @@ async def run(
     ``on_counter_offer`` run) and every revision whose handshake broke a rule; an explicitly
     requested revision the server refuses is still reported (its checks are skipped with the
     probe's answer, but for those). ``on_plan`` gets the number of results to come once the
-    probes are done, ``on_result`` each result as it is decided.
+    probes are done, ``on_result`` each result as it is decided. ``check_timeout`` bounds one
+    check (None: :func:`check_deadline` of ``timeout``).
 
     Raises:
         OSError: the command cannot be started or the URL cannot be reached.
@@ -252,13 +260,22 @@ async def run(
     Cancellation: every server process is shut down (shielded, bounded) before this returns.
     """
     tools = tools or ToolPolicy()
+    if check_timeout is None:
+        check_timeout = check_deadline(timeout)
     redactor = redactor_for(target)
     with lone_errors():  # the error of the run itself (a server that cannot start) comes out as itself
         async with trio.open_nursery() as nursery:
             pool = None
             if not target.is_http:
                 pool = WirePool(
-                    nursery, target.argv, env=target.env, eof_grace=target.eof_grace, cwd=target.cwd, reuse=reuse
+                    nursery,
+                    target.argv,
+                    env=target.env,
+                    eof_grace=target.eof_grace,
+                    cwd=target.cwd,
+                    reuse=reuse,
+                    fork_module=target.fork_module,
+                    fork_preload=target.fork_preload,
                 )
             try:
                 return await _run(

@@ -41,8 +41,11 @@ def reference_target() -> Target:
     env = {k: v for k in DEFAULT_INHERITED_ENV if (v := os.environ.get(k)) is not None}
     home = str(Path(mcpwire.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH", "")) if p)
-    argv = (sys.executable, "-u", "-m", "mcpwire.testing.everything")
-    return Target(argv, env=env, name="mcpwire reference server")
+    module = "mcpwire.testing.everything"
+    # the module serves through mcpwire.testing.reference, which it imports only once it runs
+    preload = ("mcpwire.testing.reference",)
+    argv = (sys.executable, "-u", "-m", module)
+    return Target(argv, env=env, name="mcpwire reference server", fork_module=module, fork_preload=preload)
 
 
 def reference_tool_policy() -> ToolPolicy:

@@ -28,7 +28,10 @@ async def test_checks_that_only_list_or_read_share_one_process_per_revision() ->
 async def test_a_server_that_sends_anything_unasked_never_serves_a_second_check() -> None:
     target = Target((sys.executable, "-u", str(HOSTILE / "chatty.py")))
     outcome = await run(target, revisions=["2025-11-25"], only=LISTS, jobs=1)
-    assert (outcome.processes_started, outcome.sessions_reused) == (9, 0)
+    # the note after initialize's answer came during the handshake: the probe's process serves the
+    # first check (which finds that note as a fresh process would give it); the notes after that
+    # check's own requests end its reuse, and so for every later process
+    assert (outcome.processes_started, outcome.sessions_reused) == (8, 1)
 
 
 async def test_a_check_that_changes_state_gets_a_process_no_later_check_uses() -> None:
@@ -53,3 +56,20 @@ async def test_the_evidence_of_a_reused_process_starts_with_its_handshake() -> N
         True,
         True,
     ]
+
+
+async def test_notifications_of_the_handshake_do_not_prevent_reuse_and_reach_every_later_check() -> None:
+    # as server-everything: tools/list_changed before the answer to initialize; its processes
+    # serve later checks, and each later check finds that notification as on a fresh process
+    target = Target((sys.executable, "-u", str(HOSTILE / "announces.py")))
+    outcome = await run(target, revisions=["2025-11-25"], only=LISTS, jobs=1)
+    assert {r.status for r in outcome.results} == {"pass"}
+    assert (outcome.processes_started, outcome.sessions_reused) == (5, 4)
+    # unadvertised, the notification breaks SV-11, which sees it on a reused process too
+    target = Target((sys.executable, "-u", str(HOSTILE / "announces.py"), "--unadvertised"))
+    outcome = await run(target, revisions=["2025-11-25"], only=["SV-11"], jobs=1)
+    sv11 = next(r for r in outcome.results if r.id == "SV-11")
+    expected = "sent notifications/tools/list_changed without advertising tools.listChanged"
+    assert (sv11.status, sv11.message) == ("fail", expected)
+    assert outcome.sessions_reused == 1  # the probe's process
+    assert any("its handshake is shown first" in (e.text or "") for e in sv11.exchanges)
