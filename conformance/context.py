@@ -257,7 +257,7 @@ class Context:
         answer = await wire.request(
             "initialize",
             {"protocolVersion": self.revision, "capabilities": capabilities or {}, "clientInfo": CLIENT_INFO},
-            timeout=self.timeout * 2,
+            timeout=self.timeout,  # a wire's first answer gets the start-up allowance (FIRST_ANSWER_FACTOR)
         )
         if "result" not in answer:
             self.fail(f"initialize for {self.revision} failed: {shown(answer.get('error'))}")

@@ -34,7 +34,7 @@ import trio
 
 from .context import CLIENT_INFO, META_CAPS, META_INFO, META_VERSION, Context, Target, shown
 from .evidence import Redactor, WireRecord, collect, limit_depth, record_of
-from .harness import Frame, NoAnswer, WireBase, lone_errors
+from .harness import FIRST_ANSWER_FACTOR, Frame, NoAnswer, WireBase, lone_errors
 from .http_harness import EndpointRefused, TargetUnreachable, open_http_wire
 from .model import ALL_REVISIONS, Probe, Violation, era_of
 from .pool import WirePool
@@ -127,7 +127,7 @@ async def _probe_legacy(wire: WireBase, revision: str, timeout: float) -> Probe:
     rid = wire.new_id()
     params = {"protocolVersion": revision, "capabilities": {}, "clientInfo": CLIENT_INFO}
     await wire.send({"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params})
-    answer, problem = await _answer(wire, rid, timeout, "initialize")
+    answer, problem = await _answer(wire, rid, timeout * FIRST_ANSWER_FACTOR, "initialize")
     if answer is None:
         return Probe(revision, False, detail=problem)
     result = answer.get("result")
@@ -154,7 +154,7 @@ async def _probe_modern(wire: WireBase, revision: str, timeout: float) -> Probe:
     rid = wire.new_id()
     meta = {META_VERSION: revision, META_CAPS: {}, META_INFO: CLIENT_INFO}
     await wire.send({"jsonrpc": "2.0", "id": rid, "method": "server/discover", "params": {"_meta": meta}})
-    answer, problem = await _answer(wire, rid, timeout, "server/discover")
+    answer, problem = await _answer(wire, rid, timeout * FIRST_ANSWER_FACTOR, "server/discover")
     if answer is None:
         return Probe(revision, False, detail=problem)
     broken = _problem(revision, "server/discover", rid, answer, problem)

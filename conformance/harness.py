@@ -39,6 +39,7 @@ from .bounded import BoundedLog
 
 __all__ = [
     "EOF_GRACE_S",
+    "FIRST_ANSWER_FACTOR",
     "MAX_QUEUED_FRAMES",
     "MAX_RECORDED_CHARS",
     "Exchange",
@@ -57,6 +58,9 @@ _log = logging.getLogger("mcpwire.check.harness")
 #: How long the server gets to exit after stdin EOF before SIGTERM, then after SIGTERM.
 EOF_GRACE_S: Final = 2.0
 TERM_GRACE_S: Final = 1.0
+#: the wait for a wire's first answer is this many times the wait for one answer: it includes the
+#: server's start-up (a Python SDK server takes seconds to import on a busy machine)
+FIRST_ANSWER_FACTOR: Final = 2.0
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 MAX_STDERR_BYTES: Final = 64 * 1024
 #: frames received and not yet read by the check; when full, reading from the server pauses
@@ -160,6 +164,8 @@ class WireBase:
     #: answers server requests met while waiting for a response (legacy sampling, elicitation,
     #: roots, ping): called with the request, returns the JSON-RPC response to send, or None
     responder: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+    #: something came from the server on this wire (see :data:`FIRST_ANSWER_FACTOR`)
+    heard: bool = False
 
     def note(self, text: str) -> None:
         self.exchanges.append(Exchange("!", text, time.monotonic() - self.started))
@@ -238,6 +244,14 @@ class WireBase:
         return count
 
     async def wait_response(self, rid: Any, *, timeout: float = 5.0, what: str = "request") -> dict[str, Any]:
+        """The response to ``rid`` within ``timeout`` (the first answer of a wire: see
+        :data:`FIRST_ANSWER_FACTOR`); server requests met on the way go to :attr:`responder`.
+
+        Raises:
+            NoAnswer: no response before the deadline, or the wire closed.
+        """
+        if not self.heard:
+            timeout *= FIRST_ANSWER_FACTOR
         deadline = trio.current_time() + timeout
         while True:
             frame = await self.recv(max(0.0, deadline - trio.current_time()))
@@ -289,6 +303,7 @@ class WireBase:
         else:
             frame = Frame(text, value, True, via=via)
         self.frames.append(frame)
+        self.heard = True
         return frame
 
 

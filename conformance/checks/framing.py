@@ -26,8 +26,8 @@ async def _workload(ctx: Context, wire: WireBase) -> None:
     if ctx.era == "legacy":
         await wire.request("ping", {}, timeout=ctx.timeout)
     else:
-        # the first answer of a fresh process: initialize's allowance (it includes start-up)
-        await ctx.call(wire, "server/discover", timeout=ctx.timeout * 2)
+        # the first answer of a fresh process gets initialize's allowance (harness.FIRST_ANSWER_FACTOR)
+        await ctx.call(wire, "server/discover")
     for capability, method in (("tools", "tools/list"), ("resources", "resources/list"), ("prompts", "prompts/list")):
         if ctx.has(capability):
             await ctx.call(wire, method)
