@@ -73,7 +73,9 @@ def test_servers_page_updates_live_and_acts(page: Any, serve: Serve) -> None:
     for name in ("everything", "memory", "time", "hostile"):
         page.locator(f'#servers tr[data-server="{name}"] .status-connected').wait_for()
     page.locator("#live[data-state=on]").wait_for()
-    assert row(page, "everything").locator("td[data-label=Tools]").inner_text().strip() == "13"
+    with api(serve) as client:
+        tools = client.get("/api/v1/servers/everything").json()["tools"]
+    assert row(page, "everything").locator("td[data-label=Tools]").inner_text().strip() == str(tools)
     page.evaluate("window.__notReloaded = true")
     screenshot(page, "servers")
 
@@ -257,6 +259,8 @@ def test_approvals_release_the_waiting_api_caller(page: Any, serve: Serve) -> No
     decided = page.locator("table.decided")
     decided.locator(".state-denied").first.wait_for()
     assert "not today" in decided.inner_text() and "edited" in decided.inner_text()
+    # the outcome of the edited call shows once it has run
+    decided.get_by_text("The sum of 40 and 2 is 42.").wait_for()
     assert page.locator("article.approval").count() == 0
     assert page.evaluate("window.__notReloaded") is True
     screenshot(page, "approvals-decided")

@@ -11,6 +11,28 @@
     live.textContent = text;
   }
 
+  // A live part reloads itself on the events it names; an event that arrives while its reload is
+  // in flight may describe a change the reload missed, and the part it swaps in did not hear it,
+  // so a part reloads once more when events came in meanwhile ("mcp-again").
+  var seq = 0;
+  var sentAt = {};
+  body.addEventListener("htmx:beforeRequest", function (event) {
+    // the part the answer replaces: the part itself, or the part a form inside it targets
+    var part = (event.detail && event.detail.target) || event.target;
+    if (part && part.id && part.hasAttribute("data-live")) sentAt[part.id] = seq;
+  });
+  body.addEventListener("htmx:afterSettle", function (event) {
+    Object.keys(sentAt).forEach(function (id) {
+      var part = document.getElementById(id);
+      var sent = sentAt[id];
+      if (!part || !part.hasAttribute("data-live")) { delete sentAt[id]; return; }
+      if (part.contains(event.target) || event.target.contains(part)) {
+        delete sentAt[id];
+        if (seq > sent) window.htmx.trigger(part, "mcp-again");
+      }
+    });
+  });
+
   // Each event of the service's stream becomes a DOM event "mcp-<kind>" on <body>; parts of the
   // page that depend on it reload themselves (hx-trigger="mcp-status from:body").
   var source = body.getAttribute("data-events");
@@ -23,6 +45,7 @@
       stream.addEventListener(kind, function (event) {
         var data = null;
         try { data = JSON.parse(event.data); } catch (e) { data = null; }
+        seq += 1;
         body.dispatchEvent(new CustomEvent("mcp-" + kind, { detail: data }));
       });
     });
