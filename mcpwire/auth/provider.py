@@ -44,7 +44,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import httpx
@@ -780,15 +780,3 @@ class OAuthProvider(httpx.Auth):
         self._bump("registration")
         log.info("auth %s: registered a client with %s", self.resource, meta.issuer)
 
-
-_MOVED_TO_GRANTS: Final = frozenset({"ClientCredentialsProvider", "EnterpriseManagedProvider", "JWTBearerProvider"})
-
-
-def __getattr__(name: str) -> object:
-    """The machine grants live in :mod:`mcpwire.auth.grants` (which builds on this module); the
-    names stay importable from here."""
-    if name in _MOVED_TO_GRANTS:
-        from . import grants
-
-        return getattr(grants, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import trio
 
@@ -38,14 +38,11 @@ from ..protocol.session import (
 from ..protocol.types import JSONObject
 from .state import Link
 from .validation import ToolCatalog
-from .values import ServerNotification, printable
+from .values import NotDeclared, NotificationSink, ServerNotification, printable
 from .waiters import Waiter
 from .wire import headers_for, send
 
-if TYPE_CHECKING:
-    from .subscriptions import Subscription
-
-__all__ = ["LOG_LEVELS", "Dispatcher", "NotDeclared", "fill_elicitation_defaults", "root"]
+__all__ = ["LOG_LEVELS", "Dispatcher", "fill_elicitation_defaults", "root"]
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +65,6 @@ LOG_LEVELS: Final = {
 }
 
 
-class NotDeclared(Exception):
-    """The server asked for something this client declared no handler for."""
-
-
 class Dispatcher:
     """The transport's sink for one connection (see the module's theory of operation).
 
@@ -89,9 +82,9 @@ class Dispatcher:
             link.options.notification_buffer
         )
         #: 2026-07-28 subscriptions by their ``subscriptions/listen`` id
-        self.subscriptions: dict[RequestId, Subscription] = {}
+        self.subscriptions: dict[RequestId, NotificationSink] = {}
         #: legacy subscriptions (notifications carry no subscription id: each filters them)
-        self.legacy_subscriptions: list[Subscription] = []
+        self.legacy_subscriptions: list[NotificationSink] = []
         self.server_request_scopes: dict[RequestId, trio.CancelScope] = {}
         self._noise_times: list[float] = []
 

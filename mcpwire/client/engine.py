@@ -46,10 +46,9 @@ from ..protocol.pending import PendingRequest
 from ..protocol.resend import Outcome, Step, next_step
 from ..protocol.types import META_LOG_LEVEL, JSONObject
 from ..protocol.versions import MODERN_REVISIONS
-from .dispatch import NotDeclared
 from .options import ProgressCallback, declared_capabilities
 from .state import Link
-from .values import printable, progress_from
+from .values import NotDeclared, printable, progress_from
 from .waiters import Deadlines, ProgressSink, Waiter, wait_for_answer
 from .wire import headers_for, raise_send_failure
 

@@ -24,7 +24,7 @@ from ..protocol.versions import Era
 from .dispatch import Dispatcher
 from .engine import CANCEL_NOTIFY_TIMEOUT, Engine
 from .state import Link
-from .values import ServerNotification
+from .values import NotificationSink, ServerNotification
 from .waiters import Waiter
 from .wire import headers_for, send
 
@@ -232,7 +232,7 @@ class Subscriptions:
             await self.end_listen(sub)
             raise
 
-    async def end_listen(self, sub: Subscription) -> None:
+    async def end_listen(self, sub: NotificationSink) -> None:
         assert sub.id is not None
         self._dispatcher.subscriptions.pop(sub.id, None)
         entry = self.link.session.table.abandon(sub.id)

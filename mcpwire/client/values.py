@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import msgspec
 
 from ..protocol.jsonrpc import RequestId
 from ..protocol.types import JSONObject
 from ..redaction import clean_terminal, shorten
 
-__all__ = ["ClientStatistics", "Progress", "ServerNotification", "printable", "progress_from"]
+__all__ = [
+    "ClientStatistics",
+    "NotDeclared",
+    "NotificationSink",
+    "Progress",
+    "ServerNotification",
+    "printable",
+    "progress_from",
+]
+
+
+class NotDeclared(Exception):
+    """The server asked for something this client declared no handler for."""
 
 
 class Progress(msgspec.Struct, frozen=True):
@@ -25,6 +39,17 @@ class ServerNotification(msgspec.Struct, frozen=True):
     method: str
     params: JSONObject
     subscription_id: RequestId | None = None
+
+
+class NotificationSink(Protocol):
+    """What the dispatcher hands a subscription's notifications to (a
+    :class:`~mcpwire.client.Subscription`); ``id``: its ``subscriptions/listen`` request id."""
+
+    id: RequestId | None
+
+    def deliver(self, note: ServerNotification) -> None: ...
+
+    def end(self, error: BaseException | None) -> None: ...
 
 
 class ClientStatistics(msgspec.Struct, frozen=True, kw_only=True):
