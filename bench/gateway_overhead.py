@@ -55,6 +55,8 @@ FASTMCP = SERVERS / "fastmcp" / "bin" / "fastmcp"
 TARGETS = ("direct", "floor", "gateway", "gateway[2026]", "serve", "mcp-proxy", "fastmcp")
 MESSAGE = "hello, gateway"
 START_TIMEOUT_S = 90.0
+#: failed calls after which a target counts as stalled (its throughput phase stops)
+MAX_ERRORS = 8
 Era = Literal["legacy", "modern"]
 
 
@@ -217,7 +219,7 @@ async def measure(name: str, folder: Path, calls: int, concurrent_calls: int, wa
 
         async def worker() -> None:
             nonlocal left
-            while left > 0:
+            while left > 0 and errors < MAX_ERRORS:  # a target that stopped answering ends the phase
                 left -= 1
                 await call()
 
@@ -225,7 +227,7 @@ async def measure(name: str, folder: Path, calls: int, concurrent_calls: int, wa
         async with trio.open_nursery() as nursery:
             for _ in range(concurrent_calls):
                 nursery.start_soon(worker)
-        rate = calls / (time.perf_counter() - start)
+        rate = (calls - left) / (time.perf_counter() - start)
     figures = Figures(name, _percentile(latencies, 50), _percentile(latencies, 99), rate, errors, cpu_ms)
     print(f"{name}: {figures}", file=sys.stderr, flush=True)
     return figures
