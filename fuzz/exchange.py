@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -33,9 +34,11 @@ __all__ = [
     "Observation",
     "Profile",
     "Step",
+    "declared_seconds",
     "dumps",
     "execute",
     "notification",
+    "pace",
     "prologue",
     "request",
     "same_id",
@@ -207,6 +210,52 @@ def request(
     if params is not None:
         message["params"] = params
     return Step(dumps(message), "request", rid, method, tool, valid)
+
+
+#: a tool call that asks for a duration longer than this is not waited for (its answer is optional)
+DECLARED_CAP_S = 60.0
+#: argument names that ask a tool to take its time (seconds, or milliseconds with "ms"/"milli")
+_DURATION_WORDS = ("duration", "delay", "sleep", "wait", "timeout", "seconds", "secs", "interval")
+
+
+def declared_seconds(schema: Any, args: Any) -> float:
+    """How long a call asks the tool to take: the numbers of arguments named like a duration
+    (``duration``, ``delay``, ``timeout_ms``...), in seconds (milliseconds when the name or the
+    property's description says so); an argument left out counts with its schema's default."""
+    if args is None:
+        args = {}  # "arguments": null: every default applies
+    if not isinstance(args, dict):
+        return 0.0
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    total = 0.0
+    # an argument left out takes its default (server-everything's slow tool sleeps 10 s by default)
+    defaults = {
+        name: sub["default"]
+        for name, sub in (props.items() if isinstance(props, dict) else ())
+        if isinstance(sub, dict) and "default" in sub and name not in args
+    }
+    for name, value in {**args, **defaults}.items():
+        lowered = str(name).lower()
+        if not any(word in lowered for word in _DURATION_WORDS) or isinstance(value, bool):
+            continue
+        if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            continue
+        described = str((props or {}).get(name, {}).get("description", "")).lower() if isinstance(props, dict) else ""
+        millis = "ms" in lowered or "milli" in lowered or "millisecond" in described
+        total += value / 1000 if millis else value
+    return total
+
+
+def pace(step: Step, token: str, schema: Any, args: Any, deadline: float) -> None:
+    """Paces a ``tools/call`` whose params carry ``_meta.progressToken`` ``token``: its progress
+    notifications extend its deadline, and when its arguments ask for a duration it is waited for
+    that much longer (up to :data:`DECLARED_CAP_S`; past it the answer is optional)."""
+    step.progress = token
+    asked = declared_seconds(schema, args)
+    if asked > DECLARED_CAP_S:
+        step.answer = "optional"  # not waited for: it would take longer than the fuzzer waits
+    elif asked > 0:
+        step.deadline = deadline + asked
 
 
 def notification(method: str, params: dict[str, Any] | None = None, *, cancels: int | str | None = None) -> Step:
@@ -569,7 +618,10 @@ def _barrier(ex: _Exchange, index: int, step: Step, settle: float, barrier: Call
         if not peer.send(probe.line, timeout=ex.deadline):
             obs.write_failed = index
             return False
-        ex.wait_for(-1 - index, ex.deadline, index)
+        # a server that reads in order answers the barrier after the calls still running before
+        # it: those that asked for a duration (see pace) are waited for as long as they asked
+        running = [s.deadline for i, s in enumerate(ex.steps[: index + 1]) if s.deadline and i not in ex.answered]
+        ex.wait_for(-1 - index, max([ex.deadline, *running]), index)
         if (-1 - index) not in ex.answered:
             if obs.cut:
                 return False

@@ -53,7 +53,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky, HypothesisWarning, Unsatisfiable
 
 from .clusters import ABLATABLE, FEATURES, Clusters, ablate, cause_unit, features
-from .exchange import Observation, Profile, Step, execute, prologue, request
+from .exchange import Observation, Profile, Step, declared_seconds, execute, pace, prologue, request
 from .messages import protocol_steps
 from .oracles import LISTS, ORACLES, OracleFailure, Violation, check, failure_class, list_stability, slow_answer
 from .runner import (
@@ -82,10 +82,6 @@ PROGRESS_EVERY_S = 5.0
 #: with a time budget, one finding is shrunk for at most this share of it (and at least the floor)
 SHRINK_BUDGET_SHARE = 0.1
 SHRINK_FLOOR_S = 2.0
-#: a tool call that asks for a duration longer than this is not waited for (its answer is optional)
-DECLARED_CAP_S = 60.0
-#: argument names that ask a tool to take its time (seconds, or milliseconds with "ms"/"milli")
-_DURATION_WORDS = ("duration", "delay", "sleep", "wait", "timeout", "seconds", "secs", "interval")
 
 
 @dataclass(slots=True)
@@ -566,38 +562,10 @@ def _unit_error(run: _Run, unit: Unit, exc: BaseException) -> None:
 # -- the units ----------------------------------------------------------------------------------------------
 
 
-def declared_seconds(schema: Any, args: Any) -> float:
-    """How long a call asks the tool to take: the numbers of arguments named like a duration
-    (``duration``, ``delay``, ``timeout_ms``...), in seconds (milliseconds when the name or the
-    property's description says so); an argument left out counts with its schema's default."""
-    if args is None:
-        args = {}  # "arguments": null: every default applies
-    if not isinstance(args, dict):
-        return 0.0
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    total = 0.0
-    # an argument left out takes its default (server-everything's slow tool sleeps 10 s by default)
-    defaults = {
-        name: sub["default"]
-        for name, sub in (props.items() if isinstance(props, dict) else ())
-        if isinstance(sub, dict) and "default" in sub and name not in args
-    }
-    for name, value in {**args, **defaults}.items():
-        lowered = str(name).lower()
-        if not any(word in lowered for word in _DURATION_WORDS) or isinstance(value, bool):
-            continue
-        if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-            continue
-        described = str((props or {}).get(name, {}).get("description", "")).lower() if isinstance(props, dict) else ""
-        millis = "ms" in lowered or "milli" in lowered or "millisecond" in described
-        total += value / 1000 if millis else value
-    return total
-
-
 def tool_steps(profile: Profile, tool: dict[str, Any], deadline: float) -> st.SearchStrategy[list[Step]]:
     """A ``tools/call`` of ``tool`` with generated arguments (valid ones mostly), carrying a
     progress token (its progress notifications extend its deadline) and waiting longer when the
-    arguments ask for a duration (up to :data:`DECLARED_CAP_S`; past it the answer is optional)."""
+    arguments ask for a duration (see :func:`~fuzz.exchange.pace`)."""
     name = tool["name"]
     schema = tool.get("inputSchema")
     if schema_problem(schema) is not None:  # reported as tool-schema by the lists phase; still call it
@@ -609,12 +577,7 @@ def tool_steps(profile: Profile, tool: dict[str, Any], deadline: float) -> st.Se
         valid, args = case
         params = profile.params({"name": name, "arguments": args, "_meta": {"progressToken": "mcpwire-fuzz-1"}})
         step = request(1, "tools/call", params, tool=name, valid=None if args is None and empty_ok else valid)
-        step.progress = "mcpwire-fuzz-1"
-        asked = declared_seconds(schema, args)
-        if asked > DECLARED_CAP_S:
-            step.answer = "optional"  # not waited for: it would take longer than the fuzzer waits
-        elif asked > 0:
-            step.deadline = deadline + asked
+        pace(step, "mcpwire-fuzz-1", schema, args, deadline)
         return [step]
 
     return arguments(schema).map(build)

@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from .clusters import Clusters, cause_unit, features
-from .exchange import IN_JSON, Observation, Profile, Step, execute, notification, prologue, request
+from .exchange import IN_JSON, Observation, Profile, Step, execute, notification, pace, prologue, request
 from .oracles import OracleFailure, Violation, check, failure_class, list_stability
 from .schemas import SchemaError, is_valid, valid_arguments, validator_for
 from .wire import Peer, Target
@@ -253,7 +253,13 @@ def machine_for(
         def call(
             self, method: str, params: dict[str, Any] | None, fed: tuple[Any, ...] = (), **kw: Any
         ) -> dict[str, Any] | None:
-            step = request(self.rid(), method, profile.params(params), **kw)
+            rid = self.rid()
+            tool = kw.get("tool")
+            if tool is not None and params is not None:  # a tool call: paced as the tools phase does
+                params = {**params, "_meta": {"progressToken": f"mcpwire-fuzz-{rid}"}}
+            step = request(rid, method, profile.params(params), **kw)
+            if tool is not None and params is not None:
+                pace(step, f"mcpwire-fuzz-{rid}", schemas.get(tool), params.get("arguments"), deadline)
             step.fed = fed
             obs = self.run([step])
             answer = obs.answers.get(0)
@@ -358,7 +364,10 @@ def machine_for(
             if strategies:
                 name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
                 args = data.draw(strategies[name], label="arguments")
-                call = request(rid, "tools/call", profile.params({"name": name, "arguments": args}), tool=name)
+                token = f"mcpwire-fuzz-{rid}"
+                params = {"name": name, "arguments": args, "_meta": {"progressToken": token}}
+                call = request(rid, "tools/call", profile.params(params), tool=name)
+                pace(call, token, schemas.get(name), args, deadline)  # a server may finish it anyway
             else:
                 call = request(rid, "tools/list", profile.params(None))
             if not self.go("cancel_in_flight"):

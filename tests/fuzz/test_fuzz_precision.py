@@ -134,6 +134,16 @@ def test_a_slow_tool_that_reports_progress_or_asks_for_the_time_is_not_a_finding
     assert declared_seconds({"properties": {"delay": {"description": "in milliseconds"}}}, {"delay": 500}) == 0.5
 
 
+def test_the_stateful_machine_waits_for_a_slow_tool_as_the_tools_phase_does(tmp_path: Path) -> None:
+    """The machine's tool calls carry a progress token and wait the duration they ask for."""
+    status, report = run_json(
+        ["--seed", "2", "--deadline", "1", "--machine-runs", "4", "--machine-steps", "4", "--tools", "long_op",
+         "--phase", "stateful", "--out", str(tmp_path), "--", *HOSTILE]
+    )  # fmt: skip
+    assert (status, report["findings"]) == (0, [])
+    assert report["units"][0]["rules"]["call_tool"] > 0
+
+
 def test_a_slow_answer_replays_as_the_same_warning_not_as_a_hang(
     tmp_path: Path, recwarn: pytest.WarningsRecorder
 ) -> None:
