@@ -136,13 +136,15 @@ def run_server(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def _cell(summary: dict[str, Any] | None) -> list[str]:
     if summary is None:
-        return ["-"] * 6
+        return ["-"] * 8
     if summary.get("error") and not summary.get("units"):
-        return ["could not run", "", "", "", f"{summary['wall_s']:.0f} s", ""]
+        return ["could not run", "", "", "", "", "", f"{summary['wall_s']:.0f} s", ""]
     first = summary["first_finding_s"]
     return [
+        str(summary["examples"]),
         str(summary["findings"]),
         str(summary["root_causes"]),
+        str(summary["cluster_members"]),
         str(len(summary["units_zero_examples"])) + f" of {summary['units']}",
         "-" if first is None else f"{first:.0f} s",
         f"{summary['wall_s']:.0f} s",
@@ -151,12 +153,12 @@ def _cell(summary: dict[str, Any] | None) -> list[str]:
 
 
 def table(results: list[dict[str, Any]], budget: float) -> str:
-    head = ["server", "run", "findings", "root causes", "units with 0 examples", "first finding", "wall time",
-            "overrun"]  # fmt: skip
+    head = ["server", "run", "examples", "findings", "root causes", "failing examples", "units with 0 examples",
+            "first finding", "wall time", "overrun"]  # fmt: skip
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for result in results:
         if "missing" in result:
-            rows.append(f"| {result['server']} | not installed | | | | | | |")
+            rows.append(f"| {result['server']} | not installed |" + " |" * (len(head) - 2))
             continue
         for run in ("before", "after"):
             if run in result:
