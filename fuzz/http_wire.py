@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import queue
-import signal
 import socket
 import subprocess
 import tempfile
@@ -223,7 +222,7 @@ class _Launcher:
         """SIGTERM, then SIGKILL, to the process group; always reaped."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            end_process_group(proc, ((signal.SIGTERM, EXIT_GRACE_S),))
+            end_process_group(proc, eof_grace=None, term_grace=EXIT_GRACE_S)
 
     def dispose(self) -> None:
         """Drops the captured output of the last process (kept until then for its stderr tail)."""

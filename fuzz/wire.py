@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from mcpwire.actors.shutdown import end_process_sync
 from mcpwire.errors import FrameTooLarge
 from mcpwire.protocol.framing import LineBuffer
 from mcpwire.redaction import redact_argv
@@ -145,7 +146,7 @@ def end_every_process() -> int:
     for an interrupted run, whose ``finally`` blocks may not all have run. Returns how many there were."""
     procs = list(_LIVE)
     for proc in procs:
-        end_process_group(proc, ((signal.SIGTERM, TERM_GRACE_S),))
+        end_process_group(proc, eof_grace=None, term_grace=TERM_GRACE_S)
     return len(procs)
 
 
@@ -387,7 +388,7 @@ class StdioPeer:
         with contextlib.suppress(OSError):
             assert proc.stdin is not None
             proc.stdin.close()
-        end_process_group(proc, ((None, EXIT_GRACE_S), (signal.SIGTERM, TERM_GRACE_S)))
+        end_process_group(proc, eof_grace=EXIT_GRACE_S, term_grace=TERM_GRACE_S)
         if self.exit_status is None and proc.returncode is not None and not self._eof:
             self._pump(0)
         self.trace.stderr_tail = self._stderr.decode("utf-8", "replace")
@@ -398,20 +399,13 @@ class StdioPeer:
                 pipe.close()
 
 
-def end_process_group(proc: subprocess.Popen[bytes], steps: tuple[tuple[signal.Signals | None, float], ...]) -> None:
-    """Each step sends its signal (``None``: none, just wait) to the process group and waits its
-    grace time for the process to exit; then SIGKILL (and a bounded wait), and a last SIGKILL to
-    the group for children left behind. Always reaps, or gives up after the bounded waits."""
+def end_process_group(proc: subprocess.Popen[bytes], *, eof_grace: float | None, term_grace: float) -> None:
+    """Ends a server the fuzzer started as every mcpwire client does
+    (:func:`mcpwire.actors.shutdown.end_process_sync`: stdin closed and ``eof_grace`` when given,
+    then SIGTERM and ``term_grace``, then SIGKILL, to its process group; bounded, always reaped);
+    then drops it from the registry."""
     try:
-        for sig, grace in (*steps, (signal.SIGKILL, 5.0)):
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-            try:
-                proc.wait(grace)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        end_process_sync(proc, eof_grace=eof_grace, term_grace=term_grace)
     finally:
         # children it left behind in its group; also when an interrupt cut the waits short
         with contextlib.suppress(ProcessLookupError, PermissionError):
