@@ -107,18 +107,19 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
 
 
+#: section titles of the checks catalogue, by the module that registers the checks
+AREA_TITLES = {"http": "HTTP", "http_security": "HTTP security", "modern": "2026-07-28", "handshake": "Handshake"}
+
+
 def checks_page() -> str:
     """The checks catalogue of ``mcpwire check``, from its registry, grouped by area."""
-    # the checker installs as mcpwire.conformance (its source folder is conformance/)
-    areas = importlib.import_module("mcpwire.conformance.checks")
+    # the checker installs as mcpwire.conformance (its source folder is conformance/); its command
+    # line imports every module that registers checks
+    importlib.import_module("mcpwire.conformance.cli")
     catalogue = importlib.import_module("mcpwire.conformance.registry").CATALOGUE
-
-    area_of: dict[str, str] = {}
-    for area in areas.__all__:
-        module = getattr(areas, area)
-        for check in catalogue.values():
-            if check.fn.__module__ == module.__name__:
-                area_of[check.id] = area
+    groups: dict[str, list[Any]] = {}
+    for check in catalogue.values():  # in registration order: the order of the checker's runs
+        groups.setdefault(check.fn.__module__.rsplit(".", 1)[-1], []).append(check)
     lines = [
         "# Checks catalogue",
         "",
@@ -127,13 +128,13 @@ def checks_page() -> str:
         "between revisions, the earlier wording follows.",
         "",
     ]
-    for area in areas.__all__:
-        ids = [c for c in catalogue.values() if area_of.get(c.id) == area]
-        if not ids:
+    for area, checks in groups.items():
+        if not checks:
             continue
-        lines += [f"## {area.capitalize()}", "", "| Id | Level | Check | Revisions | Transports | Rule |"]
+        title = AREA_TITLES.get(area, area.replace("_", " ").capitalize())
+        lines += [f"## {title}", "", "| Id | Level | Check | Revisions | Transports | Rule |"]
         lines.append("|---|---|---|---|---|---|")
-        for c in ids:
+        for c in checks:
             first, last = c.revisions
             span = f"{first}+" if last.startswith("9999") else f"{first} to {last}"
             eras = "" if len(c.eras) == 2 else f" ({'/'.join(sorted(c.eras))} era)"
