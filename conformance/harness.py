@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import subprocess
 import time
@@ -34,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
+
+from mcpwire.actors.shutdown import ExitStep, end_process, signal_group
 
 from .bounded import BoundedLog
 
@@ -422,41 +423,24 @@ async def _read_stderr(wire: Wire) -> None:
 
 
 def _signal_group(process: trio.Process, sig: signal.Signals) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
-            process.send_signal(sig)
-        except ProcessLookupError:
-            pass
+    signal_group(process.pid, sig, fallback=process.send_signal)
 
 
 async def shutdown(wire: Wire, *, eof_grace: float = EOF_GRACE_S) -> None:
-    """Close stdin, then SIGTERM, then SIGKILL, each bounded; records the step that ended it."""
+    """Close stdin, then SIGTERM, then SIGKILL, each bounded (the client's own escalation);
+    records the step that ended it."""
     if wire.exit_step is not None:
         return
     process = wire.process
     begin = time.monotonic()
     wire.begin_closing()
-    await wire.close_stdin()
-    step = "eof"
-    with trio.move_on_after(eof_grace):
-        await process.wait()
-    if process.returncode is None:
-        step = "sigterm"
-        _signal_group(process, signal.SIGTERM)
-        with trio.move_on_after(TERM_GRACE_S):
-            await process.wait()
-    if process.returncode is None:
-        step = "sigkill"
-        _signal_group(process, signal.SIGKILL)
-        with trio.move_on_after(5):
-            await process.wait()
-    wire.exit_step = step
+    step = await end_process(
+        process, close_stdin=wire.close_stdin, eof_grace=eof_grace, term_grace=TERM_GRACE_S, label="check"
+    )
+    # a process already gone when shutdown began left by itself, as one that exits on EOF does
+    wire.exit_step = ExitStep.EOF.value if step is ExitStep.GONE else step.value
     wire.exit_after_s = time.monotonic() - begin
-    wire.note(f"process ended after {step} ({wire.exit_after_s:.2f} s, status {process.returncode})")
-    if step != "sigkill":  # make sure no child of the server survives
-        _signal_group(process, signal.SIGKILL)
+    wire.note(f"process ended after {wire.exit_step} ({wire.exit_after_s:.2f} s, status {process.returncode})")
 
 
 def leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
