@@ -6,6 +6,9 @@ whole conversation (:class:`mcpwire.agent.Message` values, as a previous run's `
 in ``messages``). The answer is a server-sent event stream: one event per run event (``event:``
 its type, ``id:`` its place in the run, ``data:`` its JSON, :mod:`mcpwire.agent.events`), the
 last one ``final`` or ``failed``, then a ``messages`` event with the conversation to continue.
+With a store, the conversation is kept there (:mod:`mcpwire.service.agent_conversations`): the
+first event, ``run``, names it (``conversation_id``), and a request giving ``conversation`` and a
+prompt continues a stored one.
 The run's calls go through the host as every call does: its approvals are opened in the host's
 queue with the run's id in their context, so ``GET /api/v1/approvals`` lists them and
 ``POST /api/v1/approvals/{id}`` decides them (a CRITICAL call twice), and the audit records carry
@@ -29,11 +32,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ..agent import Agent, Message, PresetError, load_presets
+from ..agent import Agent, Message, PresetError, Run, load_presets
 from ..agent.events import Failed
 from ..host import Host
 from ..redaction import shorten
+from .agent_conversations import ConversationKeeper, conversation_routes, load_messages
 from .problems import Problem
+from .store import Store
 
 __all__ = ["AGENT_RUNS_PATH", "RunRequest", "agent_routes"]
 
@@ -50,6 +55,8 @@ class RunRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     preset: str
     prompt: str | None = None
     messages: list[Message] | None = None
+    #: a stored conversation to continue (with ``prompt``)
+    conversation: str | None = None
 
 
 _decoder = msgspec.json.Decoder(RunRequest)
@@ -64,24 +71,35 @@ class _RunStream(Response):
     """The run's events as server-sent events, written as they come (the run lives as long as the
     response: a closed connection cancels it)."""
 
-    def __init__(self, agent: Agent, messages: list[Message], context: dict[str, str]) -> None:
+    def __init__(
+        self, agent: Agent, messages: list[Message], context: dict[str, str], keeper: ConversationKeeper | None
+    ) -> None:
         super().__init__(media_type="text/event-stream")
         self.agent = agent
         self.conversation = messages
         self.context = context
+        self.keeper = keeper
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
+        started: Run | None = None
         try:
             async with self.agent.run(self.conversation, context=self.context) as run:
-                await send(_chunk("run", msgspec.json.encode({"run_id": run.id})))
+                started = run
+                head: dict[str, str] = {"run_id": run.id}
+                if self.keeper is not None:
+                    await self.keeper.begin(self.conversation, run.id)
+                    head["conversation_id"] = self.keeper.id
+                await send(_chunk("run", msgspec.json.encode(head)))
                 async for event in run:
                     data = msgspec.json.encode(event)
                     await send(_chunk(type(event).__struct_config__.tag or "event", data, event.seq))
             if not isinstance(run.outcome, Failed):
                 await send(_chunk("messages", msgspec.json.encode(run.messages)))
         finally:
+            if self.keeper is not None and started is not None:
+                await self.keeper.finish(started.messages, started.outcome)
             provider = self.agent.provider
             await provider.aclose()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -92,8 +110,9 @@ def _chunk(name: object, data: bytes, seq: int | None = None) -> dict[str, objec
     return {"type": "http.response.body", "body": head.encode() + b"data: " + data + b"\n\n", "more_body": True}
 
 
-def agent_routes(host: Host, config_path: str | Path | None) -> Sequence[Route]:
-    """The agent's routes over ``host``, with the presets of the file at ``config_path``."""
+def agent_routes(host: Host, config_path: str | Path | None, store: Store | None = None) -> Sequence[Route]:
+    """The agent's routes over ``host``, with the presets of the file at ``config_path``; with a
+    ``store``, runs keep their conversations there and the conversations' routes come too."""
 
     async def create_run(request: Request) -> Response:
         body = await request.body()
@@ -105,6 +124,10 @@ def agent_routes(host: Host, config_path: str | Path | None) -> Sequence[Route]:
             return _problem(400, "Invalid body", f"the body is not a run request: {shorten(str(exc), 300)}")
         if (wanted.prompt is None) == (wanted.messages is None):
             return _problem(400, "Invalid body", "give either prompt or messages")
+        if wanted.conversation is not None and wanted.prompt is None:
+            return _problem(400, "Invalid body", "continue a conversation with a prompt, not messages")
+        if wanted.conversation is not None and store is None:
+            return _problem(409, "No store", "this service keeps no conversations")
         try:
             presets = load_presets(config_path) if config_path is not None else {}
         except PresetError as exc:
@@ -117,9 +140,23 @@ def agent_routes(host: Host, config_path: str | Path | None) -> Sequence[Route]:
             agent = Agent.from_preset(host, preset, caller="api")
         except (PresetError, ValueError) as exc:
             return _problem(409, "Preset cannot run", str(exc))
-        messages = [Message.user(wanted.prompt)] if wanted.prompt is not None else list(wanted.messages or [])
+        earlier: list[Message] = []
+        if wanted.conversation is not None and store is not None:
+            found = await load_messages(store, wanted.conversation)
+            if found is None:
+                await agent.provider.aclose()
+                return _problem(404, "Unknown conversation", f"no conversation {wanted.conversation!r}")
+            earlier = found
+        given = list(wanted.messages or [])
+        messages = [*earlier, Message.user(wanted.prompt)] if wanted.prompt is not None else given
         state = request.scope.get("state") or {}
         context = {k: str(state[k]) for k in ("trace_id", "caller") if state.get(k)}
-        return _RunStream(agent, messages, context)
+        keeper = None
+        if store is not None:
+            keeper = ConversationKeeper(
+                store, preset=wanted.preset, conversation_id=wanted.conversation, stored=len(earlier)
+            )
+        return _RunStream(agent, messages, context, keeper)
 
-    return [Route(AGENT_RUNS_PATH, create_run, methods=["POST"])]
+    routes = [Route(AGENT_RUNS_PATH, create_run, methods=["POST"])]
+    return [*routes, *conversation_routes(store)] if store is not None else routes

@@ -165,7 +165,7 @@ async def serve(
             sources=loaded.sources,
             rows=rows,
             base_path=loaded.base_path,
-            extra_routes=agent_routes(host, find_config(options.config)),
+            extra_routes=agent_routes(host, find_config(options.config), store),
         )
         service = app.state.service
         if options.stdio and service.gateway is None:

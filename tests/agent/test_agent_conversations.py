@@ -1,0 +1,151 @@
+"""Conversations of ``POST /api/v1/agent/runs`` in the service's store, for real: hypercorn on a
+loopback port, a SQLite store, server-memory as the tools and a scripted provider. A run keeps its
+conversation (messages, preset, run ids, outcome); a later run continues it by id, the provider
+being sent the stored messages then the new prompt; ``GET /api/v1/agent/conversations`` lists and
+shows them; a closed stream leaves a ``cancelled`` conversation."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from _agent_fake_llm import FakeLLM
+from _agent_servers import memory_server
+from _agent_wire import openai_stream
+
+from mcpwire.protocol.sse import SSEDecoder
+from mcpwire.service.agent_conversations import CONVERSATIONS_PATH
+from mcpwire.service.agent_runs import AGENT_RUNS_PATH, agent_routes
+from mcpwire.service.app import build_app
+from mcpwire.service.bridge import service_host
+from mcpwire.service.runner import load_servers
+from mcpwire.service.settings import Settings
+from mcpwire.service.store import Store, open_store
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+hypercorn = pytest.importorskip("hypercorn.trio")
+
+
+@asynccontextmanager
+async def _service(folder: Path, llm: FakeLLM) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
+    from hypercorn.config import Config
+
+    preset = {"provider": "openai", "model": "fake-model", "base_url": llm.base_url + "/v1", "servers": ["memory"]}
+    config = folder / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"memory": memory_server(folder)}, "presets": {"mem": preset}}))
+    settings = Settings(port=0, rate_limit=0)
+    store = await open_store(f"sqlite:///{folder / 'service.db'}")
+    try:
+        loaded = load_servers(str(config), [])
+        host = service_host(loaded.config, store, settings)
+        routes = agent_routes(host, config, store)
+        app = build_app(host, store, settings, sources=loaded.sources, rows=[], extra_routes=routes)
+        hconfig = Config()
+        hconfig.bind = ["127.0.0.1:0"]
+        hconfig.graceful_timeout = 2.0
+        hconfig.accesslog = None
+        async with host, trio.open_nursery() as nursery:
+            shutdown = trio.Event()
+            serve = functools.partial(hypercorn.serve, app, hconfig, shutdown_trigger=shutdown.wait)
+            binds = await nursery.start(serve)
+            async with httpx.AsyncClient(base_url=binds[0], timeout=60) as client:
+                with trio.fail_after(60):
+                    while (await client.get("/readyz")).status_code != 200:  # noqa: ASYNC110
+                        await trio.sleep(0.05)
+                try:
+                    yield client, store
+                finally:
+                    app.state.service.begin_shutdown()
+                    shutdown.set()
+    finally:
+        await store.aclose()
+
+
+async def _run(client: httpx.AsyncClient, body: dict[str, Any]) -> list[tuple[str, Any]]:
+    events: list[tuple[str, Any]] = []
+    async with client.stream("POST", AGENT_RUNS_PATH, json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        decoder = SSEDecoder(1 << 20)
+        async for chunk in response.aiter_bytes():
+            events.extend((sse.event, json.loads(sse.data)) for sse in decoder.feed(chunk))
+    return events
+
+
+def _texts(request_json: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(m["role"], m.get("content")) for m in request_json["messages"] if m["role"] in ("user", "assistant")]
+
+
+async def test_a_run_keeps_its_conversation_and_a_later_run_continues_it(llm: FakeLLM, tmp_path: Path) -> None:
+    llm.add(
+        openai_stream("", [("c1", "memory__read_graph", "{}")]),
+        openai_stream("The graph is empty."),
+        openai_stream("Still empty, Ada."),
+    )
+    async with _service(tmp_path, llm) as (client, store):
+        first = await _run(client, {"preset": "mem", "prompt": "What do you remember?"})
+        head = first[0][1]
+        assert first[0][0] == "run" and head["conversation_id"].startswith("conv_")
+        conversation_id = head["conversation_id"]
+        listed = (await client.get(CONVERSATIONS_PATH)).json()["items"]
+        assert [(c["id"], c["title"], c["preset"], c["outcome"], c["run_id"], c["runs"]) for c in listed] == [
+            (conversation_id, "What do you remember?", "mem", "final", head["run_id"], 1)
+        ]
+        shown = (await client.get(f"{CONVERSATIONS_PATH}/{conversation_id}")).json()
+        assert [m["role"] for m in shown["messages"]] == ["user", "assistant", "tool", "assistant"]
+        assert shown["messages"] == first[-1][1]  # what the run's ``messages`` event gave
+        assert [r["outcome"] for r in shown["runs"]] == ["final"]
+
+        second = await _run(client, {"preset": "mem", "prompt": "I am Ada.", "conversation": conversation_id})
+        assert second[0][1]["conversation_id"] == conversation_id and second[0][1]["run_id"] != head["run_id"]
+        assert second[-2][0] == "final" and second[-2][1]["text"] == "Still empty, Ada."
+        # the provider was sent the stored conversation, then the new prompt
+        assert _texts(llm.requests[2].json) == [
+            ("user", "What do you remember?"),
+            ("assistant", None),  # the read_graph call
+            ("assistant", "The graph is empty."),
+            ("user", "I am Ada."),
+        ]
+        shown = (await client.get(f"{CONVERSATIONS_PATH}/{conversation_id}")).json()
+        assert [m["role"] for m in shown["messages"]] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+        assert [r["run_id"] for r in shown["runs"]] == [head["run_id"], second[0][1]["run_id"]]
+        assert (shown["outcome"], shown["runs"][-1]["outcome"], shown["title"]) == (
+            "final", "final", "What do you remember?"
+        )
+        rows = await store.messages(conversation_id)
+        assert [r.seq for r in rows] == [1, 2, 3, 4, 5, 6]
+
+
+async def test_a_failed_run_is_kept_failed(llm: FakeLLM, tmp_path: Path) -> None:
+    # no scripted reply: the provider answers an error and the run fails
+    async with _service(tmp_path, llm) as (client, _):
+        events = await _run(client, {"preset": "mem", "prompt": "hello"})
+        assert events[-1][0] == "failed"
+        listed = (await client.get(CONVERSATIONS_PATH)).json()["items"]
+        shown = (await client.get(f"{CONVERSATIONS_PATH}/{listed[0]['id']}")).json()
+    assert (shown["outcome"], shown["runs"][0]["outcome"]) == ("failed", "failed")
+    assert shown["runs"][0]["reason"] == events[-1][1]["reason"]
+    assert [m["role"] for m in shown["messages"]] == ["user"]
+
+
+async def test_bad_conversation_requests_are_problems(llm: FakeLLM, tmp_path: Path) -> None:
+    async with _service(tmp_path, llm) as (client, _):
+        unknown = await client.post(AGENT_RUNS_PATH, json={"preset": "mem", "prompt": "hi", "conversation": "conv_x"})
+        with_messages = await client.post(AGENT_RUNS_PATH, json={"preset": "mem", "messages": [], "conversation": "c"})
+        missing = await client.get(f"{CONVERSATIONS_PATH}/conv_nope")
+        limit = await client.get(CONVERSATIONS_PATH, params={"limit": "0"})
+        empty = await client.get(CONVERSATIONS_PATH)
+    assert (unknown.status_code, unknown.json()["detail"]) == (404, "no conversation 'conv_x'")
+    assert (with_messages.status_code, with_messages.json()["detail"]) == (
+        400, "continue a conversation with a prompt, not messages"
+    )
+    assert (missing.status_code, missing.json()["detail"]) == (404, "no conversation 'conv_nope'")
+    assert missing.headers["content-type"] == "application/problem+json"
+    assert (limit.status_code, limit.json()["detail"]) == (400, "limit must be a whole number from 1 to 500, not '0'")
+    assert empty.json() == {"items": []}
