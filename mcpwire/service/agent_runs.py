@@ -22,17 +22,17 @@ Presets are read from the config file when a request comes, so an edit applies t
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from ..agent import Agent, Message, PresetError, Run, load_presets
+from ..agent import Agent, Message, Preset, PresetError, Run, load_presets
 from ..agent.events import Failed
 from ..host import Host
 from ..redaction import shorten
@@ -40,7 +40,7 @@ from .agent_conversations import ConversationKeeper, conversation_routes, load_m
 from .problems import Problem
 from .store import Store
 
-__all__ = ["AGENT_RUNS_PATH", "RunRequest", "agent_routes"]
+__all__ = ["AGENT_RUNS_PATH", "AgentRuns", "RunRequest", "agent_routes"]
 
 log = logging.getLogger("mcpwire.service.agent")
 
@@ -110,12 +110,25 @@ def _chunk(name: object, data: bytes, seq: int | None = None) -> dict[str, objec
     return {"type": "http.response.body", "body": head.encode() + b"data: " + data + b"\n\n", "more_body": True}
 
 
-def agent_routes(host: Host, config_path: str | Path | None, store: Store | None = None) -> Sequence[Route]:
-    """The agent's routes over ``host``, with the presets of the file at ``config_path``; with a
-    ``store``, runs keep their conversations there and the conversations' routes come too."""
+class AgentRuns:
+    """Starts runs over ``host`` with the presets of the file at ``config_path``, keeping their
+    conversations in ``store`` when there is one (the API's route and the console's chat page)."""
 
-    async def create_run(request: Request) -> Response:
-        body = await request.body()
+    def __init__(self, host: Host, config_path: str | Path | None, store: Store | None = None) -> None:
+        self.host = host
+        self.config_path = config_path
+        self.store = store
+
+    def presets(self) -> dict[str, Preset]:
+        """The config file's presets, read now.
+
+        Raises:
+            PresetError: the file's presets are not valid.
+        """
+        return load_presets(self.config_path) if self.config_path is not None else {}
+
+    async def start(self, body: bytes, state: Mapping[str, object], *, caller: str = "api") -> Response:
+        """The run ``body`` (a :class:`RunRequest` as JSON) asks for, as an event stream, or a problem."""
         if len(body) > MAX_BODY_BYTES:
             return _problem(413, "Body too large", f"the body is larger than {MAX_BODY_BYTES} bytes")
         try:
@@ -126,10 +139,11 @@ def agent_routes(host: Host, config_path: str | Path | None, store: Store | None
             return _problem(400, "Invalid body", "give either prompt or messages")
         if wanted.conversation is not None and wanted.prompt is None:
             return _problem(400, "Invalid body", "continue a conversation with a prompt, not messages")
+        store = self.store
         if wanted.conversation is not None and store is None:
             return _problem(409, "No store", "this service keeps no conversations")
         try:
-            presets = load_presets(config_path) if config_path is not None else {}
+            presets = self.presets()
         except PresetError as exc:
             return _problem(409, "Invalid presets", str(exc))
         preset = presets.get(wanted.preset)
@@ -137,7 +151,7 @@ def agent_routes(host: Host, config_path: str | Path | None, store: Store | None
             known = ", ".join(sorted(presets)) or "none"
             return _problem(404, "Unknown preset", f"no preset {wanted.preset!r}; the presets are: {known}")
         try:
-            agent = Agent.from_preset(host, preset, caller="api")
+            agent = Agent.from_preset(self.host, preset, caller=caller)
         except (PresetError, ValueError) as exc:
             return _problem(409, "Preset cannot run", str(exc))
         earlier: list[Message] = []
@@ -149,7 +163,6 @@ def agent_routes(host: Host, config_path: str | Path | None, store: Store | None
             earlier = found
         given = list(wanted.messages or [])
         messages = [*earlier, Message.user(wanted.prompt)] if wanted.prompt is not None else given
-        state = request.scope.get("state") or {}
         context = {k: str(state[k]) for k in ("trace_id", "caller") if state.get(k)}
         keeper = None
         if store is not None:
@@ -158,5 +171,22 @@ def agent_routes(host: Host, config_path: str | Path | None, store: Store | None
             )
         return _RunStream(agent, messages, context, keeper)
 
-    routes = [Route(AGENT_RUNS_PATH, create_run, methods=["POST"])]
-    return [*routes, *conversation_routes(store)] if store is not None else routes
+
+def agent_routes(host: Host, config_path: str | Path | None, store: Store | None = None) -> Sequence[BaseRoute]:
+    """The agent's routes over ``host``, with the presets of the file at ``config_path``; with a
+    ``store``, runs keep their conversations there, and the conversations' routes and the
+    console's chat page (when the console is installed) come too."""
+    runs = AgentRuns(host, config_path, store)
+
+    async def create_run(request: Request) -> Response:
+        return await runs.start(await request.body(), request.scope.get("state") or {})
+
+    routes: list[BaseRoute] = [Route(AGENT_RUNS_PATH, create_run, methods=["POST"])]
+    if store is None:
+        return routes
+    routes += conversation_routes(store)
+    try:
+        from .console import chat
+    except ImportError:  # the console's dependencies (jinja2) are missing
+        return routes
+    return [*routes, *chat.routes(runs)]

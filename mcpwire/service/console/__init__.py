@@ -5,7 +5,7 @@ Pages: ``/`` (servers, live, with charts), ``/tools``, ``/tools/{name}`` (with t
 pages call the API's own operations (:func:`~mcpwire.service.console.web.call_api`), update
 themselves from the service's event stream (``/console/events``, the same events as ``/events``)
 with htmx (vendored in ``static/``), and carry no inline script. See :mod:`.web` for sessions,
-CSRF and the Content-Security-Policy.
+CSRF and the Content-Security-Policy. ``/chat`` (:mod:`.chat`) comes with the agent's routes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from .web import STATIC, page
 __all__ = ["handles", "routes"]
 
 #: the first path segments the console answers (the API is under /api/v1, the gateway at /mcp)
-_SECTIONS: Final = frozenset({"login", "logout", "servers", "tools", "approvals", "pins", "audit", "checks", "console"})
+_SECTIONS: Final = frozenset(
+    {"login", "logout", "servers", "tools", "approvals", "pins", "audit", "checks", "chat", "console"}
+)
 
 
 def handles(path: str) -> bool:
