@@ -57,8 +57,9 @@ __all__ = [
 
 _log = logging.getLogger("mcpwire.check.runner")
 
-#: checks run at once by default: most of a check's time is waiting for the server
-DEFAULT_JOBS: Final = 4
+#: checks run at once by default: most of a check's time is waiting for the server (8: the bundled
+#: server in 6.5 s instead of 10.6 s at 4 on 2 cores, the same findings there and on server-everything)
+DEFAULT_JOBS: Final = 8
 #: tags of checks that call tools and wait on them (scheduled first)
 _SLOW_TAGS: Final = frozenset({"tool-calls", "cancellation", "progress"})
 _TRANSPORT_NAMES: Final = {"stdio": "stdio", "http": "Streamable HTTP", "sse": "the 2024-11-05 HTTP+SSE transport"}
