@@ -1,5 +1,5 @@
 """Conversations of ``POST /api/v1/agent/runs`` in the service's store, for real: hypercorn on a
-loopback port, a SQLite store, server-memory as the tools and a scripted provider. A run keeps its
+loopback port, a store on SQLite and on PostgreSQL, server-memory as the tools and a scripted provider. A run keeps its
 conversation (messages, preset, run ids, outcome); a later run continues it by id, the provider
 being sent the stored messages then the new prompt; ``GET /api/v1/agent/conversations`` lists and
 shows them; a closed stream leaves a ``cancelled`` conversation."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ import trio
 from _agent_fake_llm import FakeLLM
 from _agent_servers import memory_server
 from _agent_wire import openai_stream
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
+from _pg import PostgresServer, running_postgres
 
 from mcpwire.protocol.sse import SSEDecoder
 from mcpwire.service.agent_conversations import CONVERSATIONS_PATH
@@ -33,15 +37,31 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 hypercorn = pytest.importorskip("hypercorn.trio")
 
 
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'service.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.create_database()
+
+
 @asynccontextmanager
-async def _service(folder: Path, llm: FakeLLM) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
+async def _service(
+    folder: Path, llm: FakeLLM, db_url: str | None = None
+) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
     from hypercorn.config import Config
 
     preset = {"provider": "openai", "model": "fake-model", "base_url": llm.base_url + "/v1", "servers": ["memory"]}
     config = folder / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"memory": memory_server(folder)}, "presets": {"mem": preset}}))
     settings = Settings(port=0, rate_limit=0)
-    store = await open_store(f"sqlite:///{folder / 'service.db'}")
+    store = await open_store(db_url or f"sqlite:///{folder / 'service.db'}")
     try:
         loaded = load_servers(str(config), [])
         host = service_host(loaded.config, store, settings)
@@ -82,13 +102,15 @@ def _texts(request_json: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(m["role"], m.get("content")) for m in request_json["messages"] if m["role"] in ("user", "assistant")]
 
 
-async def test_a_run_keeps_its_conversation_and_a_later_run_continues_it(llm: FakeLLM, tmp_path: Path) -> None:
+async def test_a_run_keeps_its_conversation_and_a_later_run_continues_it(
+    llm: FakeLLM, tmp_path: Path, db_url: str
+) -> None:
     llm.add(
         openai_stream("", [("c1", "memory__read_graph", "{}")]),
         openai_stream("The graph is empty."),
         openai_stream("Still empty, Ada."),
     )
-    async with _service(tmp_path, llm) as (client, store):
+    async with _service(tmp_path, llm, db_url) as (client, store):
         first = await _run(client, {"preset": "mem", "prompt": "What do you remember?"})
         head = first[0][1]
         assert first[0][0] == "run" and head["conversation_id"].startswith("conv_")
