@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -74,7 +75,7 @@ class SqliteDriver:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            _set_wal(conn)
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
@@ -114,3 +115,18 @@ class SqliteDriver:
         if conn is not None:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(conn.close, limiter=self._limiter)
+
+
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """WAL mode, waiting (bounded) for other openers: switching a new file's journal mode takes a
+    lock that SQLite refuses at once, without its busy handler, while another connection does the
+    same (several processes or stores opening one new database together)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
