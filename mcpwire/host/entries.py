@@ -58,6 +58,20 @@ def kind(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+def _unusable_url(url: str) -> str | None:
+    """Why the HTTP client cannot use ``url`` (a host name that is not valid IDNA, a bad port...),
+    or ``None``; without the http extra, nothing more than the pattern is checked."""
+    try:
+        import httpx
+    except ImportError:
+        return None
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        return str(exc)[:1].lower() + str(exc)[1:]
+    return None
+
+
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -292,6 +306,8 @@ def parse_entry(path: str, name: str, entry: object, expand: Expander, problems:
         url = e.string("url", required=True)
         if url is not None and not _URL_OK.match(url):
             problems.append(f"{path}.url: expected an http:// or https:// URL, got {url!r}")
+        elif url is not None and (why := _unusable_url(url)) is not None:
+            problems.append(f"{path}.url: {why}, got {url!r}")
     auth_type, auth_token, auth_header = _auth(e)
     enabled = _enabled(e)
     policy = _call_timeout(e, parse_policy(f"{path}.policy", entry.get("policy"), problems))

@@ -441,3 +441,19 @@ def test_era_and_revision_pins() -> None:
     assert (a.era, a.protocol_version, b.era, b.protocol_version) == ("legacy", "2025-06-18", None, None)
     assert cfg.problems[0] == "$.mcpServers.c.era: expected 'auto', 'legacy' or 'modern', got 'ancient'"
     assert cfg.problems[1].startswith("$.mcpServers.d.protocol_version: expected one of 2026-07-28, 2025-11-25,")
+
+
+def test_a_url_the_http_client_cannot_use_is_refused_with_its_reason() -> None:
+    data = {
+        "mcpServers": {
+            "ok": {"command": "x"},
+            "idna": {"url": "http://\u0133/mcp"},
+            "port": {"url": "http://h:abc/mcp"},
+        }
+    }
+    cfg = parse_config(data, environ={})
+    assert [s.name for s in cfg.servers] == ["ok"]
+    assert cfg.problems == (
+        "$.mcpServers.idna.url: invalid IDNA hostname: '\u0133', got 'http://\u0133/mcp'",
+        "$.mcpServers.port.url: invalid port: 'abc', got 'http://h:abc/mcp'",
+    )
