@@ -9,17 +9,18 @@
 
     asyncio.run(main())
 
-Theory of operation: mcpwire's connections are trio actors. Under asyncio, trio runs in *guest
-mode* inside the asyncio event loop (``trio.lowlevel.start_guest_run``): one trio run per asyncio
-loop, on the same thread, started when the first client or host of that loop opens and ended when
-the last one closes. Each awaited call becomes a trio task in that run; its result or exception is
-handed to an asyncio future, so errors cross unchanged (the same exception objects, with their
-causes). Cancelling the asyncio task cancels the trio task (which sends
-``notifications/cancelled`` on the wire, as under trio) and waits, bounded, until it has finished:
-nothing is left running. Context managers (a client, a host, a subscription) are held open by a
-trio task until the asyncio block is left. Handlers you pass (sampling, elicitation, approvers,
-progress callbacks) may be asyncio coroutine functions: they run as asyncio tasks and trio awaits
-them.
+Theory of operation: mcpwire's connections are trio actors. Under asyncio, one trio run per
+asyncio loop serves its clients and hosts, started when the first of them opens and ended when the
+last one closes: by default in a dedicated thread (hand-offs cross threads), or, with
+:func:`set_mode` ``("guest")`` or ``MCPWIRE_AIO_MODE=guest``, in trio's *guest mode* inside the
+asyncio loop on its own thread (``trio.lowlevel.start_guest_run``). Each awaited call becomes a
+trio task in that run; its result or exception is handed to an asyncio future, so errors cross
+unchanged (the same exception objects, with their causes). Cancelling the asyncio task cancels the
+trio task (which sends ``notifications/cancelled`` on the wire, as under trio) and waits, bounded,
+until it has finished: nothing is left running. Context managers (a client, a host, a
+subscription) are held open by a trio task until the asyncio block is left. Handlers you pass
+(sampling, elicitation, approvers, progress callbacks) may be asyncio coroutine functions: they
+run as asyncio tasks and trio awaits them.
 """
 
 from __future__ import annotations
