@@ -98,7 +98,7 @@ _COMMANDS: Final[dict[str, _Command]] = {
     "servers": _Command(
         "start the servers of mcp.json and show their status",
         "",
-        ("mcpwire servers", "mcpwire servers --config ~/work/mcp.json --json"),
+        ("mcpwire servers", "mcpwire servers --config ./team.json --json"),
     ),
     "export": _Command(
         "export the tools of mcp.json's servers for an LLM",
