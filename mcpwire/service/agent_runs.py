@@ -8,7 +8,8 @@ its type, ``id:`` its place in the run, ``data:`` its JSON, :mod:`mcpwire.agent.
 last one ``final`` or ``failed``, then a ``messages`` event with the conversation to continue.
 With a store, the conversation is kept there (:mod:`mcpwire.service.agent_conversations`): the
 first event, ``run``, names it (``conversation_id``), and a request giving ``conversation`` and a
-prompt continues a stored one.
+prompt continues a stored one; one run at a time continues a conversation (a second one asked
+for while it runs gets a ``409`` problem, as their messages would otherwise interleave).
 The run's calls go through the host as every call does: its approvals are opened in the host's
 queue with the run's id in their context, so ``GET /api/v1/approvals`` lists them and
 ``POST /api/v1/approvals/{id}`` decides them (a CRITICAL call twice), and the audit records carry
@@ -22,7 +23,7 @@ Presets are read from the config file when a request comes, so an edit applies t
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -72,13 +73,20 @@ class _RunStream(Response):
     response: a closed connection cancels it)."""
 
     def __init__(
-        self, agent: Agent, messages: list[Message], context: dict[str, str], keeper: ConversationKeeper | None
+        self,
+        agent: Agent,
+        messages: list[Message],
+        context: dict[str, str],
+        keeper: ConversationKeeper | None,
+        release: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__(media_type="text/event-stream")
         self.agent = agent
         self.conversation = messages
         self.context = context
         self.keeper = keeper
+        #: frees the conversation for the next run (called once the run is over, however it ends)
+        self.release = release
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
@@ -98,10 +106,13 @@ class _RunStream(Response):
             if not isinstance(run.outcome, Failed):
                 await send(_chunk("messages", msgspec.json.encode(run.messages)))
         finally:
-            if self.keeper is not None and started is not None:
-                await self.keeper.finish(started.messages, started.outcome)
-            provider = self.agent.provider
-            await provider.aclose()
+            try:
+                if self.keeper is not None and started is not None:
+                    await self.keeper.finish(started.messages, started.outcome)
+                provider = self.agent.provider
+                await provider.aclose()
+            finally:
+                self.release()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -118,6 +129,9 @@ class AgentRuns:
         self.host = host
         self.config_path = config_path
         self.store = store
+        #: the stored conversations a run of this process is continuing now: a second run on one
+        #: of them is refused (both would append to it, and their messages would interleave)
+        self.busy: set[str] = set()
 
     def presets(self) -> dict[str, Preset]:
         """The config file's presets, read now.
@@ -142,6 +156,22 @@ class AgentRuns:
         store = self.store
         if wanted.conversation is not None and store is None:
             return _problem(409, "No store", "this service keeps no conversations")
+        if wanted.conversation is not None and wanted.conversation in self.busy:
+            detail = f"a run is continuing conversation {wanted.conversation!r}; send the next message when it ends"
+            return _problem(409, "Conversation busy", detail)
+        if wanted.conversation is None:
+            return await self._start(wanted, state, caller)
+        self.busy.add(wanted.conversation)  # no await since the check: no other run got in between
+        answer: Response | None = None
+        try:
+            answer = await self._start(wanted, state, caller)
+        finally:
+            if not isinstance(answer, _RunStream):  # a problem, or an error: no run holds it
+                self.busy.discard(wanted.conversation)
+        return answer
+
+    async def _start(self, wanted: RunRequest, state: Mapping[str, object], caller: str) -> Response:
+        store = self.store
         try:
             presets = self.presets()
         except PresetError as exc:
@@ -164,12 +194,13 @@ class AgentRuns:
         given = list(wanted.messages or [])
         messages = [*earlier, Message.user(wanted.prompt)] if wanted.prompt is not None else given
         context = {k: str(state[k]) for k in ("trace_id", "caller") if state.get(k)}
-        keeper = None
-        if store is not None:
-            keeper = ConversationKeeper(
-                store, preset=wanted.preset, conversation_id=wanted.conversation, stored=len(earlier)
-            )
-        return _RunStream(agent, messages, context, keeper)
+        if store is None:
+            return _RunStream(agent, messages, context, None)
+        keeper = ConversationKeeper(
+            store, preset=wanted.preset, conversation_id=wanted.conversation, stored=len(earlier)
+        )
+        self.busy.add(keeper.id)  # a new one's id too: its caller learns it from the run's first event
+        return _RunStream(agent, messages, context, keeper, lambda: self.busy.discard(keeper.id))
 
 
 def agent_routes(host: Host, config_path: str | Path | None, store: Store | None = None) -> Sequence[BaseRoute]:

@@ -6,6 +6,7 @@ shows them; a closed stream leaves a ``cancelled`` conversation."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sys
@@ -171,3 +172,35 @@ async def test_bad_conversation_requests_are_problems(llm: FakeLLM, tmp_path: Pa
     assert missing.headers["content-type"] == "application/problem+json"
     assert (limit.status_code, limit.json()["detail"]) == (400, "limit must be a whole number from 1 to 500, not '0'")
     assert empty.json() == {"items": []}
+
+
+async def test_one_conversation_is_continued_by_one_run_at_a_time(llm: FakeLLM, tmp_path: Path) -> None:
+    """A second run continuing a conversation while a run holds it (a new one's id included) is
+    refused with a problem naming it, instead of both appending to it; once the run is over, the
+    conversation can be continued."""
+    slow = dataclasses.replace(openai_stream("Thinking slowly."), pause=0.5)  # the run lasts seconds
+    llm.add(slow, openai_stream("Next."))
+    async with _service(tmp_path, llm) as (client, store):
+        async with client.stream("POST", AGENT_RUNS_PATH, json={"preset": "mem", "prompt": "first"}) as first:
+            decoder = SSEDecoder(1 << 20)
+            head: dict[str, Any] = {}
+            chunks = first.aiter_bytes()
+            async for chunk in chunks:
+                events = decoder.feed(chunk)
+                if events:
+                    head = json.loads(events[0].data)
+                    break
+            conversation_id = head["conversation_id"]
+            busy = await client.post(
+                AGENT_RUNS_PATH, json={"preset": "mem", "prompt": "second", "conversation": conversation_id}
+            )
+            assert busy.status_code == 409 and busy.headers["content-type"] == "application/problem+json"
+            assert busy.json()["detail"] == (
+                f"a run is continuing conversation {conversation_id!r}; send the next message when it ends"
+            )
+            async for _ in chunks:  # the first run to its end
+                pass
+        later = await _run(client, {"preset": "mem", "prompt": "third", "conversation": conversation_id})
+        assert later[-2] == ("final", later[-2][1]) and later[-2][1]["text"] == "Next."
+        rows = await store.messages(conversation_id)
+    assert [r.role for r in rows] == ["user", "assistant", "user", "assistant"]

@@ -114,3 +114,26 @@ def test_chat_streams_waits_for_approval_and_continues(context: Any, llm: FakeLL
 
     assert page.evaluate("document.documentElement.getAttribute('data-xss')") is None
     assert dialogs == []
+
+
+def test_without_presets_the_page_says_how_to_add_one(context: Any, serve: Serve) -> None:
+    """No presets in mcp.json: the page says what a preset is and where it goes, and the form is
+    disabled, instead of an empty list; the page has no live stream, so it shows no live badge."""
+    config = serve.folder / "mcp.json"
+    kept = config.read_text()
+    config.write_text(json.dumps({"mcpServers": json.loads(kept)["mcpServers"]}))
+    try:
+        page = context.new_page()
+        page.goto("/chat")
+        notice = page.locator("#chat-no-presets")
+        assert notice.inner_text().startswith("No presets yet: a chat runs with a preset")
+        assert str(config) in notice.inner_text()
+        assert page.locator("#chat-preset option").count() == 0
+        assert page.locator("#chat-form fieldset").get_attribute("disabled") == ""
+        assert page.get_by_role("button", name="Send").is_disabled()
+        assert page.locator("#live").count() == 0
+        screenshot(page, "chat-no-presets")
+    finally:
+        config.write_text(kept)
+    page.goto("/")
+    assert page.locator("#live").count() == 1  # the live pages keep it

@@ -66,6 +66,7 @@ def routes(runs: AgentRuns) -> list[BaseRoute]:
             title="Chat",
             presets=presets,
             preset_problem=problem,
+            config_path=str(runs.config_path) if runs.config_path is not None else None,
             conversations=await store.conversations(limit=100),
             current=current,
             messages=messages,
