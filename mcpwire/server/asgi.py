@@ -166,6 +166,10 @@ class StreamableHTTPApp:
         max_body_bytes: larger request bodies get 413.
         legacy_sse: answer legacy requests with SSE when the client accepts it.
         input_timeout: seconds a legacy server-to-client request waits for the client.
+        answer_grace_s: a legacy request whose client accepts both JSON and SSE waits this long
+            for its first message before its SSE stream (and its priming event) starts; when that
+            message is the answer, it is sent as one JSON body instead (no stream to write, and
+            the connection stays reusable). None: resumable streams start at once.
     """
 
     def __init__(
@@ -180,8 +184,10 @@ class StreamableHTTPApp:
         legacy_sse: bool = True,
         keepalive_s: float = KEEPALIVE_S,
         input_timeout: float = 30.0,
+        answer_grace_s: float | None = None,
     ) -> None:
         self.server = server
+        self.answer_grace_s = answer_grace_s
         self.mcp_path = mcp_path
         self.sse_path = sse_path
         self.messages_path = messages_path
@@ -378,6 +384,14 @@ class StreamableHTTPApp:
         sse_headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})}
         await self._start(request, 200, sse_headers, "text/event-stream")
 
+    async def _watched(self, request: _Request, writing: Awaitable[None]) -> None:
+        """Run ``writing`` (a :meth:`_respond`) while watching for the client closing the
+        connection (then ``request.gone`` is set and the writing stops)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_disconnect, request, nursery.cancel_scope)
+            await writing
+            nursery.cancel_scope.cancel()
+
     async def _respond(
         self,
         request: _Request,
@@ -388,62 +402,59 @@ class StreamableHTTPApp:
         started: bool = False,
         cursor: int = 0,
         headers: dict[str, str] | None = None,
+        kicks: int | None = None,
     ) -> None:
         """Write ``stream`` as a JSON body (when its first message is its final one) or as SSE,
-        until the stream is done (or kicked: the connection ends, the stream stays), or until the
-        client closes the connection (then ``request.gone`` is set).
+        until the stream is done (or kicked: the connection ends, the stream stays).
 
-        ``cursor`` is the last sequence number the client has (resumption).
+        ``cursor`` is the last sequence number the client has (resumption); ``kicks`` the stream's
+        kick count when the request began (a kick since then ends the response).
         """
-        written, kicks = cursor, stream.kicks
+        written = cursor
+        kicks = stream.kicks if kicks is None else kicks
         stream.readers += 1
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._watch_disconnect, request, nursery.cancel_scope)
-                if sse and not started:
-                    await self._start_sse(request, headers)
-                    if stream.primed and cursor == 0:
-                        await self._body(
-                            request, f"id: {stream.event_id(0)}\nretry: {RETRY_MS}\ndata: \n\n".encode(), more=True
-                        )
-                sse = sse or started
-                while True:
-                    changed = stream.signal()
-                    pending = stream.after(written)
-                    if not sse and pending:
-                        _, data, code = pending[0]
-                        if stream.done and len(pending) == 1:
-                            status = MODERN_STATUS.get(code, 200) if modern and code is not None else 200
-                            await self._json(request, status, data, headers)
-                            nursery.cancel_scope.cancel()
-                            return
-                        sse = True
-                        await self._start_sse(request, headers)
-                        if stream.primed:
-                            await self._body(
-                                request, f"id: {stream.event_id(0)}\nretry: {RETRY_MS}\ndata: \n\n".encode(), more=True
-                            )
-                    if sse and pending:
-                        await self._body(request, self._events(stream, pending), more=True)
-                        written = pending[-1][0]
-                    if sse and stream.done and not stream.after(written):
-                        break
-                    if sse and stream.kicks != kicks:
-                        # 2025-11-25: close the connection, not the stream; the client resumes it
-                        log.debug("closing stream %d early (the client resumes it with Last-Event-ID)", stream.number)
-                        break
-                    if not sse and stream.done:  # ended without an answer (a session ended)
-                        await self._json(request, 202, None)
-                        nursery.cancel_scope.cancel()
+            if sse and not started:
+                await self._start_sse(request, headers)
+                if stream.primed and cursor == 0:
+                    await self._body(request, self._priming(stream), more=True)
+            sse = sse or started
+            while True:
+                changed = stream.signal()
+                pending = stream.after(written)
+                if not sse and pending:
+                    _, data, code = pending[0]
+                    if stream.done and len(pending) == 1:
+                        status = MODERN_STATUS.get(code, 200) if modern and code is not None else 200
+                        await self._json(request, status, data, headers)
                         return
-                    with trio.move_on_after(self.keepalive_s) as waited:
-                        await changed.wait()
-                    if waited.cancelled_caught and sse:
-                        await self._body(request, b": keep-alive\n\n", more=True)
-                await self._body(request, b"")
-                nursery.cancel_scope.cancel()
+                    sse = True
+                    await self._start_sse(request, headers)
+                    if stream.primed:
+                        await self._body(request, self._priming(stream), more=True)
+                if sse and pending:
+                    await self._body(request, self._events(stream, pending), more=True)
+                    written = pending[-1][0]
+                if sse and stream.done and not stream.after(written):
+                    break
+                if sse and stream.kicks != kicks:
+                    # 2025-11-25: close the connection, not the stream; the client resumes it
+                    log.debug("closing stream %d early (the client resumes it with Last-Event-ID)", stream.number)
+                    break
+                if not sse and stream.done:  # ended without an answer (a session ended)
+                    await self._json(request, 202, None)
+                    return
+                with trio.move_on_after(self.keepalive_s) as waited:
+                    await changed.wait()
+                if waited.cancelled_caught and sse:
+                    await self._body(request, b": keep-alive\n\n", more=True)
+            await self._body(request, b"")
         finally:
             stream.readers -= 1
+
+    @staticmethod
+    def _priming(stream: EventStream) -> bytes:
+        return f"id: {stream.event_id(0)}\nretry: {RETRY_MS}\ndata: \n\n".encode()
 
     @staticmethod
     def _events(stream: EventStream, pending: list[tuple[int, bytes, int | None]]) -> bytes:
@@ -516,19 +527,34 @@ class StreamableHTTPApp:
             return
         connection = await self._modern_connection()
         stream = EventStream()
-
-        async def serve() -> None:
-            await connection.serve(item, stream, transport=request.origin)
-            stream.finish()  # a cancelled request ends its stream without an answer
-
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(serve)
-            try:
+            # "Closing the SSE response stream MUST be treated by the server as cancellation of
+            # that request": the watcher cancels this scope, and with it the request served here.
+            nursery.start_soon(self._watch_disconnect, request, nursery.cancel_scope)
+
+            async def write() -> None:
                 await self._respond(request, stream, modern=True)
-            finally:
-                # done, or the client went away: "Closing the SSE response stream MUST be treated
-                # by the server as cancellation of that request."
                 nursery.cancel_scope.cancel()
+
+            def on_message() -> None:
+                # the request's answer alone is written once it is served (below); anything
+                # before it (progress, log messages) needs a writer while the request runs
+                if stream.on_message is not None and not (stream.done and len(stream.events) == 1):
+                    stream.on_message = None
+                    nursery.start_soon(write)
+
+            stream.on_message = on_message
+            await connection.serve(item, stream, transport=request.origin)
+            if stream.on_message is None:  # the writer writes the rest, then ends the watcher
+                stream.finish()
+                return
+            stream.on_message = None
+            if stream.events:
+                _, data, code = stream.events[0]
+                await self._json(request, MODERN_STATUS.get(code, 200) if code is not None else 200, data)
+            else:  # cancelled (the server closes): no answer
+                await self._json(request, 202, None)
+            nursery.cancel_scope.cancel()
 
     async def _post_legacy(self, request: _Request, message: object) -> None:
         if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
@@ -544,7 +570,7 @@ class StreamableHTTPApp:
                 )
             stream = session.new_stream(sse_events=False)
             if await connection.receive(message, stream, transport=request.origin):
-                await self._respond(request, stream, modern=False)
+                await self._watched(request, self._respond(request, stream, modern=False))
             else:
                 await self._json(request, 202, None)
             self._retire(session, stream)
@@ -565,12 +591,41 @@ class StreamableHTTPApp:
         accept = request.headers.get("accept", "")
         sse_ok = self.legacy_sse and ("text/event-stream" in accept or "*/*" in accept)
         stream = session.new_stream(sse_events=sse_ok)
+        kicks = stream.kicks
         await connection.receive(message, stream, transport=request.origin)
         try:
+            if (
+                sse_ok
+                and stream.resumable
+                and self._answered_at_once(accept)
+                and await self._answer_alone(request, stream)
+            ):
+                return
             # resumable streams are SSE from the start (2025-11-25: with a priming event)
-            await self._respond(request, stream, modern=False, sse=sse_ok and stream.resumable)
+            await self._watched(
+                request, self._respond(request, stream, modern=False, sse=sse_ok and stream.resumable, kicks=kicks)
+            )
         finally:
             self._retire(session, stream)
+
+    def _answered_at_once(self, accept: str) -> bool:
+        return self.answer_grace_s is not None and ("application/json" in accept or "*/*" in accept)
+
+    async def _answer_alone(self, request: _Request, stream: EventStream) -> bool:
+        """Wait (at most :attr:`answer_grace_s`) for the stream's first message; when it is the
+        answer alone, write it as a JSON body and return True. Otherwise the stream goes on as SSE,
+        starting with its priming event, which is still the first event the client sees (2025-11-25
+        basic/transports: the server "SHOULD immediately send an SSE event consisting of an event ID
+        and an empty data field"; immediately, here, is once the answer is known not to be alone)."""
+        assert self.answer_grace_s is not None
+        if not stream.events and not stream.done:
+            changed = stream.signal()
+            with trio.move_on_after(self.answer_grace_s):
+                await changed.wait()
+        if not (stream.done and len(stream.events) == 1 and stream.events[0][0] == 1):
+            return False
+        await self._json(request, 200, stream.events[0][1])
+        return True
 
     async def _initialize(self, request: _Request, message: JSONObject) -> None:
         if "mcp-session-id" in request.headers:
@@ -665,14 +720,14 @@ class StreamableHTTPApp:
             if stream is None or not seq.isdigit():
                 raise _Reject(404, INVALID_REQUEST, f"Not Found: no stream for Last-Event-ID {last!r}")
             # 2025-11-25 transports: replay only the messages of the disconnected stream
-            await self._respond(request, stream, modern=False, sse=True, cursor=int(seq))
+            await self._watched(request, self._respond(request, stream, modern=False, sse=True, cursor=int(seq)))
             return
         if session.standalone is not None and not session.standalone.done:
             raise _Reject(409, INVALID_REQUEST, "Conflict: the session already has a GET stream")
         standalone = session.standalone = EventStream(persistent=True)
         session.connection.standalone = standalone
         try:
-            await self._respond(request, standalone, modern=False, sse=True)
+            await self._watched(request, self._respond(request, standalone, modern=False, sse=True))
         finally:
             standalone.finish()
             if session.standalone is standalone:
@@ -703,7 +758,7 @@ class StreamableHTTPApp:
         endpoint = f"{request.root}{self.messages_path}?session_id={session.id}"
         await self._body(request, f"event: endpoint\ndata: {endpoint}\n\n".encode(), more=True)
         try:
-            await self._respond(request, stream, modern=False, started=True)
+            await self._watched(request, self._respond(request, stream, modern=False, started=True))
         finally:
             with trio.CancelScope(shield=True):
                 await self._end_session(session.id)

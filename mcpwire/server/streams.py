@@ -16,6 +16,7 @@ the connection ... without terminating the stream").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 import trio
@@ -46,6 +47,7 @@ class EventStream:
         "done",
         "events",
         "number",
+        "on_message",
         "persistent",
         "primed",
         "readers",
@@ -67,6 +69,8 @@ class EventStream:
         self._next = 1
         self._kicked = 0
         self._changed = trio.Event()
+        #: called after each message is kept (a response that writes only when needed)
+        self.on_message: Callable[[], None] | None = None
 
     # -- the Outlet side ------------------------------------------------------------------------
 
@@ -92,6 +96,8 @@ class EventStream:
             del self.events[0]
         self.done = final and not self.persistent
         self._wake()
+        if self.on_message is not None:
+            self.on_message()
 
     def finish(self) -> None:
         """End the stream without a final message (a session ended, the server closes)."""

@@ -55,7 +55,7 @@ from ..server import JSONObject, RequestContext, RequestError, Server, Streamabl
 from ..server.asgi import MAX_BODY_BYTES
 from .gateway_bridge import DEFAULT_INPUT_TIMEOUT, Bridge, Pending, Unanswerable
 
-__all__ = ["COALESCE_S", "Gateway", "GatewayServer"]
+__all__ = ["ANSWER_GRACE_S", "COALESCE_S", "Gateway", "GatewayServer"]
 
 log = logging.getLogger("mcpwire.service.gateway")
 T = TypeVar("T")
@@ -66,6 +66,9 @@ COALESCE_S: Final = 0.1
 BACKEND_REQUEST_S: Final = 10.0
 #: Backend log messages held for relaying at once (more are dropped: a flood stays bounded).
 MAX_PENDING_LOGS: Final = 1000
+#: Seconds a legacy request waits for its answer before its SSE stream starts: a call answered
+#: sooner (most are) is one JSON body (see StreamableHTTPApp's ``answer_grace_s``).
+ANSWER_GRACE_S: Final = 0.5
 #: 2026-07-28 server/utilities/caching: how long a client may keep the gateway's lists.
 LIST_TTL_MS: Final = 5_000
 INSTRUCTIONS: Final = (
@@ -151,6 +154,7 @@ class Gateway:
                 messages_path=None,
                 allowed_hosts=allowed_hosts,
                 max_body_bytes=max_body_bytes,
+                answer_grace_s=ANSWER_GRACE_S,
             )
         return self._app
 
@@ -253,8 +257,19 @@ class GatewayServer(Server):
             exposed[tool.tool.name] = tool
         return exposed
 
+    def _lookup(self, name: str) -> RegisteredTool | None:
+        """The registered tool an exposed name stands for (None: not exposed). Namespaced names
+        are the registry's own, found without listing every tool (this is on every call)."""
+        if not self.gateway.namespacing:
+            return self._exposed().get(name)
+        registry = self.host.registry
+        if name not in registry:
+            return None
+        reg = registry.resolve(name)
+        return None if reg.quarantined or reg.name != name else reg
+
     def tool_input_schema(self, name: str) -> Mapping[str, object] | None:
-        tool = self._exposed().get(name)
+        tool = self._lookup(name)
         return None if tool is None else tool.tool.input_schema
 
     def _prompt_name(self, name: str) -> str:
@@ -331,7 +346,7 @@ class GatewayServer(Server):
             return self._tool_outcome(outcome)
         name = ctx.params.get("name")
         arguments = ctx.params.get("arguments", {})
-        reg = self._exposed().get(name) if isinstance(name, str) else None
+        reg = self._lookup(name) if isinstance(name, str) else None
         if reg is None:
             raise RequestError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
         if not isinstance(arguments, dict):

@@ -12,6 +12,14 @@ from mcpwire.server import Connection, JSONObject, RequestContext, Server
 
 MODERN = "2026-07-28"
 READ_TIMEOUT_S = 5.0
+#: a 2025-11-25 ``initialize`` request, and the Accept header of a client taking JSON and SSE
+INIT: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+ACCEPT_BOTH = {"Accept": "application/json, text/event-stream"}
 
 
 def meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
@@ -120,3 +128,16 @@ def tools_server(**handlers: Callable[[RequestContext], Any]) -> Server:
 
 def text(value: str) -> JSONObject:
     return {"content": [{"type": "text", "text": value}]}
+
+
+async def sse_events(response: Any) -> AsyncIterator[dict[str, str]]:
+    """The SSE events of a streamed ``httpx.Response``, each as its fields (comments skipped)."""
+    fields: dict[str, str] = {}
+    async for line in response.aiter_lines():
+        if not line:
+            if fields:
+                yield fields
+            fields = {}
+        elif not line.startswith(":"):
+            key, _, value = line.partition(":")
+            fields[key] = value.removeprefix(" ")

@@ -59,6 +59,13 @@ DIFFERENCES: dict[tuple[str, str, str], str] = {
 }
 
 
+#: scenarios the runner grades against the reference but finds nothing to grade through the gateway:
+#: server-sse-polling grades the priming event of an SSE answer, and the gateway answers a call
+#: that has nothing to stream within ANSWER_GRACE_S with one JSON body ("priming event tests not
+#: applicable", an INFO); asserted to stay so, with no failure or warning.
+UNGRADED: dict[str, str] = {"server-sse-polling": "Server returned JSON instead of SSE stream"}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], dict[str, Any]]:
     """Every suite run once against the gateway (suite key -> scenario -> checks)."""
@@ -115,5 +122,10 @@ def test_scenario_passes_through_the_gateway(
         assert bad, f"{scenario} passes through the gateway now: drop it from DIFFERENCES ({why})"
         return
     assert bad == [], json.dumps(checks)[:3000]
+    if scenario in UNGRADED:
+        notes = [str((c.get("details") or {}).get("message", "")) for c in checks]
+        assert any(n.startswith(UNGRADED[scenario]) for n in notes), json.dumps(checks)[:3000]
+        assert not any(c["status"] == "SUCCESS" for c in checks), f"{scenario} is graded now: drop it from UNGRADED"
+        return
     assert any(c["status"] == "SUCCESS" for c in checks), f"no graded check succeeded: {checks}"
     assert vacuous == []

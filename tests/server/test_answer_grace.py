@@ -1,0 +1,172 @@
+"""StreamableHTTPApp's ``answer_grace_s`` (what the gateway uses): a legacy request whose answer is
+ready first is one JSON body; one that streams, or takes longer, is SSE that starts with its priming
+event; a dropped connection stays resumable. And 2026-07-28 requests served in the POST's own task:
+an answer alone is JSON, messages before it make SSE, a closed response cancels the request."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import httpx
+import trio
+from _server_support import ACCEPT_BOTH, INIT, MODERN, meta, sse_events, text, tools_server
+
+from mcpwire.server import RequestContext, Server, StreamableHTTPApp
+from mcpwire.server.http import serve_http
+
+BOTH = ACCEPT_BOTH
+
+
+@asynccontextmanager
+async def served(server: Server, grace: float | None) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    app = StreamableHTTPApp(server, answer_grace_s=grace)
+    async with trio.open_nursery() as nursery:
+        [base] = await nursery.start(partial(serve_http, app, port=0))
+        try:
+            async with httpx.AsyncClient(timeout=5) as client:
+                yield client, f"{base}/mcp"
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def session_of(client: httpx.AsyncClient, url: str) -> dict[str, str]:
+    reply = await client.post(url, json=INIT, headers=BOTH)
+    return {"Mcp-Session-Id": reply.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+
+
+def call(name: str, rid: int = 2, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, **params}}
+
+
+async def _quick(ctx: RequestContext) -> Any:
+    return text("quick")
+
+
+async def _progress(ctx: RequestContext) -> Any:
+    await ctx.progress(1, 1, "half")
+    return text("done")
+
+
+async def test_an_answer_ready_within_the_grace_is_one_json_body() -> None:
+    async with served(tools_server(quick=_quick), grace=5.0) as (client, url):
+        session = await session_of(client, url)
+        reply = await client.post(url, json=call("quick"), headers={**BOTH, **session})
+        assert (reply.status_code, reply.headers["content-type"]) == (200, "application/json")
+        assert reply.json() == {"jsonrpc": "2.0", "id": 2, "result": text("quick")}
+        # only a client that takes JSON gets it: an SSE-only client still gets its stream
+        sse_only = {"Accept": "text/event-stream", **session}
+        async with client.stream("POST", url, json=call("quick", 3), headers=sse_only) as streamed:
+            got = [e async for e in sse_events(streamed)]
+        assert got[0] == {"id": "2.0", "retry": "500", "data": ""}
+        assert json.loads(got[1]["data"])["result"] == text("quick")
+
+
+async def test_without_a_grace_resumable_answers_are_sse_from_the_start() -> None:
+    async with served(tools_server(quick=_quick), grace=None) as (client, url):
+        session = await session_of(client, url)
+        async with client.stream("POST", url, json=call("quick"), headers={**BOTH, **session}) as streamed:
+            got = [e async for e in sse_events(streamed)]
+        assert [e.get("id") for e in got] == ["1.0", "1.1"]
+
+
+async def test_messages_before_the_answer_make_sse_that_starts_with_its_priming_event() -> None:
+    async with served(tools_server(progress=_progress), grace=5.0) as (client, url):
+        session = await session_of(client, url)
+        body = call("progress", _meta={"progressToken": 7})
+        async with client.stream("POST", url, json=body, headers={**BOTH, **session}) as streamed:
+            assert streamed.headers["content-type"] == "text/event-stream"
+            got = [e async for e in sse_events(streamed)]
+        assert got[0] == {"id": "1.0", "retry": "500", "data": ""}
+        assert [json.loads(e["data"]).get("method", "answer") for e in got[1:]] == ["notifications/progress", "answer"]
+        assert [e["id"] for e in got[1:]] == ["1.1", "1.2"]
+
+
+async def test_an_answer_slower_than_the_grace_comes_on_a_primed_stream() -> None:
+    primed = trio.Event()
+
+    async def slow(ctx: RequestContext) -> Any:
+        await primed.wait()  # answered only once the client has seen the priming event
+        return text("slow")
+
+    async with served(tools_server(slow=slow), grace=0.01) as (client, url):
+        session = await session_of(client, url)
+        with trio.fail_after(5):
+            async with client.stream("POST", url, json=call("slow"), headers={**BOTH, **session}) as streamed:
+                got: list[dict[str, str]] = []
+                async for event in sse_events(streamed):
+                    got.append(event)
+                    primed.set()
+        assert got[0] == {"id": "1.0", "retry": "500", "data": ""}
+        assert json.loads(got[1]["data"])["result"] == text("slow")
+
+
+async def test_a_connection_dropped_within_the_grace_is_resumed() -> None:
+    resumed = trio.Event()
+
+    async def reconnect(ctx: RequestContext) -> Any:
+        ctx.drop_connection()
+        await resumed.wait()
+        return text("resumed")
+
+    async with served(tools_server(reconnect=reconnect), grace=5.0) as (client, url):
+        session = await session_of(client, url)
+        with trio.fail_after(5):
+            async with client.stream("POST", url, json=call("reconnect"), headers={**BOTH, **session}) as streamed:
+                first = [e async for e in sse_events(streamed)]  # the priming event, then the server closes
+            assert first == [{"id": "1.0", "retry": "500", "data": ""}]
+            resumed.set()
+            headers = {**BOTH, **session, "Last-Event-ID": "1.0"}
+            async with client.stream("GET", url, headers=headers) as again:
+                rest = [json.loads(e["data"]) async for e in sse_events(again) if e["data"]]
+        assert rest == [{"jsonrpc": "2.0", "id": 2, "result": text("resumed")}]
+
+
+def modern_call(name: str, **meta_extra: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "_meta": meta() | meta_extra}}
+    headers = {**BOTH, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": name}
+    return body, headers
+
+
+async def test_modern_requests_answer_alone_in_json_and_stream_what_comes_before() -> None:
+    async with served(tools_server(quick=_quick, progress=_progress), grace=None) as (client, url):
+        body, headers = modern_call("quick")
+        reply = await client.post(url, json=body, headers=headers)
+        assert (reply.status_code, reply.headers["content-type"]) == (200, "application/json")
+        assert reply.json()["result"]["content"] == text("quick")["content"]
+        body, headers = modern_call("progress", progressToken=1)
+        async with client.stream("POST", url, json=body, headers=headers) as streamed:
+            assert streamed.headers["content-type"] == "text/event-stream"
+            got = [json.loads(e["data"]) async for e in sse_events(streamed)]
+        assert [m.get("method", "answer") for m in got] == ["notifications/progress", "answer"]
+        assert got[1]["result"]["content"] == text("done")["content"]
+
+
+async def test_closing_a_modern_response_cancels_its_request_even_before_it_streams() -> None:
+    started, cancelled = trio.Event(), trio.Event()
+
+    async def hang(ctx: RequestContext) -> Any:
+        started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    async with served(tools_server(hang=hang), grace=None) as (client, url):
+        body, headers = modern_call("hang")
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def post() -> None:
+                    try:
+                        await client.post(url, json=body, headers=headers)
+                    except httpx.HTTPError:
+                        pass
+
+                nursery.start_soon(post)
+                await started.wait()
+                nursery.cancel_scope.cancel()  # the client goes away without reading anything
+            await cancelled.wait()
