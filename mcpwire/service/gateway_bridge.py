@@ -131,14 +131,23 @@ class Bridge:
         pending = Pending(secrets.token_urlsafe(16), server, context)
         if context.modern:
             _ = context.input_responses  # "malformed input is a protocol error" (-32602), even unasked
-        if not context.modern:
+        if not context.modern or not any(_can_ask(context, method) for method in _NEEDS):
+            # a legacy client is asked on its session; a 2026-07-28 client that can answer
+            # nothing is never asked, so its call cannot wait for a retry: both run here
             token = _CURRENT.set(pending)
             self._by_server.setdefault(server, set()).add(pending)
             try:
-                return await work(pending)
+                outcome = await work(pending)
+            except Exception:
+                if pending.refusal is not None:
+                    raise pending.refusal from None
+                raise
             finally:
                 self._by_server[server].discard(pending)
                 _CURRENT.reset(token)
+            if pending.refusal is not None:
+                raise pending.refusal
+            return outcome
         nursery = await self._nursery()
         nursery.start_soon(self._run, pending, work)
         return await self._follow(pending)  # type: ignore[return-value]
