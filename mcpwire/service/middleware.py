@@ -212,82 +212,52 @@ class ServiceMiddleware:
         state["trace_id"] = trace_id
         state["caller"] = caller
         token = TRACE_ID.set(trace_id)
-        status = 0
-        response_started = False
-        swallow = False
         origin = headers.get(b"origin", b"").decode("latin-1")
-        cors_origin = origin if origin and origin in self.cors else None
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status, response_started, swallow
-            if swallow:
-                return
-            if message["type"] == "http.response.start":
-                if self.barrier is not None and not await self.barrier():
-                    swallow = True
-                    await self._problem(
-                        send,
-                        scope,
-                        trace_id,
-                        began,
-                        503,
-                        "the audit record of this request could not be stored",
-                        {"X-Trace-ID": trace_id, "X-Process-Time": f"{time.perf_counter() - began:.6f}"},
-                    )
-                    return
-                status = message["status"]
-                response_started = True
-                extra = [
-                    (b"x-trace-id", trace_id.encode()),
-                    (b"x-process-time", f"{time.perf_counter() - began:.6f}".encode()),
-                ]
-                if cors_origin is not None:
-                    extra += [
-                        (b"access-control-allow-origin", cors_origin.encode()),
-                        (b"access-control-expose-headers", CORS_EXPOSED_HEADERS.encode()),
-                        (b"vary", b"Origin"),
-                    ]
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
-            elif (
-                message["type"] == "http.response.body"
-                and self.barrier is not None
-                and message.get("body")
-                and not await self.barrier()
-            ):
-                raise RuntimeError("audit records could not be stored; the response is abandoned")
-            await send(message)
-
+        response = _Response(self, scope, send, trace_id, began, origin if origin and origin in self.cors else None)
         try:
             refusal = self._refuse(scope, headers, origin, caller)
             if refusal is not None:
-                await self._problem(send_wrapper, scope, trace_id, began, *refusal)
-                status = refusal[0]
-                return
-            if cors_origin is not None and scope["method"] == "OPTIONS" and b"access-control-request-method" in headers:
-                await send_wrapper(
-                    {
-                        "type": "http.response.start",
-                        "status": 204,
-                        "headers": [
-                            (b"access-control-allow-methods", b"GET, POST, PATCH, DELETE, OPTIONS"),
-                            (b"access-control-allow-headers", CORS_REQUEST_HEADERS.encode()),
-                            (b"access-control-max-age", b"600"),
-                        ],
-                    }
-                )
-                await send_wrapper({"type": "http.response.body", "body": b""})
-                return
-            try:
-                await self.app(scope, self._limited(receive), send_wrapper)
-            except BodyTooLarge as exc:
-                if response_started:
-                    raise
-                await self._problem(send_wrapper, scope, trace_id, began, exc.status, exc.detail)
+                await self._problem(response.send, scope, trace_id, began, *refusal)
+                response.status = refusal[0]
+            elif (
+                response.cors_origin is not None
+                and scope["method"] == "OPTIONS"
+                and b"access-control-request-method" in headers
+            ):
+                await self._preflight(response.send)
+            else:
+                try:
+                    await self.app(scope, self._limited(receive), response.send)
+                except BodyTooLarge as exc:
+                    if response.started:
+                        raise
+                    await self._problem(response.send, scope, trace_id, began, exc.status, exc.detail)
         finally:
-            elapsed = time.perf_counter() - began
-            path = scope.get("path", "")
-            if self.observe is not None:
-                self.observe(scope["method"], path, status, elapsed)
+            self._done(scope, caller, response.status, time.perf_counter() - began, trace_id)
+            TRACE_ID.reset(token)
+
+    @staticmethod
+    async def _preflight(send: Send) -> None:
+        """The answer to a CORS preflight from a configured origin."""
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 204,
+                "headers": [
+                    (b"access-control-allow-methods", b"GET, POST, PATCH, DELETE, OPTIONS"),
+                    (b"access-control-allow-headers", CORS_REQUEST_HEADERS.encode()),
+                    (b"access-control-max-age", b"600"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+    def _done(self, scope: Scope, caller: str, status: int, elapsed: float, trace_id: str) -> None:
+        """Metrics and the access-log line of one request."""
+        path = scope.get("path", "")
+        if self.observe is not None:
+            self.observe(scope["method"], path, status, elapsed)
+        if log.isEnabledFor(logging.INFO):
             log.info(
                 '%s "%s %s" %d %.1fms trace=%s',
                 caller,
@@ -297,7 +267,6 @@ class ServiceMiddleware:
                 elapsed * 1000,
                 trace_id,
             )
-            TRACE_ID.reset(token)
 
     def _refuse(
         self, scope: Scope, headers: dict[bytes, bytes], origin: str, caller: str
@@ -375,3 +344,71 @@ class ServiceMiddleware:
         ]
         await send({"type": "http.response.start", "status": status, "headers": list(raw)})
         await send({"type": "http.response.body", "body": body})
+
+
+class _Response:
+    """The response side of one request: adds the service's headers to its start, and holds
+    every part of it until the audit records written so far are durable (see the module's
+    theory of operation, step 7)."""
+
+    __slots__ = ("_send", "began", "cors_origin", "middleware", "scope", "started", "status", "swallow", "trace_id")
+
+    def __init__(
+        self,
+        middleware: ServiceMiddleware,
+        scope: Scope,
+        send: Send,
+        trace_id: str,
+        began: float,
+        cors_origin: str | None,
+    ) -> None:
+        self.middleware = middleware
+        self.scope = scope
+        self._send = send
+        self.trace_id = trace_id
+        self.began = began
+        self.cors_origin = cors_origin
+        self.status = 0
+        self.started = False
+        #: the audit barrier failed at the start: a 503 went out instead, the app's response is dropped
+        self.swallow = False
+
+    async def send(self, message: Message) -> None:
+        if self.swallow:
+            return
+        barrier = self.middleware.barrier
+        if message["type"] == "http.response.start":
+            if barrier is not None and not await barrier():
+                self.swallow = True
+                process_time = f"{time.perf_counter() - self.began:.6f}"
+                await self.middleware._problem(
+                    self._send,
+                    self.scope,
+                    self.trace_id,
+                    self.began,
+                    503,
+                    "the audit record of this request could not be stored",
+                    {"X-Trace-ID": self.trace_id, "X-Process-Time": process_time},
+                )
+                return
+            self.status = message["status"]
+            self.started = True
+            extra = [
+                (b"x-trace-id", self.trace_id.encode()),
+                (b"x-process-time", f"{time.perf_counter() - self.began:.6f}".encode()),
+            ]
+            if self.cors_origin is not None:
+                extra += [
+                    (b"access-control-allow-origin", self.cors_origin.encode()),
+                    (b"access-control-expose-headers", CORS_EXPOSED_HEADERS.encode()),
+                    (b"vary", b"Origin"),
+                ]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        elif (
+            message["type"] == "http.response.body"
+            and barrier is not None
+            and message.get("body")
+            and not await barrier()
+        ):
+            raise RuntimeError("audit records could not be stored; the response is abandoned")
+        await self._send(message)
