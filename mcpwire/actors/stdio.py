@@ -292,6 +292,8 @@ class StdioTransport:
             self._coalescing = False
             if self._drained is not None:
                 self._drained.set()
+            if self._stdin_closed:
+                return  # shut down: nothing more is queued, and the caller's nursery may end
 
     async def aclose(self) -> None:
         """Shuts the server down in order; idempotent. Shielded, and bounded by the grace times."""
@@ -431,6 +433,7 @@ class StdioTransport:
         async def close_stdin() -> None:
             if proc.stdin is not None and not self._stdin_closed:
                 self._stdin_closed = True  # never written to again: the fd number may be reused
+                self._backlog_wake.set()  # the writer task sees it and ends
                 await proc.stdin.aclose()
 
         await end_process(proc, close_stdin=close_stdin, eof_grace=grace, term_grace=grace, label=self.label)

@@ -115,3 +115,17 @@ async def test_notifications_queued_just_before_closing_still_reach_the_server(t
     received = [m.get("method") for m in record.messages()]
     assert queued >= 1  # the case under test: something was still queued when closing began
     assert received[-2:] == ["notifications/first", "notifications/second"]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_aclose_ends_every_task_in_the_callers_nursery(era: str) -> None:
+    """connect_client over stdio: after aclose() the writer task ends with the process too, so
+    the caller's nursery exits by itself, not cancelled (it used to wait forever for a write)."""
+    import mcpwire
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            client = await mcpwire.connect_client(nursery, None, era=era, era_cache=False)
+            assert (await client.call_tool("echo", {"text": "x"})).text() == "x"
+            await client.aclose()
+        assert not nursery.cancel_scope.cancel_called
