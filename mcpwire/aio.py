@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import functools
 import inspect
 import logging
@@ -35,14 +36,15 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Generic, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, ParamSpec, TypeVar, Unpack
 
 import trio
 
 from .errors import ClientClosed
 
 if TYPE_CHECKING:
-    from .client import Client, ClientStatistics, ServerNotification, Subscription
+    from .client import Client, ClientOptions, ClientStatistics, ServerNotification, Subscription, Target
+    from .client.options import OptionKeywords
     from .host import Host as TrioHost
     from .host import HostToolResult, ServerInfo, ServerStatus
     from .host.registry import RegisteredTool
@@ -310,7 +312,10 @@ def _for_trio(runtime: _Runtime, fn: Callable[..., Any]) -> Callable[..., Any]:
     return bridged
 
 
-_HANDLER_OPTIONS: Final = frozenset({"sampling", "elicitation", "on_stdout_noise", "on_progress", "approver"})
+#: the options whose value may be an asyncio coroutine function, run in asyncio when called
+_HANDLER_OPTIONS: Final = frozenset(
+    {"sampling", "elicitation", "roots", "on_stdout_noise", "on_notification", "on_progress", "approver"}
+)
 
 
 def _bridge_options(runtime: _Runtime, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -482,18 +487,25 @@ class AsyncClient:
 
 
 @asynccontextmanager
-async def open_client(target: object = None, **options: Any) -> AsyncIterator[AsyncClient]:
+async def open_client(
+    target: Target = None, *, options: ClientOptions | None = None, **overrides: Unpack[OptionKeywords]
+) -> AsyncIterator[AsyncClient]:
     """Connects to a server and yields a ready :class:`AsyncClient`; closes it on exit.
 
-    Takes the same ``target`` and options as :func:`mcpwire.open_client`; handlers may be asyncio
-    coroutine functions. Leaving the block shuts the server down in order; no task or process
-    outlives it.
+    Takes the same ``target``, ``options`` and keyword arguments as :func:`mcpwire.open_client`;
+    handlers may be asyncio coroutine functions. Leaving the block shuts the server down in order;
+    no task or process outlives it.
     """
     from .client import open_client as trio_open_client
 
     async with _runtime() as runtime:
-        bridged = _bridge_options(runtime, options)
-        async with _Held(runtime, lambda: trio_open_client(target, **bridged)) as client:  # type: ignore[arg-type]
+        bridged = _bridge_options(runtime, overrides)
+        if options is not None:
+            fields = {f.name for f in dataclasses.fields(options)}
+            handlers = {k: getattr(options, k) for k in _HANDLER_OPTIONS & fields}
+            options = options.replace(**_bridge_options(runtime, handlers))
+        opened = functools.partial(trio_open_client, target, options=options, **bridged)
+        async with _Held(runtime, opened) as client:
             yield AsyncClient(runtime, client)
 
 

@@ -2,40 +2,23 @@
 :func:`connect_client` (the caller's nursery owns them).
 
 Both take the target, then either an ``options`` value (:class:`~mcpwire.client.ClientOptions`),
-or its fields as keyword arguments (which editors complete), or both: keywords override the
-value's fields. A keyword left out is :data:`~mcpwire.client.options.USE_DEFAULT`.
+or its fields as keyword arguments (typed once, by :class:`~mcpwire.client.options.OptionKeywords`,
+so that editors and type checkers know them), or both: keywords override the value's fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import Unpack
 
 import trio
 
-from ..protocol.types import Implementation
 from ..transports import HttpServer, StdioServer, as_server, demo_server
 from .core import Client
 from .groups import reraise_alone, single_exception
-from .options import (
-    USE_DEFAULT,
-    ClientOptions,
-    ElicitationHandler,
-    EraMode,
-    NoiseCallback,
-    NotificationCallback,
-    RootsHandler,
-    SamplingHandler,
-    UseDefault,
-    merge_options,
-)
+from .options import ClientOptions, OptionKeywords, merge_options
 from .state import ServerSpec
-
-if TYPE_CHECKING:
-    import httpx
-
-    from .eracache import EraCache
 
 __all__ = ["Target", "connect_client", "open_client", "require_trio", "resolve_target"]
 
@@ -69,29 +52,7 @@ async def open_client(
     target: Target = None,
     *,
     options: ClientOptions | None = None,
-    name: str | UseDefault | None = USE_DEFAULT,
-    http_client: httpx.AsyncClient | UseDefault | None = USE_DEFAULT,
-    client_info: Implementation | UseDefault | None = USE_DEFAULT,
-    era: EraMode | UseDefault | None = USE_DEFAULT,
-    protocol_version: str | UseDefault | None = USE_DEFAULT,
-    timeout: float | UseDefault = USE_DEFAULT,
-    max_timeout: float | UseDefault = USE_DEFAULT,
-    connect_timeout: float | UseDefault = USE_DEFAULT,
-    probe_timeout: float | UseDefault = USE_DEFAULT,
-    max_message_bytes: int | UseDefault = USE_DEFAULT,
-    max_list_items: int | UseDefault = USE_DEFAULT,
-    max_list_bytes: int | UseDefault = USE_DEFAULT,
-    notification_buffer: int | UseDefault = USE_DEFAULT,
-    strict: bool | UseDefault = USE_DEFAULT,
-    on_stdout_noise: NoiseCallback | UseDefault | None = USE_DEFAULT,
-    roots: RootsHandler | UseDefault | None = USE_DEFAULT,
-    sampling: SamplingHandler | UseDefault | None = USE_DEFAULT,
-    elicitation: ElicitationHandler | UseDefault | None = USE_DEFAULT,
-    max_input_rounds: int | UseDefault = USE_DEFAULT,
-    validate_output: bool | UseDefault = USE_DEFAULT,
-    era_cache: bool | EraCache | UseDefault = USE_DEFAULT,
-    server_stream: bool | UseDefault = USE_DEFAULT,
-    on_notification: NotificationCallback | UseDefault | None = USE_DEFAULT,
+    **overrides: Unpack[OptionKeywords],
 ) -> AsyncIterator[Client]:
     """Connects to a server and yields a ready :class:`~mcpwire.Client`; closes it on exit.
 
@@ -99,19 +60,21 @@ async def open_client(
         target: an argv list (``["npx", "-y", "@modelcontextprotocol/server-everything"]``), a
             command string, a URL, a :class:`~mcpwire.StdioServer` or :class:`~mcpwire.HttpServer`,
             or ``None`` for the bundled demo server.
-        options: a :class:`~mcpwire.client.ClientOptions`; the keyword arguments below override
-            its fields (each is described there).
+        options: a :class:`~mcpwire.client.ClientOptions`.
+        **overrides: any field of :class:`~mcpwire.client.ClientOptions` (each is described
+            there), overriding ``options``.
 
     Raises:
         ServerNotFound: the command does not exist.
         ConnectError: the server could not be started or did not finish the handshake in time.
         UnsupportedVersion: the server speaks no revision mcpwire does.
         ValueError: an option is out of range (a negative timeout, an unknown revision...).
+        TypeError: a keyword that is no option.
 
     Leaving the block shuts the server down in order; no task or process outlives it. An
     exception raised in the block propagates as itself, not wrapped in an exception group.
     """
-    merged = merge_options(options, _overrides(locals()))
+    merged = merge_options("open_client", options, overrides)
     require_trio("mcpwire.open_client", "open_client")
     spec = resolve_target(target)
     try:
@@ -135,35 +98,11 @@ async def connect_client(
     target: Target = None,
     *,
     options: ClientOptions | None = None,
-    name: str | UseDefault | None = USE_DEFAULT,
-    http_client: httpx.AsyncClient | UseDefault | None = USE_DEFAULT,
-    client_info: Implementation | UseDefault | None = USE_DEFAULT,
-    era: EraMode | UseDefault | None = USE_DEFAULT,
-    protocol_version: str | UseDefault | None = USE_DEFAULT,
-    timeout: float | UseDefault = USE_DEFAULT,
-    max_timeout: float | UseDefault = USE_DEFAULT,
-    connect_timeout: float | UseDefault = USE_DEFAULT,
-    probe_timeout: float | UseDefault = USE_DEFAULT,
-    max_message_bytes: int | UseDefault = USE_DEFAULT,
-    max_list_items: int | UseDefault = USE_DEFAULT,
-    max_list_bytes: int | UseDefault = USE_DEFAULT,
-    notification_buffer: int | UseDefault = USE_DEFAULT,
-    strict: bool | UseDefault = USE_DEFAULT,
-    on_stdout_noise: NoiseCallback | UseDefault | None = USE_DEFAULT,
-    roots: RootsHandler | UseDefault | None = USE_DEFAULT,
-    sampling: SamplingHandler | UseDefault | None = USE_DEFAULT,
-    elicitation: ElicitationHandler | UseDefault | None = USE_DEFAULT,
-    max_input_rounds: int | UseDefault = USE_DEFAULT,
-    validate_output: bool | UseDefault = USE_DEFAULT,
-    era_cache: bool | EraCache | UseDefault = USE_DEFAULT,
-    server_stream: bool | UseDefault = USE_DEFAULT,
-    on_notification: NotificationCallback | UseDefault | None = USE_DEFAULT,
+    **overrides: Unpack[OptionKeywords],
 ) -> Client:
     """Connects a client whose tasks run in ``nursery``; you close it with
     :meth:`~mcpwire.Client.aclose`. Takes what :func:`open_client` takes."""
-    # The keywords are spelt out again, not passed as **kwargs, so that editors and type
-    # checkers see each one with its type.
-    merged = merge_options(options, _overrides(locals()))
+    merged = merge_options("connect_client", options, overrides)
     require_trio("mcpwire.connect_client", "open_client")
     client = Client(resolve_target(target), nursery, merged)
     try:
@@ -173,8 +112,3 @@ async def connect_client(
         raise
     return client
 
-
-def _overrides(arguments: dict[str, object]) -> dict[str, object]:
-    """The option keywords of :func:`open_client` or :func:`connect_client`, from its
-    ``locals()`` taken first thing (so exactly its parameters)."""
-    return {k: v for k, v in arguments.items() if k not in ("target", "options", "nursery")}

@@ -16,7 +16,7 @@ import dataclasses
 import difflib
 import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypedDict
 
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..protocol.types import Implementation, JSONObject
@@ -41,6 +41,7 @@ __all__ = [
     "EraMode",
     "NoiseCallback",
     "NotificationCallback",
+    "OptionKeywords",
     "ProgressCallback",
     "RootsHandler",
     "SamplingHandler",
@@ -191,19 +192,63 @@ class ClientOptions:
         return cls(**fields)  # type: ignore[arg-type]
 
 
+class OptionKeywords(TypedDict, total=False):
+    """The fields of :class:`ClientOptions` as the keyword arguments of
+    :func:`~mcpwire.open_client` and :func:`~mcpwire.connect_client` (``**overrides``): written
+    once here, so that editors and type checkers know each keyword and its type. A keyword left
+    out (or given as :data:`USE_DEFAULT`) keeps the ``options`` value's field, or the default.
+    """
+
+    name: str | UseDefault | None
+    http_client: httpx.AsyncClient | UseDefault | None
+    client_info: Implementation | UseDefault | None
+    era: EraMode | UseDefault | None
+    protocol_version: str | UseDefault | None
+    timeout: float | UseDefault
+    max_timeout: float | UseDefault
+    connect_timeout: float | UseDefault
+    probe_timeout: float | UseDefault
+    max_message_bytes: int | UseDefault
+    max_list_items: int | UseDefault
+    max_list_bytes: int | UseDefault
+    notification_buffer: int | UseDefault
+    strict: bool | UseDefault
+    on_stdout_noise: NoiseCallback | UseDefault | None
+    roots: RootsHandler | UseDefault | None
+    sampling: SamplingHandler | UseDefault | None
+    elicitation: ElicitationHandler | UseDefault | None
+    max_input_rounds: int | UseDefault
+    validate_output: bool | UseDefault
+    era_cache: bool | EraCache | UseDefault
+    server_stream: bool | UseDefault
+    on_notification: NotificationCallback | UseDefault | None
+
+
 _FIELDS: Final = frozenset(f.name for f in dataclasses.fields(ClientOptions))
+
+
+def _closest(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(_FIELDS), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _check_names(values: Mapping[str, object]) -> None:
     for name in values:
         if name not in _FIELDS:
-            close = difflib.get_close_matches(name, sorted(_FIELDS), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown client option {name!r}{hint}")
+            raise ValueError(f"unknown client option {name!r}{_closest(name)}")
 
 
-def merge_options(options: ClientOptions | None, overrides: Mapping[str, object]) -> ClientOptions:
-    """``options`` (or the defaults) with the keyword arguments that were given."""
+def merge_options(entry: str, options: ClientOptions | None, overrides: Mapping[str, object]) -> ClientOptions:
+    """``options`` (or the defaults) with the keyword arguments of ``entry`` that were given.
+
+    Raises:
+        TypeError: a keyword that is no option (as Python says of any function), with the
+            closest option.
+        ValueError: an option out of range.
+    """
+    for name in overrides:
+        if name not in _FIELDS:
+            raise TypeError(f"{entry}() got an unexpected keyword argument {name!r}{_closest(name)}")
     given = {k: v for k, v in overrides.items() if v is not USE_DEFAULT}
     if "era" in given and given["era"] is None:
         given["era"] = "auto"
