@@ -53,6 +53,7 @@ from .redaction import SecretValues, argv_secrets, clean_terminal, redact_url
 from .transports import DEFAULT_INHERITED_ENV, HttpServer, StdioServer, split_header
 
 if TYPE_CHECKING:
+    from .client.options import ClientOptions
     from .host.config import HostConfig
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "add_target_options",
     "client_options",
     "confirm_project_config",
+    "era_options",
     "find_target_config",
     "is_url",
     "key_values",
@@ -499,14 +501,20 @@ def resolve_target(
     return _demo_target(args)
 
 
-def client_options(args: argparse.Namespace) -> dict[str, object]:
-    """The connection options of :func:`add_target_options` as ``open_client`` keywords."""
-    return {
-        "era": getattr(args, "era", "auto"),
-        "protocol_version": getattr(args, "protocol_version", None),
-        "timeout": getattr(args, "timeout", 30.0),
-        "connect_timeout": getattr(args, "connect_timeout", 60.0),
-    }
+def client_options(args: argparse.Namespace) -> ClientOptions:
+    """The connection options of :func:`add_target_options`: era, revision and timeouts."""
+    return era_options(args).replace(
+        timeout=getattr(args, "timeout", 30.0), connect_timeout=getattr(args, "connect_timeout", 60.0)
+    )
+
+
+def era_options(args: argparse.Namespace) -> ClientOptions:
+    """The era and revision the options pin (``--era``, ``--protocol-version``), as client options."""
+    from .client.options import ClientOptions  # here: the client is not imported to parse options
+
+    return ClientOptions(
+        era=getattr(args, "era", None) or "auto", protocol_version=getattr(args, "protocol_version", None)
+    )
 
 
 # -- configuration files and trust ---------------------------------------------------------------

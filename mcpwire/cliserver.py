@@ -256,10 +256,10 @@ async def run(
 
     Cancellation: leaving early closes the connection (the server is shut down, bounded).
     """
-    from .client import ClientOptions, open_client
+    from .client import open_client
 
     try:
-        async with open_client(target.spec, options=ClientOptions.from_mapping(client_options(args))) as client:
+        async with open_client(target.spec, options=client_options(args)) as client:
             return await _HANDLERS[command](_Run(client, target, ops, args, out, err))
     except CommandError as exc:
         err.write(f"mcpwire {command}: {exc}\n")

@@ -26,7 +26,7 @@ from typing import Final, TextIO
 
 import msgspec
 
-from ..cliargs import UsageError, add_target_options, load_target_config, run_cli
+from ..cliargs import UsageError, add_target_options, era_options, load_target_config, run_cli
 from ..errors import ConfigError
 from ..host import HostConfig, Risk, parse_server
 from ..redaction import clean_terminal
@@ -184,16 +184,6 @@ def host_options(preset: Preset, args: argparse.Namespace) -> dict[str, object]:
     return options
 
 
-def client_options(args: argparse.Namespace) -> dict[str, object]:
-    """The servers' connection options given (era and revision)."""
-    client: dict[str, object] = {}
-    if args.era != "auto":
-        client["era"] = args.era
-    if args.protocol_version:
-        client["protocol_version"] = args.protocol_version
-    return client
-
-
 def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None) -> int:
     """Entry point of ``mcpwire chat``."""
     out, err, inp = sys.stdout, sys.stderr, stdin or sys.stdin
@@ -225,7 +215,7 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None) -> i
             servers,
             provider,
             host_options(preset, args),
-            client_options(args),
+            era_options(args),
             options,
             inp,
             out,

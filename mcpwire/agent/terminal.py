@@ -28,6 +28,7 @@ from typing import Final, Literal, TextIO
 import msgspec
 import trio
 
+from ..client import ClientOptions
 from ..host import Host, HostConfig
 from ..host.cli import config_secrets
 from ..host.policies import redact
@@ -317,7 +318,7 @@ async def run_chat(
     servers: HostConfig,
     provider: HttpProvider,
     host_options: Mapping[str, object],
-    client_options: Mapping[str, object],
+    client_options: ClientOptions,
     options: ChatOptions,
     inp: TextIO,
     out: TextIO,
@@ -334,7 +335,7 @@ async def run_chat(
     async def decide(event: ApprovalRequired) -> None:
         await ask_approval(event, term, can_ask=can_ask)
 
-    client = {**client_options, "sampling": sampling}
+    client = client_options.replace(sampling=sampling)
     async with provider, Host(servers, client_options=client, **host_options) as host:  # type: ignore[arg-type]
         agent = make_agent(host, sampling)
         if options.prompt is not None:

@@ -23,6 +23,7 @@ from typing import Any, Final, TextIO
 import msgspec
 import trio
 
+from ..client import ClientOptions
 from ..errors import (
     ApprovalDenied,
     CircuitOpen,
@@ -305,11 +306,6 @@ def _status(info: ServerInfo) -> str:
 
 
 def _host(command: str, opts: argparse.Namespace, config: HostConfig, approver: _Approvals | None) -> Host:
-    client_options: dict[str, object] = {}
-    if getattr(opts, "era", "auto") != "auto":
-        client_options["era"] = opts.era
-    if getattr(opts, "protocol_version", None):
-        client_options["protocol_version"] = opts.protocol_version
     return Host(
         _select(config, command, opts),
         name_format=getattr(opts, "name_format", DEFAULT_NAME_FORMAT),
@@ -317,7 +313,9 @@ def _host(command: str, opts: argparse.Namespace, config: HostConfig, approver: 
         start_timeout=getattr(opts, "connect_timeout", 30.0),
         health_interval=0,
         approver=approver,
-        client_options=client_options or None,
+        client_options=ClientOptions(
+            era=getattr(opts, "era", None) or "auto", protocol_version=getattr(opts, "protocol_version", None)
+        ),
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import trio
 
-from ..client import Client, open_client
+from ..client import Client, ClientOptions, open_client
 from ..errors import MCPWireError, RPCError
 from ..protocol.types import Tool
 from .catalog import Catalog
@@ -84,7 +84,7 @@ class Supervision:
     _health_interval: float
     _connect_timeout: float
     _client_factory: ClientFactory | None
-    _client_options: dict[str, Any]
+    _client_options: ClientOptions
     client_options_for: Callable[[ServerConfig], Mapping[str, object]] | None
     on_notification: Callable[[str, str, Mapping[str, object]], None] | None
     _changed: trio.Event
@@ -249,16 +249,20 @@ class Supervision:
     def _open(self, config: ServerConfig) -> AbstractAsyncContextManager[Client]:
         if self._client_factory is not None:
             return self._client_factory(config)
-        options: dict[str, Any] = {"timeout": config.policy.timeout_seconds, **self._client_options}
+        return open_client(config.to_spec(), options=self._options_for(config))
+
+    def _options_for(self, config: ServerConfig) -> ClientOptions:
+        """The host's client options with this server's own on top (see :mod:`mcpwire.host.host`)."""
+        changes: dict[str, object] = {"timeout": config.policy.timeout_seconds}
         if self.client_options_for is not None:
-            options.update(self.client_options_for(config))
+            changes.update(self.client_options_for(config))
         if config.connect_timeout_seconds is not None:
-            options["connect_timeout"] = config.connect_timeout_seconds
+            changes["connect_timeout"] = config.connect_timeout_seconds
         if config.era is not None:
-            options["era"] = config.era
+            changes["era"] = config.era
         if config.protocol_version is not None:
-            options["protocol_version"] = config.protocol_version
-        return open_client(config.to_spec(), **options)
+            changes["protocol_version"] = config.protocol_version
+        return self._client_options.replace(**changes)
 
     async def _run_once(self, info: ServerInfo) -> bool:
         """One connection's lifetime; returns True once it got connected."""

@@ -96,7 +96,9 @@ def test_load_presets_names_the_file_and_the_json_position(tmp_path: Path) -> No
 
 
 def test_command_line_options_are_laid_over_a_preset() -> None:
-    from mcpwire.agent.cli import client_options, host_options, parser, settings_from
+    from mcpwire.agent.cli import host_options, parser, settings_from
+    from mcpwire.cliargs import era_options
+    from mcpwire.client import ClientOptions
     from mcpwire.host import Risk
 
     base = parse_presets({"presets": {"p": {"provider": "ollama", "model": "a", "approve": "none", "max_steps": 3}}})
@@ -120,7 +122,7 @@ def test_command_line_options_are_laid_over_a_preset() -> None:
     assert (settings.preset.provider, settings.preset.model, settings.preset.servers) == ("ollama", "b", ("time",))
     assert (settings.preset.approve, settings.preset.max_steps, settings.prompt) == ("ask", 3, None)
     assert host_options(settings.preset, args)["ask_at"] is Risk.MEDIUM
-    assert client_options(args) == {"era": "legacy"}
+    assert era_options(args) == ClientOptions(era="legacy")
     with pytest.raises(UsageError, match=r"^no preset 'q' in the config; the presets are: p$"):
         settings_from(parser().parse_args(["--preset", "q"]), base)
     with pytest.raises(UsageError, match=r"^--max-steps must be at least 1, not 0$"):

@@ -13,6 +13,7 @@ from _agent_wire import anthropic_request, anthropic_stream
 from mcpwire.agent import AnthropicProvider, ApprovalRequired, Final, SamplingResponder, ToolResult
 from mcpwire.agent.agent import Agent
 from mcpwire.agent.events import RunEvent
+from mcpwire.client import ClientOptions
 from mcpwire.host import Host
 
 pytestmark = pytest.mark.real
@@ -25,7 +26,7 @@ async def _run(llm: FakeLLM, approve: bool) -> tuple[list[RunEvent], SamplingRes
     provider = AnthropicProvider("fake-claude", base_url=llm.base_url, api_key="k")
     sampling = SamplingResponder(provider)
     events: list[RunEvent] = []
-    host = Host(config(everything=everything_server()), client_options={"sampling": sampling})
+    host = Host(config(everything=everything_server()), client_options=ClientOptions(sampling=sampling))
     async with provider, host, Agent(host, provider, sampling=sampling).run("Ask the server for a haiku") as run:
         async for event in run:
             events.append(event)

@@ -1,0 +1,331 @@
+"""Calls through the host: a namespaced tool, prompt or resource resolved to its server and run
+through that server's policy stack (a part of :class:`~mcpwire.host.Host`).
+
+Theory of operation: a call resolves the namespaced name, builds a
+:class:`~mcpwire.host.policies.CallContext` from the tool's annotations, the server's settings and
+the caller's context (trace id, run id, caller), and runs through the server's
+:class:`~mcpwire.host.policies.PolicyStack`. Each attempt looks up the server's current connection,
+so a retry after a restart uses the new one; a call that finds the server gone records why its
+connection ended. What fails below the host is raised once, as a
+:class:`~mcpwire.errors.ToolExecutionError` naming server, tool and cause.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
+
+from ..client import Client, ProgressCallback
+from ..errors import HostError, MCPWireError, ServerGone, ToolExecutionError, UnknownTool
+from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
+from .catalog import RegisteredPrompt, RegisteredResource, RegisteredTemplate
+from .policies import Approver, CallContext, CircuitBreaker, ResultCache, Risk, classify_risk, summarize_arguments
+from .registry import RegisteredTool
+from .render import first_line, render_result
+from .results import HostToolResult, ToolQuarantined, ToolResultError
+from .roster import Roster
+from .servers import ServerInfo, ServerStatus
+from .supervisor import describe
+
+__all__ = ["Calls", "not_connected"]
+
+log = logging.getLogger("mcpwire.host")
+T = TypeVar("T")
+
+
+class Calls(Roster):
+    """Tools, prompts and resources of the servers, and calls of them (part of the host)."""
+
+    # set by Host.__init__
+    _raise_tool_errors: bool
+
+    def tools(self, server: str | None = None, *, include_quarantined: bool = False) -> builtins.list[RegisteredTool]:
+        """Registered tools sorted by namespaced name, of every server or of one. Quarantined
+        tools (changed since pinned) are left out unless asked for."""
+        return self.registry.tools(server, include_quarantined=include_quarantined)
+
+    def tool_risk(self, name: str) -> Risk:
+        """The risk a call of this namespaced tool is judged at: its configured ``risk``, else
+        its annotations and name (see :mod:`mcpwire.host.policies.approval`).
+
+        Raises:
+            UnknownTool: no such namespaced tool.
+        """
+        reg = self.registry.resolve(name)
+        info = self.get(reg.server)
+        configured = info.config.policy.for_tool(reg.tool.name).risk
+        if configured is not None:
+            return Risk[configured.upper()]
+        return classify_risk(
+            reg.tool.name,
+            read_only=reg.read_only,
+            destructive=reg.destructive,
+            idempotent=reg.idempotent,
+            open_world=reg.open_world,
+            trust_annotations=info.config.policy.trust_annotations,
+        )
+
+    def prompts(self, server: str | None = None) -> builtins.list[RegisteredPrompt]:
+        """Prompts of every connected server (or of one), by namespaced name."""
+        return self.catalog.prompts(server)
+
+    def resources(self, server: str | None = None) -> builtins.list[RegisteredResource]:
+        """Resources of every connected server (or of one)."""
+        return self.catalog.resources(server)
+
+    def resource_templates(self, server: str | None = None) -> builtins.list[RegisteredTemplate]:
+        """Resource templates of every connected server (or of one)."""
+        return self.catalog.templates(server)
+
+    def cache_for(self, server: str) -> ResultCache[object]:
+        """The result cache of one server."""
+        self.get(server)
+        return self._runtime[server].cache
+
+    def breaker_for(self, server: str) -> CircuitBreaker:
+        self.get(server)
+        return self._runtime[server].breaker
+
+    async def _on_client(self, info: ServerInfo, call: Callable[[Client], Awaitable[T]]) -> T:
+        """``call`` on the server's current connection. A call that finds the server gone says
+        why the connection ended (e.g. its exit status)."""
+        client = info.client
+        if client is None or info.status is not ServerStatus.CONNECTED:
+            raise ServerGone(not_connected(info), server=info.name)
+        try:
+            return await call(client)
+        except ServerGone as exc:
+            if info.client is client and info._end_reason is None:
+                info._end_reason = describe(exc)
+            raise
+
+    def _unknown(self, name: str, exc: UnknownTool) -> UnknownTool:
+        head = self.registry.name_format.split("{tool}")[0]
+        for info in self._servers.values():
+            if info.status is ServerStatus.CONNECTED:
+                continue
+            prefix = head.format(server=info.config.prefix)
+            if prefix and name.startswith(prefix):
+                return UnknownTool(f"no tool named {name!r}: {not_connected(info)}, so its tools are not registered")
+        return exc
+
+    def _context(
+        self,
+        reg: RegisteredTool,
+        info: ServerInfo,
+        arguments: Mapping[str, object] | None,
+        timeout: float | None,
+        approver: Approver | None,
+        context: Mapping[str, str] | None,
+    ) -> CallContext:
+        settings = self._runtime[reg.server].for_tool(info.config.policy, reg.tool.name)
+        ask_at = settings.ask_at
+        return CallContext(
+            server=reg.server,
+            tool=reg.tool.name,
+            arguments=dict(arguments or {}),
+            name=reg.name,
+            read_only=reg.read_only,
+            idempotent=reg.idempotent,
+            destructive=reg.destructive,
+            open_world=reg.open_world,
+            timeout=settings.timeout_seconds if timeout is None else timeout,
+            retries=settings.retries,
+            retryable=settings.retryable,
+            cacheable=settings.cacheable,
+            cache_ttl=settings.cache_ttl_seconds,
+            decision=settings.approval,
+            risk=None if settings.risk is None else Risk[settings.risk.upper()],
+            ask_at=None if ask_at is None else Risk[ask_at.upper()],
+            era=info.era,
+            approver=approver,
+            context=dict(context or {}),
+        )
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
+        approver: Approver | None = None,
+        context: Mapping[str, str] | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> HostToolResult:
+        """Calls a namespaced tool through its server's policies.
+
+        Args:
+            name: the namespaced name (as exported), e.g. ``github__create_issue``.
+            arguments: the tool's arguments.
+            timeout: seconds for each attempt, instead of the configured timeout.
+            approver: decides this call if it needs approval, instead of the host's approver
+                (a gateway asks its client this way).
+            context: where the call comes from (``trace_id``, ``run_id``, ``caller``...): kept
+                in its approval and its audit record.
+            on_progress: called with each progress notification of the call (a gateway passes
+                them on); a cached result has none.
+
+        Raises:
+            UnknownTool: no such namespaced tool (the closest names are suggested).
+            ToolQuarantined: its definition changed since it was pinned.
+            ApprovalDenied, CircuitOpen: a policy refused the call.
+            ToolExecutionError: the call failed; names server, tool and cause (``__cause__``).
+            ToolResultError: the tool reported failure and the host raises those.
+
+        ``isError`` results are returned (``is_error`` is true), not raised, unless the host was
+        made with ``raise_tool_errors=True``.
+
+        Cancellation: the call is cancelled on the wire by the client; an approval it waits for
+        is marked expired.
+        """
+        try:
+            reg = self.registry.resolve(name)
+        except UnknownTool as exc:
+            raise self._unknown(name, exc) from None
+        if reg.quarantined:
+            raise ToolQuarantined(
+                f"tool {reg.tool.name!r} on server {reg.server!r} is quarantined: its definition changed since it "
+                f"was pinned; review the change and approve it (host.approve_pin({reg.server!r}, {reg.tool.name!r}))",
+                server=reg.server,
+                tool=reg.tool.name,
+            )
+        info = self.get(reg.server)
+        ctx = self._context(reg, info, arguments, timeout, approver, context)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s: calling %s with %s", reg.server, reg.tool.name, summarize_arguments(ctx.arguments))
+
+        async def invoke(args: Mapping[str, object]) -> object:
+            return await self._on_client(
+                info, lambda client: client.call_tool(reg.tool.name, args, timeout=ctx.timeout, on_progress=on_progress)
+            )
+
+        result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
+        assert isinstance(result, ToolResult)
+        log.info("%s: %s -> %s", reg.server, reg.tool.name, ctx.outcome)
+        out = HostToolResult(
+            name=reg.name,
+            server=reg.server,
+            tool=reg.tool.name,
+            result=result,
+            text=render_result(result),
+            cached=ctx.outcome == "cache_hit",
+            risk=ctx.risk,
+            approval=ctx.approval,
+            approval_id=ctx.approval_id,
+        )
+        if self._raise_tool_errors and out.is_error:
+            said = first_line(result.text(), 200) or "(no text)"
+            raise ToolResultError(
+                f"tool {reg.tool.name!r} on server {reg.server!r} reported an error: {said}",
+                result=out,
+            )
+        return out
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        context: Mapping[str, str] | None = None,
+    ) -> GetPromptResult:
+        """Renders a namespaced prompt on its server (timed out, retried, behind the breaker).
+
+        Raises:
+            UnknownPrompt: no such namespaced prompt (the closest names are suggested).
+            CircuitOpen: the server's breaker is open.
+            ToolExecutionError: the request failed (names server, prompt and cause).
+        """
+        reg = self.catalog.resolve_prompt(name)
+        info = self.get(reg.server)
+        ctx = CallContext(
+            server=reg.server,
+            tool=reg.prompt.name,
+            arguments=dict(arguments or {}),
+            name=reg.name,
+            kind="prompt",
+            read_only=True,
+            idempotent=True,
+            timeout=info.config.policy.timeout_seconds if timeout is None else timeout,
+            era=info.era,
+            context=dict(context or {}),
+        )
+
+        async def invoke(args: Mapping[str, object]) -> object:
+            return await self._on_client(
+                info, lambda client: client.get_prompt(reg.prompt.name, arguments, timeout=ctx.timeout)
+            )
+
+        result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
+        assert isinstance(result, GetPromptResult)
+        return result
+
+    async def read_resource(
+        self, server: str, uri: str, *, timeout: float | None = None, context: Mapping[str, str] | None = None
+    ) -> ReadResourceResult:
+        """Reads a resource through the server's policies (cached, retried, timed out).
+
+        Raises:
+            HostError: no such server.
+            CircuitOpen: the server's breaker is open.
+            ToolExecutionError: the read failed (names server, URI and cause).
+        """
+        info = self.get(server)
+        policy = info.config.policy
+        ctx = CallContext(
+            server=server,
+            tool=uri,
+            arguments={},
+            kind="resource",
+            read_only=True,
+            idempotent=True,
+            timeout=policy.timeout_seconds if timeout is None else timeout,
+            era=info.era,
+            context=dict(context or {}),
+        )
+
+        async def invoke(args: Mapping[str, object]) -> object:
+            return await self._on_client(info, lambda client: client.read_resource(uri, timeout=ctx.timeout))
+
+        result = await self._guard(ctx, self._runtime[server].stack.run(ctx, invoke))
+        assert isinstance(result, ReadResourceResult)
+        cache = self._runtime[server].cache
+        if (
+            ctx.outcome == "ok"
+            and uri not in info._uris
+            and len(info._uris) < cache.size
+            and ResultCache.key(ctx) in cache
+        ):
+            info._uris.add(uri)
+            info._uris_changed.set()
+        return result
+
+    async def _guard(self, ctx: CallContext, call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except HostError:
+            raise
+        except MCPWireError as exc:
+            what = {"tool": "tool", "resource": "resource", "prompt": "prompt"}.get(ctx.kind, ctx.kind)
+            raise ToolExecutionError(
+                f"{what} {ctx.tool!r} on server {ctx.server!r} failed: {describe(exc)}",
+                tool=ctx.tool,
+                server=ctx.server,
+            ) from exc
+
+
+def not_connected(info: ServerInfo) -> str:
+    """Why a server cannot take calls, as a sentence about it."""
+    name = info.name
+    if info.status is ServerStatus.CONNECTING:
+        since = f"; its last attempt failed: {info.last_error}" if info.restart_count and info.last_error else ""
+        return f"server {name!r} is still connecting{since}"
+    if info.status is ServerStatus.ERROR:
+        return f"server {name!r} is not connected ({info.error}); the host keeps retrying in the background"
+    if not info.config.enabled:
+        return f"server {name!r} is disabled"
+    if info.status is ServerStatus.CONNECTED:  # connected, but its connection is gone this instant
+        return f"server {name!r} lost its connection; the host is reconnecting"
+    return f"server {name!r} is not running (the host was not started, or the server was stopped)"
