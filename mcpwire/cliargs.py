@@ -177,41 +177,9 @@ def add_target_options(
             help="mcp.json to take servers from (default: $MCPWIRE_CONFIG, ./mcp.json, ~/.config/mcpwire/mcp.json)",
         )
     if http:
-        group.add_argument(
-            "--header",
-            action="append",
-            default=[],
-            metavar="'NAME: VALUE'",
-            help="HTTP header for URL targets, as 'NAME: VALUE' or NAME=VALUE (repeatable; values are never shown)",
-        )
-        group.add_argument(
-            "--bearer-env",
-            metavar="VAR",
-            help="send 'Authorization: Bearer $VAR' (the token is read from the environment, not the command line)",
-        )
-        group.add_argument(
-            "--transport",
-            choices=TRANSPORTS,
-            default="auto",
-            help="HTTP transport: auto detects Streamable HTTP or the older HTTP+SSE (default %(default)s)",
-        )
+        _add_http_options(group)
     if stdio:
-        group.add_argument(
-            "--env",
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="set a variable in the server's environment (repeatable; values are never shown)",
-        )
-        group.add_argument(
-            "--env-pass",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="pass this variable of our environment to the server (repeatable); "
-            f"otherwise it gets only {', '.join(DEFAULT_INHERITED_ENV[:5])}... and --env",
-        )
-        group.add_argument("--cwd", metavar="DIR", help="the server's working directory")
+        _add_stdio_options(group)
     group.add_argument(
         "--era",
         choices=ERAS,
@@ -244,6 +212,48 @@ def add_target_options(
     group.add_argument(
         "-v", "--verbose", action="count", default=0, help="log to stderr (-v: info, -vv: debug, with server stderr)"
     )
+
+
+def _add_http_options(group: argparse._ArgumentGroup) -> None:
+    """``--header``, ``--bearer-env`` and ``--transport``: how an HTTP server is reached."""
+    group.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="HTTP header for URL targets, as 'NAME: VALUE' or NAME=VALUE (repeatable; values are never shown)",
+    )
+    group.add_argument(
+        "--bearer-env",
+        metavar="VAR",
+        help="send 'Authorization: Bearer $VAR' (the token is read from the environment, not the command line)",
+    )
+    group.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="auto",
+        help="HTTP transport: auto detects Streamable HTTP or the older HTTP+SSE (default %(default)s)",
+    )
+
+
+def _add_stdio_options(group: argparse._ArgumentGroup) -> None:
+    """``--env``, ``--env-pass`` and ``--cwd``: the environment of a server we start."""
+    group.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a variable in the server's environment (repeatable; values are never shown)",
+    )
+    group.add_argument(
+        "--env-pass",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this variable of our environment to the server (repeatable); "
+        f"otherwise it gets only {', '.join(DEFAULT_INHERITED_ENV[:5])}... and --env",
+    )
+    group.add_argument("--cwd", metavar="DIR", help="the server's working directory")
 
 
 def target_epilog(prog: str, extra: str = "") -> str:

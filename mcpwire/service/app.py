@@ -129,32 +129,7 @@ def build_app(
         gateway: the MCP gateway to mount (made from ``host`` when ``None``, if available).
         extra_routes: more routes (the console, the agent), after the API's.
     """
-    hub = EventHub(kept=settings.events_kept, buffer=settings.sse_buffer)
-    audit = host.audit.writer if isinstance(host.audit, StoreAudit) else AuditWriter(store)
-    audit.hub = hub
-    calls = CallMetrics()
-    if isinstance(host.audit, StoreAudit):
-        host.audit.metrics = calls
-    limiter = RateLimiter(rate=settings.rate_limit, burst=settings.rate_burst)
-    manager = ServerManager(
-        host=host,
-        store=store,
-        sources=dict(sources) if sources is not None else {i.name: "config" for i in host.list()},
-        base_path=base_path,
-        rows={r.name: r for r in rows or []},
-    )
-    namer = RouteNamer([op.path for op in API.operations] + [MCP_PATH], prefixes=[PREFIX])
-    service = Service(
-        host=host,
-        store=store,
-        settings=settings,
-        servers=manager,
-        hub=hub,
-        audit=audit,
-        limiter=limiter,
-        http=HttpMetrics(namer=namer),
-        calls=calls,
-    )
+    service = _service(host, store, settings, sources=sources, rows=rows, base_path=base_path)
     service.gateway = gateway if gateway is not None else _gateway_app(host, settings)
     if service.gateway is not None:
         # the gateway keeps its own bound as well (INTERFACES: it refuses bodies over it)
@@ -178,11 +153,6 @@ def build_app(
     def is_public(method: str, path: str) -> bool:
         return API.is_public(method, path) or (console is not None and console.handles(path))
 
-    def is_call(method: str, path: str) -> bool:
-        if path == MCP_PATH:
-            return method == "POST"
-        return (method == "POST" and path.startswith(_CALL_PATHS)) or path.startswith(f"{PREFIX}/resources/read")
-
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
@@ -191,9 +161,9 @@ def build_app(
                 ServiceMiddleware,
                 settings=settings,
                 is_public=is_public,
-                is_call=is_call,
-                limiter=limiter,
-                barrier=audit.barrier,
+                is_call=_is_call,
+                limiter=service.limiter,
+                barrier=service.audit.barrier,
                 observe=service.http.observe,
             )
         ],
@@ -201,3 +171,50 @@ def build_app(
     )
     app.state.service = service
     return app
+
+
+def _service(
+    host: Host,
+    store: Store,
+    settings: Settings,
+    *,
+    sources: Mapping[str, Source] | None,
+    rows: list[ServerRow] | None,
+    base_path: Path | None,
+) -> Service:
+    """What the handlers share: the host and store, with the event hub, audit writer, metrics,
+    rate limiter and server manager wired to them."""
+    hub = EventHub(kept=settings.events_kept, buffer=settings.sse_buffer)
+    audit = host.audit.writer if isinstance(host.audit, StoreAudit) else AuditWriter(store)
+    audit.hub = hub
+    calls = CallMetrics()
+    if isinstance(host.audit, StoreAudit):
+        host.audit.metrics = calls
+    limiter = RateLimiter(rate=settings.rate_limit, burst=settings.rate_burst)
+    manager = ServerManager(
+        host=host,
+        store=store,
+        sources=dict(sources) if sources is not None else {i.name: "config" for i in host.list()},
+        base_path=base_path,
+        rows={r.name: r for r in rows or []},
+    )
+    namer = RouteNamer([op.path for op in API.operations] + [MCP_PATH], prefixes=[PREFIX])
+    return Service(
+        host=host,
+        store=store,
+        settings=settings,
+        servers=manager,
+        hub=hub,
+        audit=audit,
+        limiter=limiter,
+        http=HttpMetrics(namer=namer),
+        calls=calls,
+    )
+
+
+def _is_call(method: str, path: str) -> bool:
+    """Whether a request is a call (tools, prompts, resources, the gateway's POSTs): calls count
+    against the rate limit."""
+    if path == MCP_PATH:
+        return method == "POST"
+    return (method == "POST" and path.startswith(_CALL_PATHS)) or path.startswith(f"{PREFIX}/resources/read")
