@@ -19,7 +19,7 @@ import difflib
 import logging
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final, Literal
 
@@ -419,74 +419,79 @@ def _risk(path: str, value: object, problems: list[str]) -> str | None:
     return value.lower()
 
 
+def _decision(path: str, value: object, problems: list[str]) -> Decision | None:
+    if value not in _DECISIONS:
+        problems.append(f"{path}: expected 'allow', 'deny' or 'ask', got {value!r}")
+        return None
+    return value
+
+
 def _approval_rules(path: str, value: object, problems: list[str]) -> tuple[tuple[str, Decision], ...] | None:
     if not isinstance(value, dict):
         problems.append(f"{path}: expected an object mapping tool globs to allow/deny/ask")
         return None
     rules: list[tuple[str, Decision]] = []
-    for glob, decision in value.items():
-        if decision not in _DECISIONS:
-            problems.append(f"{path}.{glob}: expected 'allow', 'deny' or 'ask', got {decision!r}")
-        else:
+    for glob, given in value.items():
+        decision = _decision(f"{path}.{glob}", given, problems)
+        if decision is not None:
             rules.append((glob, decision))
     return tuple(rules)
 
 
-def parse_policy(path: str, raw: object, problems: list[str]) -> PolicyConfig:
-    """An entry's ``policy`` object."""
-    if raw is None:
-        return PolicyConfig()
+def _settings(
+    path: str, raw: object, known: Iterable[str], problems: list[str], parse: Callable[[str, object], object]
+) -> dict[str, object]:
+    """The settings of an object (a policy, a tool's policy), each value parsed by
+    ``parse(key, value)``, which notes a problem and returns ``None`` for a bad one."""
     if not isinstance(raw, dict):
         problems.append(f"{path}: expected an object, got {kind(raw)}")
-        return PolicyConfig()
-    _misspelt(path, raw, _POLICY_KEYS, problems)
-    values: dict[str, object] = {}
-    for key, value in raw.items():
-        parsed: object = None
+        return {}
+    _misspelt(path, raw, known, problems)
+    parsed = {key: parse(key, value) for key, value in raw.items()}
+    return {key: value for key, value in parsed.items() if value is not None}
+
+
+def parse_policy(path: str, raw: object, problems: list[str]) -> PolicyConfig:
+    """An entry's ``policy`` object."""
+
+    def parse(key: str, value: object) -> object:
         if key in _POLICY_NUMBERS:
-            parsed = _check_number(path, key, value, problems)
-        elif key in ("retryable_tools", "cacheable_tools"):
+            return _check_number(path, key, value, problems)
+        if key in ("retryable_tools", "cacheable_tools"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 problems.append(f"{path}.{key}: expected a list of tool names or globs, got {kind(value)}")
-            else:
-                parsed = tuple(value)
-        elif key == "trust_annotations":
-            parsed = _boolean(f"{path}.{key}", value, problems)
-        elif key == "approval":
-            parsed = _approval_rules(f"{path}.approval", value, problems)
-        elif key == "ask_at":
-            parsed = _risk(f"{path}.ask_at", value, problems)
-        elif key == "tools":
+                return None
+            return tuple(value)
+        if key == "trust_annotations":
+            return _boolean(f"{path}.{key}", value, problems)
+        if key == "approval":
+            return _approval_rules(f"{path}.approval", value, problems)
+        if key == "ask_at":
+            return _risk(f"{path}.ask_at", value, problems)
+        if key == "tools":
             if not isinstance(value, dict):
                 problems.append(f"{path}.tools: expected an object mapping tool globs to settings, got {kind(value)}")
-            else:
-                parsed = tuple(
-                    (glob, _parse_tool_policy(f"{path}.tools.{glob}", sub, problems)) for glob, sub in value.items()
-                )
-        if parsed is not None:
-            values[key] = parsed
-    return msgspec.convert(values, PolicyConfig)
+                return None
+            return tuple(
+                (glob, _parse_tool_policy(f"{path}.tools.{glob}", sub, problems)) for glob, sub in value.items()
+            )
+        return None
+
+    if raw is None:
+        return PolicyConfig()
+    return msgspec.convert(_settings(path, raw, _POLICY_KEYS, problems, parse), PolicyConfig)
 
 
 def _parse_tool_policy(path: str, raw: object, problems: list[str]) -> ToolPolicy:
-    if not isinstance(raw, dict):
-        problems.append(f"{path}: expected an object, got {kind(raw)}")
-        return ToolPolicy()
-    _misspelt(path, raw, _TOOL_KEYS, problems)
-    values: dict[str, object] = {}
-    for key, value in raw.items():
-        parsed: object = None
+    def parse(key: str, value: object) -> object:
         if key in _TOOL_NUMBERS:
-            parsed = _check_number(path, key, value, problems)
-        elif key in ("retryable", "cacheable"):
-            parsed = _boolean(f"{path}.{key}", value, problems)
-        elif key == "approval":
-            if value not in _DECISIONS:
-                problems.append(f"{path}.approval: expected 'allow', 'deny' or 'ask', got {value!r}")
-            else:
-                parsed = value
-        elif key in ("risk", "ask_at"):
-            parsed = _risk(f"{path}.{key}", value, problems)
-        if parsed is not None:
-            values[key] = parsed
-    return msgspec.convert(values, ToolPolicy)
+            return _check_number(path, key, value, problems)
+        if key in ("retryable", "cacheable"):
+            return _boolean(f"{path}.{key}", value, problems)
+        if key == "approval":
+            return _decision(f"{path}.approval", value, problems)
+        if key in ("risk", "ask_at"):
+            return _risk(f"{path}.{key}", value, problems)
+        return None
+
+    return msgspec.convert(_settings(path, raw, _TOOL_KEYS, problems, parse), ToolPolicy)
