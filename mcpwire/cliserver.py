@@ -21,13 +21,12 @@ from .client import Client
 from .errors import MCPWireError, RPCError
 from .host.render import (
     first_line,
-    parameter_lines,
     prompt_text,
     render_for_terminal,
     result_json,
     terminal_contents,
     terminal_json,
-    tool_signature,
+    tool_listing,
     unknown_name,
 )
 from .protocol.types import PromptArgument
@@ -92,18 +91,8 @@ async def _tools(ctx: _Run) -> int:
     if args.json:
         _json(out, tools)
         return 0
-    if getattr(args, "schema", False):
-        for tool in tools:
-            out.write(tool_signature(tool.name, tool.input_schema) + "\n")
-            if tool.description:
-                out.write(f"    {first_line(tool.description)}\n")
-            for line in parameter_lines(tool.input_schema, indent="      "):
-                out.write(line + "\n")
-    else:
-        names = [clean_terminal(t.name, newlines=False) for t in tools]
-        width = max((len(n) for n in names), default=0)
-        for name, tool in zip(names, tools, strict=True):
-            out.write(f"{name:<{width}}  {first_line(tool.description)}".rstrip() + "\n")
+    rows = [(t.name, t.input_schema, t.description, None) for t in tools]
+    out.writelines(line + "\n" for line in tool_listing(rows, schema=getattr(args, "schema", False)))
     era = client.era.value if client.era else "?"
     out.write(f"({len(tools)} tools, {era} era, {client.protocol_version})\n")
     return 0

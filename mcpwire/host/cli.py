@@ -41,13 +41,12 @@ from .policies import ApprovalPolicy, ApprovalRequest, classify_risk
 from .registry import DEFAULT_NAME_FORMAT, NAME_RULES, ToolRegistry
 from .render import (
     first_line,
-    parameter_lines,
     prompt_text,
     render_for_terminal,
     result_json,
     terminal_contents,
     terminal_json,
-    tool_signature,
+    tool_listing,
     unknown_name,
 )
 
@@ -468,18 +467,8 @@ def _print_tools(host: Host, opts: argparse.Namespace, io: _Output) -> None:
     if not rows:
         io.out.write("no tools\n")
         return
-    if getattr(opts, "schema", False):
-        for r in rows:
-            io.out.write(f"{tool_signature(r['name'], r['inputSchema'])}  {r['risk']}\n")
-            if r["description"]:
-                io.out.write(f"    {first_line(r['description'])}\n")
-            for line in parameter_lines(r["inputSchema"], indent="      "):
-                io.out.write(line + "\n")
-        return
-    names = [clean_terminal(r["name"], newlines=False) for r in rows]
-    width = max(len(n) for n in names)
-    for name, r in zip(names, rows, strict=True):
-        io.out.write(f"{name:<{width}}  {r['risk']:<8}  {first_line(r['description'])}".rstrip() + "\n")
+    listed = [(r["name"], r["inputSchema"], r["description"], r["risk"]) for r in rows]
+    io.out.writelines(line + "\n" for line in tool_listing(listed, schema=getattr(opts, "schema", False)))
 
 
 def _unknown_tool(host: Host, name: str, tails: _StderrTails, timeout: float) -> str:

@@ -40,6 +40,8 @@ __all__ = [
     "terminal_block",
     "terminal_contents",
     "terminal_json",
+    "ToolRow",
+    "tool_listing",
     "tool_signature",
     "unknown_name",
 ]
@@ -208,6 +210,29 @@ def parameter_lines(schema: Mapping[str, object], *, indent: str = "    ") -> li
         lines.append(clean_terminal(text, newlines=False))
     return lines
 
+
+#: one tool as :func:`tool_listing` shows it: name, input schema, description, and a note (or None)
+ToolRow = tuple[str, Mapping[str, object], str | None, str | None]
+
+
+def tool_listing(rows: Sequence[ToolRow], *, schema: bool) -> list[str]:
+    """The lines that list tools on a terminal, terminal-safe: each tool's signature, first line
+    of description and described parameters (``schema``), or a table of names and first lines.
+    A row's note (the host's risk) follows its name."""
+    if schema:
+        lines: list[str] = []
+        for name, input_schema, description, note in rows:
+            lines.append(tool_signature(name, input_schema) + (f"  {note}" if note else ""))
+            if description:
+                lines.append(f"    {first_line(description)}")
+            lines += parameter_lines(input_schema, indent="      ")
+        return lines
+    names = [clean_terminal(row[0], newlines=False) for row in rows]
+    width = max((len(n) for n in names), default=0)
+    return [
+        f"{name:<{width}}  {'' if note is None else f'{note:<8}  '}{first_line(description)}".rstrip()
+        for name, (_, _, description, note) in zip(names, rows, strict=True)
+    ]
 
 def first_line(text: str | None, limit: int = DESCRIPTION_LIMIT) -> str:
     """The first non-empty line of ``text``, cut to ``limit`` characters with ``…``, terminal-safe."""
