@@ -6,7 +6,7 @@ import msgspec
 
 from ...host import RegisteredResource
 from ..problems import ProblemError
-from .core import API, PREFIX, service_of
+from .core import API, PREFIX, named, service_of
 from .routing import Ctx, ResponseSpec
 from .types import (
     PromptGetIn,
@@ -61,9 +61,7 @@ async def get_prompt(ctx: Ctx) -> PromptGetOut:
     body = ctx.body_as(PromptGetIn)
     service = service_of(ctx)
     name = ctx.path["name"]
-    reg = next((p for p in service.host.prompts() if p.name == name), None)
-    if reg is None:
-        raise ProblemError(404, f"no prompt named {name!r}; GET {PREFIX}/prompts lists them")
+    reg = named(service.host.prompts(), name, "prompt", listing="prompts")
     await service.ready_server(reg.server)
     context = {"trace_id": ctx.trace_id or "", "caller": f"api {ctx.caller or 'unknown'}"}
     result = await service.host.get_prompt(name, body.arguments, context=context)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from ...errors import (
     ApprovalDenied,
@@ -24,7 +25,7 @@ from .routing import Api, Ctx, ResponseSpec
 if TYPE_CHECKING:
     from ..state import Service
 
-__all__ = ["API", "PREFIX", "map_error", "service_of"]
+__all__ = ["API", "PREFIX", "map_error", "named", "service_of"]
 
 log = logging.getLogger("mcpwire.service.api")
 
@@ -42,6 +43,24 @@ NO_CONTENT = {204: ResponseSpec("Done; no body.")}
 
 def service_of(ctx: Ctx) -> Service:
     return ctx.service  # type: ignore[no-any-return]
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=_Named)
+
+
+def named(items: Iterable[N], name: str, what: str, *, listing: str | None = None) -> N:
+    """The item called ``name`` (from a request's path), or a 404 saying there is no such
+    ``what`` (and which ``GET`` lists them)."""
+    for item in items:
+        if item.name == name:
+            return item
+    hint = f"; GET {PREFIX}/{listing} lists them" if listing is not None else ""
+    raise ProblemError(404, f"no {what} named {name!r}{hint}")
 
 
 def map_error(exc: BaseException) -> ProblemError | None:

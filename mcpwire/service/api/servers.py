@@ -9,7 +9,7 @@ import msgspec
 from ...host import ServerInfo
 from ...redaction import redact_argv, redact_url
 from ..problems import FieldError, ProblemError
-from .core import API, NO_CONTENT, PREFIX, service_of
+from .core import API, NO_CONTENT, PREFIX, named, service_of
 from .routing import Ctx, Reply, ResponseSpec
 from .types import COMMAND_LINE, Latency, NewServer, ServerEntry, ServerList, ServerOut, ServerPatch
 
@@ -75,11 +75,7 @@ def _check_entry(body: ServerEntry) -> None:
 
 
 def _info(ctx: Ctx) -> ServerInfo:
-    name = ctx.path["name"]
-    for info in service_of(ctx).host.list():
-        if info.name == name:
-            return info
-    raise ProblemError(404, f"no server named {name!r}")
+    return named(service_of(ctx).host.list(), ctx.path["name"], "server")
 
 
 @API.operation(

@@ -18,7 +18,7 @@ import msgspec
 from ...host import Host, RegisteredTool
 from ..problems import ProblemError
 from ..state import CallOutcome, Service
-from .core import API, PREFIX, map_error, service_of
+from .core import API, PREFIX, map_error, named, service_of
 from .routing import Ctx, Reply, ResponseSpec
 from .types import CallAccepted, ToolCallIn, ToolCallOut, ToolList, ToolOut, ToolQuery
 
@@ -74,11 +74,7 @@ async def list_tools(ctx: Ctx) -> ToolList:
 
 
 def _registered(ctx: Ctx) -> RegisteredTool:
-    name = ctx.path["name"]
-    for reg in service_of(ctx).host.tools(include_quarantined=True):
-        if reg.name == name:
-            return reg
-    raise ProblemError(404, f"no tool named {name!r}; GET {PREFIX}/tools lists them")
+    return named(service_of(ctx).host.tools(include_quarantined=True), ctx.path["name"], "tool", listing="tools")
 
 
 @API.operation(

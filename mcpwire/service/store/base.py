@@ -349,16 +349,15 @@ class Store:
 
     async def approvals(self, *, state: str | None = None, limit: int = 100) -> list[ApprovalRow]:
         """Approvals, newest first (``state``: only those in it)."""
-        limit = max(1, min(limit, MAX_PAGE))
-        where, params = ("WHERE state = ? ", [state]) if state is not None else ("", [])
-        rows = await self._driver.call(
-            lambda tx: tx.all(
-                f"SELECT {self._APPROVAL_COLUMNS} FROM approvals {where}ORDER BY created_at DESC, id LIMIT ?",
-                [*params, limit],
-            ),
-            write=False,
-        )
-        return [self._approval(r) for r in rows]
+        where, params = ("WHERE state = ? ", (state,)) if state is not None else ("", ())
+        sql = f"SELECT {self._APPROVAL_COLUMNS} FROM approvals {where}ORDER BY created_at DESC, id"
+        return [self._approval(r) for r in await self._page(sql, limit, params)]
+
+    async def _page(self, sql: str, limit: int, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """The first ``limit`` rows (1 to ``MAX_PAGE``) of ``sql``, a query that ends with its
+        ``ORDER BY``."""
+        page = (*params, max(1, min(limit, MAX_PAGE)))
+        return await self._driver.call(lambda tx: tx.all(sql + " LIMIT ?", page), write=False)
 
     async def approvals_cursor(self) -> int:
         """The sequence number of the last change saved (a cursor that skips everything so far)."""
@@ -459,13 +458,10 @@ class Store:
 
     async def check_runs(self, *, limit: int = 50) -> list[CheckRunRow]:
         """Runs, newest first, without their reports."""
-        rows = await self._driver.call(
-            lambda tx: tx.all(
-                "SELECT id, target, started_at, finished_at, status, summary, NULL FROM check_runs"
-                " ORDER BY started_at DESC, id LIMIT ?",
-                (max(1, min(limit, MAX_PAGE)),),
-            ),
-            write=False,
+        rows = await self._page(
+            "SELECT id, target, started_at, finished_at, status, summary, NULL FROM check_runs"
+            " ORDER BY started_at DESC, id",
+            limit,
         )
         return [self._check_run(r, report=False) for r in rows]
 
@@ -495,13 +491,8 @@ class Store:
 
     async def conversations(self, *, limit: int = 50) -> list[ConversationRow]:
         """Conversations, most recently updated first."""
-        rows = await self._driver.call(
-            lambda tx: tx.all(
-                "SELECT id, title, created_at, updated_at, data FROM conversations"
-                " ORDER BY updated_at DESC, id LIMIT ?",
-                (max(1, min(limit, MAX_PAGE)),),
-            ),
-            write=False,
+        rows = await self._page(
+            "SELECT id, title, created_at, updated_at, data FROM conversations ORDER BY updated_at DESC, id", limit
         )
         return [
             ConversationRow(id=r[0], title=r[1], created_at=r[2], updated_at=r[3], data=_object(r[4])) for r in rows
