@@ -1,7 +1,9 @@
 """Fuzzing for mcpwire: the server fuzzer behind ``mcpwire fuzz``, and property tests of mcpwire itself.
 
 - The server fuzzer: :mod:`fuzz.cli` (``main(argv)``, also ``python -m fuzz``), :mod:`fuzz.runner`
-  (units, budgets, isolation, findings), :mod:`fuzz.schemas` (tool arguments from ``inputSchema``),
+  (the run's config and report, learning the server), :mod:`fuzz.schedule` (units in rounds within
+  the budget) with :mod:`fuzz.budget`, :mod:`fuzz.units`, :mod:`fuzz.attempt` and
+  :mod:`fuzz.findings`; :mod:`fuzz.schemas` (tool arguments from ``inputSchema``),
   :mod:`fuzz.mcp_schema` (the official schema of each revision), :mod:`fuzz.messages` (protocol
   messages valid for a revision, mutations, framing), :mod:`fuzz.stateful` (a rule-based machine
   over a live server), :mod:`fuzz.oracles` (what a server must do, with spec references),

@@ -50,7 +50,8 @@ from mcpwire.redaction import SecretValues, clean_terminal, is_secret_name, reda
 from mcpwire.transports import split_header
 
 from .messages import PROTOCOL_KINDS
-from .runner import BUDGET_GRACE_S, PHASES, SAFE_RULE, SEVERITIES, Config, Report, fuzz
+from .runner import BUDGET_GRACE_S, PHASES, SAFE_RULE, SEVERITIES, Config, Report
+from .schedule import run as run_fuzz
 from .trace import load_trace, recorded_command, replay, write_finding
 from .wire import end_every_process
 
@@ -77,6 +78,15 @@ def _parser() -> argparse.ArgumentParser:
         description="Fuzz an MCP server (stdio or HTTP): schema-driven tool arguments, protocol messages and "
         "mutations, a stateful machine, oracles; one finding per root cause, as a JSONL trace and a pytest file.",
     )
+    _target_options(p)
+    _run_options(p)
+    _selection_options(p)
+    _server_and_output_options(p)
+    return p
+
+
+def _target_options(p: argparse.ArgumentParser) -> None:
+    """Which server: a URL, a config's server, how to reach it over HTTP."""
     p.add_argument("url", nargs="?", help="an HTTP server's URL, or with --config a server's name")
     p.add_argument("--url", dest="url_option", metavar="URL", help="the same as the positional URL")
     p.add_argument("--config", type=Path, metavar="FILE", help="an mcp.json config file: fuzz its server NAME")
@@ -95,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="VAR",
         help="send 'Authorization: Bearer $VAR' (the token is read from the environment, not the command line)",
     )
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    """How much and how long: examples, budgets, deadlines, isolation."""
     p.add_argument("--seed", type=int, help="make the run deterministic")
     p.add_argument("--max-examples", type=int, default=100, help="examples per tool and per phase (default 100)")
     p.add_argument(
@@ -129,6 +143,10 @@ def _parser() -> argparse.ArgumentParser:
         help="auto (default): examples share a session, replaced after any trouble, and every finding is "
         "confirmed on a fresh one; process: a fresh process per example",
     )
+
+
+def _selection_options(p: argparse.ArgumentParser) -> None:
+    """What is fuzzed: tools, phases, protocol kinds, the stateful machine's size."""
     p.add_argument(
         "--tools",
         action="append",
@@ -146,6 +164,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--machine-runs", type=int, default=10, help="rule sequences of the stateful phase (default 10)")
     p.add_argument("--machine-steps", type=int, default=12, help="rules per sequence (default 12)")
+
+
+def _server_and_output_options(p: argparse.ArgumentParser) -> None:
+    """The server process's environment, and what the run writes and prints."""
     p.add_argument("--out", type=Path, default=Path("mcpwire-fuzz-findings"), help="where traces and tests go")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="server environment (repeatable)")
     p.add_argument(
@@ -167,7 +189,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-v", "--verbose", action="count", default=0, help="progress lines even off a terminal; -vv: debug logs"
     )
-    return p
 
 
 def _default_server() -> list[str]:
@@ -490,6 +511,24 @@ def _progress(args: argparse.Namespace, out: _Out) -> Callable[[str], None] | No
     return progress
 
 
+#: the options that go into the :class:`Config` field of the same name as they are
+_AS_GIVEN = (
+    "max_examples",
+    "deadline",
+    "confirm_deadline",
+    "settle",
+    "connect_timeout",
+    "seed",
+    "database",
+    "era",
+    "isolation",
+    "machine_runs",
+    "machine_steps",
+    "min_examples",
+    "shrink_time",
+)
+
+
 def _config(
     args: argparse.Namespace, target: _Target, budget: float | None, out: _Out, started: float | None
 ) -> Config:
@@ -502,29 +541,17 @@ def _config(
         url=target.url,
         transport=target.transport,
         headers=target.headers,
-        max_examples=args.max_examples,
         time_budget=budget,
-        deadline=args.deadline,
-        confirm_deadline=args.confirm_deadline,
-        settle=args.settle,
-        connect_timeout=args.connect_timeout,
-        seed=args.seed,
-        database=args.database,
-        era=args.era,
-        isolation=args.isolation,
         tools=tools,
         deny=tuple(args.deny),
         allow=tuple(args.allow) if args.allow else None,
         phases=tuple(args.phase) if args.phase else PHASES,
         protocol_kinds=tuple(args.protocol_kind) if args.protocol_kind else PROTOCOL_KINDS,
-        machine_runs=args.machine_runs,
-        machine_steps=args.machine_steps,
-        min_examples=args.min_examples,
-        shrink_time=args.shrink_time,
         env=target.env,
         cwd=target.cwd,
         progress=_progress(args, out),
         started=started,
+        **{name: getattr(args, name) for name in _AS_GIVEN},
     )
 
 
@@ -544,7 +571,7 @@ def _fuzz(args: argparse.Namespace, targets: list[_Target], out: _Out, started: 
             budget = max(0.0, budget - (begin - started)) / (len(targets) - index)
         if len(targets) > 1:
             out.err(f"== {target.label}")
-        report = fuzz(_config(args, target, budget, out, begin))
+        report = run_fuzz(_config(args, target, budget, out, begin))
         directory = args.out / _directory(target.label) if len(targets) > 1 else args.out
         written = []
         if report.profile is not None:

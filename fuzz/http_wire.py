@@ -39,7 +39,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -524,17 +524,23 @@ class HttpPeer:
         is_request: bool,
         key: str | None,
     ) -> None:
-        import httpx
-
         client = self.loop.client
         assert client is not None
+        with self._noting_failures(done), scope:
+            async with client.stream("POST", self.target.url, content=body, headers=headers) as response:
+                sid = response.headers.get("mcp-session-id")
+                if sid and self.session_id is None:
+                    self.session_id = sid
+                await self._read_answer(response, is_request, key)
+
+    @contextlib.contextmanager
+    def _noting_failures(self, done: threading.Event) -> Iterator[None]:
+        """A POST's HTTP failure becomes a note of the exchange (a refused connection: ``refused``),
+        not an exception; ``done`` is set however the POST ends."""
+        import httpx
+
         try:
-            with scope:
-                async with client.stream("POST", self.target.url, content=body, headers=headers) as response:
-                    sid = response.headers.get("mcp-session-id")
-                    if sid and self.session_id is None:
-                        self.session_id = sid
-                    await self._read_answer(response, is_request, key)
+            yield
         except httpx.ConnectError as exc:
             self._queue.put(("refused", f"cannot connect: {exc}"))
         except httpx.HTTPError as exc:
@@ -668,18 +674,10 @@ class SsePeer(HttpPeer):
         return not self._refused
 
     async def _post_to_endpoint(self, body: bytes, headers: dict[str, str], done: threading.Event) -> None:
-        import httpx
-
         client = self.loop.client
         assert client is not None and self.endpoint is not None
-        try:
+        with self._noting_failures(done):
             response = await client.post(self.endpoint, content=body, headers=headers)
             self._queue.put(("note", f"HTTP {response.status_code} (POST)"))
             if response.status_code >= 500:
                 self.http_failures.append((response.status_code, response.text[:200]))
-        except httpx.ConnectError as exc:
-            self._queue.put(("refused", f"cannot connect: {exc}"))
-        except httpx.HTTPError as exc:
-            self._queue.put(("note", f"HTTP failure: {type(exc).__name__}: {exc}"))
-        finally:
-            done.set()

@@ -7,7 +7,7 @@ session, restarting the process if the probe killed it) and reads the catalogue 
 :class:`~fuzz.exchange.Profile`. :func:`select_tools` decides which tools may be called: by
 default only those whose annotations say calling them is harmless (read-only, or idempotent and
 not destructive, and not open-world); ``tools="all"`` or a list of names opts in to others, and
-``deny`` always wins. :func:`fuzz` then hands the run to :mod:`fuzz.schedule`, which cuts it into
+``deny`` always wins. :func:`fuzz.schedule.run` then runs it: it cuts the run into
 units (one per tool, one per protocol kind, the stateful machine, the list check) and gives them
 examples in rounds within the time budget.
 
@@ -48,7 +48,6 @@ __all__ = [
     "OutOfTime",
     "Report",
     "UnitStats",
-    "fuzz",
     "learn",
     "make_target",
     "run_steps",
@@ -434,10 +433,3 @@ def run_steps(
         obs = execute(peer, [*opening, *steps], deadline=deadline, settle=settle, barrier=profile.probe, until=until)
     obs.stderr_tail = peer.trace.stderr_tail
     return obs, peer.trace.entries
-
-
-def fuzz(config: Config) -> Report:
-    """Runs every phase within the budgets; never raises for what the server does."""
-    from .schedule import run
-
-    return run(config)

@@ -37,31 +37,25 @@ new (example, replay, unit) starts after it. Units that got fewer than ``min_exa
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import math
 import time
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
 from hypothesis import strategies as st
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
-from hypothesis.errors import Flaky, HypothesisWarning, Unsatisfiable
+from hypothesis.errors import Unsatisfiable
 
-from .clusters import ABLATABLE, FEATURES, Clusters, ablate, cause_unit, features
-from .exchange import Observation, Profile, Step, declared_seconds, execute, pace, prologue, request
+from .attempt import unit_error, unit_round
+from .budget import Clock, rounds, shrink_time
+from .exchange import Observation, Profile, Step, declared_seconds, pace, request
+from .findings import confirm_all, record
 from .messages import protocol_steps
-from .oracles import LISTS, ORACLES, OracleFailure, Violation, check, failure_class, list_stability, slow_answer
+from .oracles import LISTS, ORACLES, OracleFailure, Violation, check, list_stability
 from .runner import (
     BUDGET_GRACE_S,
     Config,
     EndpointRefused,
     Finding,
-    OutOfTime,
     Report,
     UnitStats,
     learn,
@@ -70,496 +64,21 @@ from .runner import (
     select_tools,
 )
 from .schemas import arguments, is_valid, schema_problem, validator_for
-from .wire import Entry, Peer, Target, end_every_process
+from .units import (
+    FuzzRun,
+    Sessions,
+    Unit,
+    database_key,
+    example_database,
+    oracle_failures,
+    quiet_hypothesis,
+    round_seed,
+)
+from .wire import Target, end_every_process
 
 __all__ = ["Clock", "database_key", "declared_seconds", "rounds", "run", "shrink_time", "tool_steps"]
 
 log = logging.getLogger("mcpwire.fuzz.schedule")
-
-PROBE_ID = "mcpwire-fuzz-probe"
-#: progress lines while a unit runs: at most one per this many seconds
-PROGRESS_EVERY_S = 5.0
-#: with a time budget, one finding is shrunk for at most this share of it (and at least the floor)
-SHRINK_BUDGET_SHARE = 0.1
-SHRINK_FLOOR_S = 2.0
-
-
-@dataclass(slots=True)
-class Clock:
-    """The run's time: its start and, with a budget, its end (``until``, a ``time.monotonic()`` moment)."""
-
-    start: float
-    until: float | None
-
-    def left(self) -> float | None:
-        return None if self.until is None else max(0.0, self.until - time.monotonic())
-
-    def over(self, now: float | None = None) -> bool:
-        return self.until is not None and (time.monotonic() if now is None else now) >= self.until
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
-
-
-def shrink_time(config: Config) -> float:
-    """Seconds one finding may be shrunk for: ``shrink_time``, and with a budget at most a tenth of
-    it (at least :data:`SHRINK_FLOOR_S`), so shrinking one bug never starves the other units."""
-    if config.time_budget is None:
-        return config.shrink_time
-    return min(config.shrink_time, max(SHRINK_FLOOR_S, config.time_budget * SHRINK_BUDGET_SHARE))
-
-
-def rounds(max_examples: int) -> list[int]:
-    """The examples every unit has after each round: one, then doubling from a tenth of ``max_examples``."""
-    if max_examples <= 1:
-        return [1]
-    targets = [1]
-    n = max(2, math.ceil(max_examples / 10))
-    while n < max_examples:
-        targets.append(n)
-        n *= 2
-    return [*targets, max_examples]
-
-
-def _troubled(obs: Observation) -> bool:
-    return (
-        obs.died_after is not None
-        or bool(obs.timed_out)
-        or obs.write_failed is not None
-        or obs.barrier_timed_out is not None
-        or obs.oversized
-        or obs.cut
-    )
-
-
-class _Sessions:
-    """Isolation (see the module docstring): a shared session replaced after trouble, or a fresh one."""
-
-    def __init__(self, config: Config, target: Target, profile: Profile, clock: Clock) -> None:
-        self.config, self.target, self.profile, self.clock = config, target, profile, clock
-        self.peer: Peer | None = None
-
-    def fresh(self, steps: Sequence[Step], deadline: float | None = None) -> tuple[Observation, list[Entry]]:
-        """The steps on a session of their own (over HTTP with ``isolation="process"``: a restarted server)."""
-        self.close()
-        restart = getattr(self.target, "restart", None)
-        if self.config.isolation == "process" and restart is not None:
-            restart()
-        return run_steps(
-            self.target,
-            self.profile,
-            steps,
-            deadline=self.config.deadline if deadline is None else deadline,
-            settle=self.config.settle,
-            startup=self.config.connect_timeout,
-            until=self.clock.until,
-        )
-
-    def run(self, steps: Sequence[Step]) -> tuple[Observation, list[Entry], bool]:
-        """Runs an example; the flag says whether it ran on a fresh session (its trace stands alone)."""
-        if self.config.isolation == "process":
-            obs, entries = self.fresh(steps)
-            return obs, entries, True
-        fresh = self.peer is None
-        if self.peer is None:
-            self.peer = self.target.open()
-        peer = self.peer
-        mark = len(peer.trace.entries)
-        setup = prologue(self.profile, self.config.connect_timeout) if fresh else []
-        obs = execute(
-            peer,
-            [*setup, *steps],
-            deadline=self.config.deadline,
-            settle=self.config.settle,
-            barrier=self.profile.probe,
-            until=self.clock.until,
-        )
-        entries = list(peer.trace.entries[mark:])
-        if _troubled(obs):
-            self.close()
-            obs.stderr_tail = peer.trace.stderr_tail
-        return obs, entries, fresh
-
-    def close(self) -> None:
-        if self.peer is not None:
-            self.peer.close()
-            self.peer = None
-
-
-def database_key(target: Target, unit: str) -> bytes:
-    """The key of a unit's examples in the example database: its target (command or URL) and its
-    name, so a database shared by several servers, or by both eras of one, keeps them apart."""
-    described = target.describe()
-    return hashlib.sha256(repr((described.get("argv"), described.get("url"), unit)).encode()).digest()
-
-
-def _database(config: Config) -> ExampleDatabase | None:
-    if config.database is None:
-        return None
-    return DirectoryBasedExampleDatabase(str(config.database))
-
-
-def _settings(config: Config, max_examples: int, first_round: bool) -> settings:
-    # the database's examples (failures of earlier runs) are replayed in the first round only
-    phases = [Phase.explicit, Phase.reuse] if first_round else []
-    return settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=_database(config),
-        derandomize=False,
-        phases=[*phases, Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=True,
-        print_blob=False,
-        verbosity=Verbosity.quiet,  # the CLI's stdout is the report (--json)
-    )
-
-
-def _round_seed(config: Config, unit: str, round_no: int) -> int | None:
-    if config.seed is None:
-        return None
-    if round_no == 0:
-        return config.seed
-    digest = hashlib.sha256(f"{config.seed}/{unit}/{round_no}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-def _collect(exc: BaseException, flaky: bool = False) -> Iterator[tuple[OracleFailure, bool]]:
-    if isinstance(exc, OracleFailure):
-        yield exc, flaky
-    elif isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _collect(inner, flaky or isinstance(exc, Flaky))
-
-
-@contextmanager
-def _quiet_hypothesis() -> Iterator[None]:
-    logger = logging.getLogger("hypothesis")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            # the strategy of a large request schema has a large repr, which Hypothesis builds for
-            # its statistics when a filter retries, and warns about: noise on the CLI's stderr
-            warnings.filterwarnings("ignore", "Generating overly large repr", HypothesisWarning)
-            yield
-    finally:
-        logger.setLevel(level)
-
-
-@dataclass(slots=True)
-class Unit:
-    """One unit of work and its state across rounds."""
-
-    tag: str
-    phase: str
-    tool: str | None
-    strategy: st.SearchStrategy[list[Step]] | None
-    stats: UnitStats
-    #: the examples it should have in the end (the stateful machine: rule sequences)
-    limit: int
-    done: bool = False
-    #: the stateful machine's counts, kept across rounds
-    counts: Any = None
-    #: digests of the examples run, across rounds
-    seen: set[bytes] = field(default_factory=set)
-
-
-@dataclass(slots=True)
-class _Run:
-    """One fuzzing run's shared state."""
-
-    config: Config
-    target: Target
-    profile: Profile
-    report: Report
-    #: one shared session for all units (a fresh one after any trouble; see _Sessions)
-    sessions: _Sessions
-    clock: Clock
-    clusters: Clusters = field(default_factory=Clusters)
-
-    def say(self, message: str) -> None:
-        if self.config.progress is not None:
-            left = self.clock.left()
-            status = f"{self.report.examples} examples, {len(self.report.findings)} findings" + (
-                "" if left is None else f", {left:.0f}s left"
-            )
-            self.config.progress(f"{message}  [{status}]")
-
-    def found(self, tag: str, finding: Finding) -> None:
-        finding.found_at = self.clock.elapsed()
-        self.report.findings.append(finding)
-        self.say(f"{tag}: FOUND [{finding.violation.oracle}] {finding.violation.message[:200]}")
-
-
-def _confirm(run: _Run, finding: Finding) -> None:
-    """Replays a finding on a fresh session; a missed deadline is replayed with the longer one."""
-    config = run.config
-    oracle = finding.violation.oracle
-    if run.clock.over():
-        return  # not confirmed: no time left (reproduced stays None)
-    deadline = config.slow_deadline if oracle == "answer-deadline" else config.deadline
-    steps = [s for s in finding.observation.steps if not s.setup]
-    try:
-        obs, _ = run_steps(
-            run.target,
-            run.profile,
-            steps,
-            deadline=deadline,
-            settle=config.settle,
-            startup=config.connect_timeout,
-            until=run.clock.until,
-        )
-    except (OSError, RuntimeError) as exc:  # the server could not be started again
-        log.info("could not replay a finding: %s", exc)
-        return
-    if obs.cut:
-        return
-    again = check(obs, run.profile)
-    finding.reproduced = any(v.oracle == oracle for v in again)
-    if finding.reproduced:
-        return
-    slow = slow_answer(dataclasses.replace(finding.violation, message=finding.detail), again, deadline)
-    if slow is not None:
-        finding.violation, finding.detail = slow.at(run.profile), slow.message
-        finding.violations = [finding.violation]
-    else:
-        finding.flaky = True
-
-
-def _essential(run: _Run, oracle: str, obs: Observation) -> dict[str, Any]:
-    """The trigger shape of a minimal failing example without its bystanders: each feature that can
-    be taken out (:func:`~fuzz.clusters.ablate`) is, in a run of its own on a fresh session; when
-    the failure stays, the feature was not the cause (an id beyond 2^53 on a method in the wrong
-    case: the id, or the case, or both)."""
-    shape = features(obs.steps)
-    body = [s for s in obs.steps if not s.setup]
-    for name in [f for f in FEATURES if f in shape and f in ABLATABLE]:
-        if run.clock.over():
-            break
-        try:
-            trial, _ = run.sessions.fresh(ablate(body, frozenset({name})))
-        except (OSError, RuntimeError) as exc:
-            log.info("could not run an example without %s: %s", name, exc)
-            break
-        if trial.cut:
-            break
-        if any(v.oracle == oracle for v in check(trial, run.profile)):
-            del shape[name]  # it fails without it: a bystander
-    return shape
-
-
-def _same_as_plain(run: _Run, unit: Unit, oracle: str, obs: Observation, shape: dict[str, Any]) -> bool:
-    """Whether a failure with named features is the unit's featureless cause seen before: it fails
-    the same way once every feature that can be taken out is."""
-    if run.clusters.featureless(oracle, unit.tag) is None or not shape.keys() & ABLATABLE:
-        return False
-    body = [s for s in obs.steps if not s.setup]
-    trial, _ = run.sessions.fresh(ablate(body, frozenset(shape.keys() & ABLATABLE)))
-    return not trial.cut and any(v.oracle == oracle for v in check(trial, run.profile))
-
-
-def _record(
-    run: _Run, unit: Unit, violation: Violation, obs: Observation, entries: list[Entry], flaky: bool, note: str = ""
-) -> None:
-    """A shrunk failure: a new finding if its root cause is new, else one more member of its cluster."""
-    shape = {} if violation.oracle == "list-stable" else _essential(run, violation.oracle, obs)
-    cluster, new = run.clusters.add(violation.oracle, shape, _cause_unit(unit, violation, obs), unit.tag)
-    if not new:
-        unit.stats.known += 1
-        return
-    others = [v for v in check(obs, run.profile) if (v.oracle, v.message) != (violation.oracle, violation.message)]
-    finding = Finding(violation, unit.phase, unit.tool, obs, entries, flaky, violations=[violation, *others])
-    finding.cluster, finding.detail = cluster, violation.message + note
-    _headline(finding)
-    unit.stats.findings += 1
-    run.found(unit.tag, finding)
-
-
-def _cause_unit(unit: Unit, violation: Violation, obs: Observation) -> str:
-    """The unit a cause without a named trigger shape belongs to (see :func:`~fuzz.clusters.cause_unit`)."""
-    step = obs.steps[violation.step] if violation.step is not None and 0 <= violation.step < len(obs.steps) else None
-    return cause_unit(violation.oracle, unit.tag, None if step is None else step.tool)
-
-
-def _headline(finding: Finding) -> None:
-    """The finding's message: its trigger and effect (as its current oracle judges it), then the detail."""
-    seen = finding.violation
-    message = finding.detail if finding.cluster is None else finding.cluster.headline(finding.detail, seen.oracle)
-    finding.violation = dataclasses.replace(seen, message=message)
-    finding.violations[0] = finding.violation
-
-
-def _confirm_all(run: _Run) -> None:
-    """Every finding replayed on a fresh session, after the rounds, while the budget lasts (a
-    replay is no example: it must not take time from a unit's share); one left unconfirmed for
-    want of time keeps ``reproduced`` None."""
-    for finding in run.report.findings:
-        if run.clock.over():
-            break
-        if finding.violation.oracle in ("list-stable", "sse-endpoint") or finding.reproduced is not None:
-            continue
-        _confirm(run, finding)  # may turn a missed deadline into answer-slow
-        _headline(finding)
-
-
-# -- one round of one unit -------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Attempt:
-    """The state of one Hypothesis test (one round of one unit)."""
-
-    started: float
-    share_end: float | None
-    ran: int = 0
-    failing: bool = False
-    shrink_until: float | None = None
-    said: float = 0.0
-    #: the smallest failing example seen per oracle, in case the time stops the shrinking
-    smallest: dict[str, tuple[int, Violation, Observation, list[Entry]]] = field(default_factory=dict)
-    gone: tuple[Violation, Observation, list[Entry]] | None = None
-    #: the examples earlier rounds ran (see _example)
-    earlier: frozenset[bytes] = frozenset()
-
-
-def _example(run: _Run, unit: Unit, attempt: _Attempt, steps: list[Step]) -> None:
-    """One example of a unit (the body of its Hypothesis test)."""
-    profile, stats, sessions = run.profile, unit.stats, run.sessions
-    now = time.monotonic()
-    # the first example of a round always runs (within the budget): every unit gets examples
-    past_share = attempt.share_end is not None and now > attempt.share_end and attempt.ran > 0
-    if run.clock.over(now) or (not attempt.failing and past_share):
-        stats.cut_short = True
-        raise OutOfTime
-    if attempt.shrink_until is not None and now > attempt.shrink_until:
-        stats.cut_short = True
-        raise OutOfTime  # shrinking took too long: the smallest failures so far are reported
-    # every round is a new Hypothesis run, which starts again from the simplest example: one an
-    # earlier round ran is rejected (Hypothesis draws another, and does not count it); the same set
-    # all through this run, shrinking included, so every example gets the same verdict each time
-    key = hashlib.blake2b(b"\n".join(s.line for s in steps), digest_size=16).digest()
-    if key in attempt.earlier:
-        reject()
-    unit.seen.add(key)
-    stats.examples += 1
-    attempt.ran += 1
-    if not attempt.failing and (known := run.clusters.predicts(features(steps), unit.tag)) is not None:
-        known.predicted[unit.tag] += 1  # the whole trigger shape of a cause this unit showed: not run
-        stats.known += 1
-        return
-    body = [*steps, profile.probe(PROBE_ID)]
-    obs, entries, fresh = sessions.run(body)
-    violations = [] if obs.cut else check(obs, profile)
-    if violations and not fresh and not attempt.failing:
-        known = run.clusters.match(violations[0].oracle, features(obs.steps), unit.tag)
-        if known is not None:  # a known cause: counted, no need to see it again on a fresh session
-            known.members[unit.tag] += 1  # (a session in trouble was closed by run())
-            stats.known += 1
-            return
-    if violations and not fresh:
-        sessions.close()  # seen on a used session: it counts only if a fresh one shows it too
-        obs, entries = sessions.fresh(body)
-        violations = [] if obs.cut else check(obs, profile)
-    if obs.cut:
-        stats.examples -= 1  # the budget ended during it: it counts for nothing
-        raise OutOfTime
-    if violations:
-        _failed(run, unit, attempt, violations[0], obs, entries)
-    if now - attempt.said >= PROGRESS_EVERY_S:
-        attempt.said = now
-        run.say(f"{unit.tag}: {stats.examples}/{unit.limit} examples")
-
-
-def _failed(run: _Run, unit: Unit, attempt: _Attempt, first: Violation, obs: Observation, entries: list[Entry]) -> None:
-    """A failing example: counted for a known cause, else raised for Hypothesis to shrink."""
-    run.sessions.close()
-    shape = features(obs.steps)
-    known = run.clusters.match(first.oracle, shape, unit.tag)
-    if known is None and not attempt.failing and _same_as_plain(run, unit, first.oracle, obs, shape):
-        known = run.clusters.featureless(first.oracle, unit.tag)
-    if known is not None:
-        if not attempt.failing:
-            known.members[unit.tag] += 1
-            unit.stats.known += 1
-        return  # a cause already reported: keep searching for others
-    if first.oracle == "server-alive" and not run.target.restartable:
-        # the server is gone for good: every later example would "fail" the same way, so
-        # shrinking would only make up a wrong minimal input; keep this one as it is
-        attempt.gone = (first, obs, entries)
-        raise OutOfTime
-    if not attempt.failing:
-        attempt.failing = True
-        cap = time.monotonic() + shrink_time(run.config)
-        attempt.shrink_until = cap if run.clock.until is None else min(cap, run.clock.until)
-    if unit.stats.first_failure is None:
-        unit.stats.first_failure = unit.stats.examples
-    size = sum(len(s.line) for s in obs.steps)
-    if first.oracle not in attempt.smallest or size < attempt.smallest[first.oracle][0]:
-        attempt.smallest[first.oracle] = (size, first, obs, entries)
-    failure = failure_class(first.oracle)(first, obs)
-    failure.entries = entries  # type: ignore[attr-defined]
-    raise failure
-
-
-def _unit_round(run: _Run, unit: Unit, target: int, share_end: float | None, round_no: int) -> bool:
-    """Brings a unit towards ``target`` examples; ``True`` when it found a new cause (the caller
-    may give it another go in the same round)."""
-    config, stats = run.config, unit.stats
-    quota = target - stats.examples
-    assert unit.strategy is not None and quota > 0
-    attempt = _Attempt(time.monotonic(), share_end, said=time.monotonic(), earlier=frozenset(unit.seen))
-    test = given(unit.strategy)(lambda steps: _example(run, unit, attempt, steps))
-    chosen = _round_seed(config, f"{unit.tag}/{stats.rounds}", round_no)
-    if chosen is not None:
-        test = seed(chosen)(test)
-    test = _settings(config, quota, first_round=stats.rounds == 0)(test)
-    test._hypothesis_internal_database_key = database_key(run.target, unit.tag)  # type: ignore[attr-defined]
-    stats.rounds += 1
-    found_before = stats.findings
-    try:
-        with _quiet_hypothesis():
-            test()
-        if attempt.ran < quota:
-            unit.done = True  # Hypothesis ran out of distinct examples
-    except OutOfTime:
-        _out_of_time(run, unit, attempt)
-    except (OracleFailure, BaseExceptionGroup) as exc:
-        found = list(_collect(exc))
-        if not found:
-            _unit_error(run, unit, exc)
-        for failure, flaky in found:
-            if failure.observation is not None:
-                entries = getattr(failure, "entries", [])
-                _record(run, unit, failure.violation, failure.observation, entries, flaky)
-    except Exception as exc:  # the unit could not run (e.g. no example satisfies a schema): say so, go on
-        _unit_error(run, unit, exc)
-    finally:
-        stats.duration += time.monotonic() - attempt.started
-        if stats.examples >= unit.limit:
-            unit.done = True
-    return stats.findings > found_before
-
-
-def _out_of_time(run: _Run, unit: Unit, attempt: _Attempt) -> None:
-    if attempt.gone is not None:
-        first, obs, entries = attempt.gone
-        note = "; not shrunk: the server cannot be restarted (give its command after -- to have it restarted)"
-        _record(run, unit, first, obs, entries, False, note)
-        run.report.error = f"the server at {run.target.describe().get('url')} went away; the run stopped"
-    for _, violation, obs, entries in attempt.smallest.values():
-        note = "; shrinking was stopped by the time limit (the smallest failing example so far)"
-        _record(run, unit, violation, obs, entries, False, note)
-
-
-def _unit_error(run: _Run, unit: Unit, exc: BaseException) -> None:
-    log.warning("%s stopped", unit.tag, exc_info=exc)
-    unit.stats.error = f"{type(exc).__name__}: {str(exc)[:300]}"
-    unit.done = True
-    run.say(f"{unit.tag}: stopped: {unit.stats.error}")
-
-
-# -- the units ----------------------------------------------------------------------------------------------
 
 
 def tool_steps(profile: Profile, tool: dict[str, Any], deadline: float) -> st.SearchStrategy[list[Step]]:
@@ -583,7 +102,7 @@ def tool_steps(profile: Profile, tool: dict[str, Any], deadline: float) -> st.Se
     return arguments(schema).map(build)
 
 
-def _units(run: _Run, tools: list[dict[str, Any]]) -> list[Unit]:
+def _units(run: FuzzRun, tools: list[dict[str, Any]]) -> list[Unit]:
     config, profile = run.config, run.profile
     units: list[Unit] = []
     if "tools" in config.phases:
@@ -604,7 +123,7 @@ def _units(run: _Run, tools: list[dict[str, Any]]) -> list[Unit]:
     return units
 
 
-def _check_lists(run: _Run) -> None:
+def _check_lists(run: FuzzRun) -> None:
     """list-stable: a fresh session lists the tools, prompts and resources (those the server has)
     twice each, and each list must be the one learnt at the start."""
     config, profile = run.config, run.profile
@@ -634,17 +153,17 @@ def _check_lists(run: _Run) -> None:
     for violation in check(obs, profile):  # the list answers: schema shape, tool-schema (SV-29)
         if violation.oracle not in seen:
             seen.add(violation.oracle)
-            _record(run, unit, violation, obs, entries, False)
+            record(run, unit, violation, obs, entries, False)
     changed = list_stability(obs, profile)
     if changed:
         stats.first_failure = 1
         message = "; ".join(v.message for v in changed) + " (in a new session)"
         violation = dataclasses.replace(changed[0], message=message)
-        _record(run, unit, violation, obs, entries, False)
+        record(run, unit, violation, obs, entries, False)
         run.report.findings[-1].reproduced = True
 
 
-def _stateful_round(run: _Run, unit: Unit, target: int, share_end: float | None, round_no: int, tools: Any) -> None:
+def _stateful_round(run: FuzzRun, unit: Unit, target: int, share_end: float | None, round_no: int, tools: Any) -> None:
     from .stateful import Limits, MachineStats, machine_for, run_machine
 
     config, profile, stats = run.config, run.profile, unit.stats
@@ -670,13 +189,13 @@ def _stateful_round(run: _Run, unit: Unit, target: int, share_end: float | None,
     stats.rounds += 1
     failures: list[tuple[OracleFailure, bool]] = []
     try:
-        with _quiet_hypothesis():
+        with quiet_hypothesis():
             run_machine(
                 machine,
                 max_examples=quota,
                 steps=config.machine_steps,
-                seed=_round_seed(config, "stateful", round_no),
-                database=_database(config),
+                seed=round_seed(config, "stateful", round_no),
+                database=example_database(config),
                 reuse=stats.rounds == 1,
                 # the rule sequences of one server (and era) are kept apart from any other's
                 database_key=database_key(run.target, f"stateful-{profile.era}"),
@@ -686,12 +205,12 @@ def _stateful_round(run: _Run, unit: Unit, target: int, share_end: float | None,
     except Unsatisfiable:
         unit.done = True  # every sequence met a cause already reported
     except (OracleFailure, BaseExceptionGroup) as exc:
-        failures = list(_collect(exc))
+        failures = list(oracle_failures(exc))
         if not failures and not counts.stopped:
-            _unit_error(run, unit, exc)
+            unit_error(run, unit, exc)
     except Exception as exc:  # e.g. Hypothesis finding the server too unsteady to replay a sequence
         if not counts.stopped:
-            _unit_error(run, unit, exc)
+            unit_error(run, unit, exc)
     finally:
         stats.cut_short = stats.cut_short or counts.stopped
         stats.examples = counts.runs
@@ -707,14 +226,14 @@ def _stateful_round(run: _Run, unit: Unit, target: int, share_end: float | None,
         # replays means nothing; the shortest failing sequence run is the finding
         violation, obs, entries = counts.smallest
         note = "; shrinking was stopped by the time limit (the shortest failing sequence so far)"
-        _record(run, unit, violation, obs, entries, False, note)
+        record(run, unit, violation, obs, entries, False, note)
         return
     for failure, flaky in failures:
         assert failure.observation is not None
-        _record(run, unit, failure.violation, failure.observation, getattr(failure, "entries", []), flaky)
+        record(run, unit, failure.violation, failure.observation, getattr(failure, "entries", []), flaky)
 
 
-def _rounds(run: _Run, units: list[Unit], tools: list[dict[str, Any]]) -> None:
+def _rounds(run: FuzzRun, units: list[Unit], tools: list[dict[str, Any]]) -> None:
     """Every unit gets examples round by round (see the module docstring)."""
     config, report = run.config, run.report
     plan = rounds(config.max_examples)
@@ -743,7 +262,7 @@ def _rounds(run: _Run, units: list[Unit], tools: list[dict[str, Any]]) -> None:
                     run.say(f"{unit.tag}: fuzzing (up to {unit.limit} examples, in rounds)")
                 # a unit that found a new cause gets another go while its share and quota last
                 for _ in range(5):
-                    if not _unit_round(run, unit, target, share_end, round_no) or unit.done:
+                    if not unit_round(run, unit, target, share_end, round_no) or unit.done:
                         break
                     if unit.stats.examples >= target or (share_end is not None and time.monotonic() > share_end):
                         break
@@ -751,7 +270,7 @@ def _rounds(run: _Run, units: list[Unit], tools: list[dict[str, Any]]) -> None:
         run.sessions.close()
 
 
-def _coverage(run: _Run, units: list[Unit]) -> None:
+def _coverage(run: FuzzRun, units: list[Unit]) -> None:
     config, report = run.config, run.report
     for unit in units:
         # a rule sequence is not an example: the machine is held to --machine-runs at most
@@ -792,7 +311,7 @@ def run(config: Config) -> Report:
             report.error = str(exc)
             return report
         report.profile = profile
-        run = _Run(config, target, profile, report, _Sessions(config, target, profile, clock), clock)
+        run = FuzzRun(config, target, profile, report, Sessions(config, target, profile, clock), clock)
         tools, skipped = select_tools(config, profile.tools)
         report.skipped_tools = list(skipped)
         report.skipped_reasons = skipped
@@ -807,7 +326,7 @@ def run(config: Config) -> Report:
         report.units += [u.stats for u in units]
         _rounds(run, units, tools)
         run.sessions.close()
-        _confirm_all(run)
+        confirm_all(run)
         _coverage(run, units)
         assert all(f.violation.oracle in ORACLES for f in report.findings)
         return report

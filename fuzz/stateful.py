@@ -34,7 +34,7 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import HealthCheck, Phase, Verbosity, reject, settings
 from hypothesis import strategies as st
@@ -46,7 +46,7 @@ from .oracles import OracleFailure, Violation, check, failure_class, list_stabil
 from .schemas import SchemaError, is_valid, valid_arguments, validator_for
 from .wire import Peer, Target
 
-__all__ = ["Limits", "MachineStats", "machine_for", "pool_values", "run_machine"]
+__all__ = ["Limits", "MachineSetup", "MachineStats", "ServerMachine", "machine_for", "pool_values", "run_machine"]
 
 log = logging.getLogger("mcpwire.fuzz.stateful")
 
@@ -67,7 +67,7 @@ class MachineStats:
     fed: int = 0
     #: the shortest failing sequence seen, in case the time stops its shrinking
     smallest: tuple[Violation, Observation, list[Any]] | None = None
-    #: the machine stopped doing anything (time): see ``over`` in :func:`machine_for`
+    #: the machine stopped doing anything (time): see :meth:`ServerMachine.over`
     stopped: bool = False
 
 
@@ -125,6 +125,293 @@ def pool_values(result: Any) -> list[tuple[str | int, tuple[str | int, ...]]]:
     return found
 
 
+@dataclass(slots=True)
+class MachineSetup:
+    """What one run's machine works with: the server, its tools (argument strategies and schemas),
+    prompts and resources, the time limits, and the counts and causes it shares with the run."""
+
+    target: Target
+    profile: Profile
+    deadline: float
+    bounds: Limits
+    startup: float | None
+    counts: MachineStats
+    clusters: Clusters | None
+    strategies: dict[str, st.SearchStrategy[Any]]
+    schemas: dict[str, dict[str, Any]]
+    prompts: list[dict[str, Any]]
+    uris: list[str]
+    can_subscribe: bool
+    #: when the first failure of this round was seen (shrinking started), or None
+    failing: float | None = None
+
+    @property
+    def legacy(self) -> bool:
+        return self.profile.era == "legacy"
+
+
+class ServerMachine(RuleBasedStateMachine):
+    """The rules over one server; :func:`machine_for` makes a subclass of it bound to one run's
+    :class:`MachineSetup` (Hypothesis instantiates the class it is given once per sequence)."""
+
+    setup: ClassVar[MachineSetup]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.peer: Peer | None = None
+        self.steps: list[Step] = []
+        self.next_id = 1
+        self.answered: list[int | str] = []
+        #: values from earlier results (see pool_values) with where they came from (the answered
+        #: request's id, the path), and list_changed notifications seen
+        self.pool: list[tuple[str | int, int | str, tuple[str | int, ...]]] = []
+        self.notified: set[str] = set()
+        if self.over():  # a sequence that would do nothing: no process for it
+            return
+        setup = self.setup
+        setup.counts.runs += 1
+        self.peer = setup.target.open()
+        self.run(prologue(setup.profile, setup.startup))
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def over(self) -> bool:
+        """Whether the machine must stop doing anything: the run's end, shrinking for too long,
+        or past its share (after the round's first sequence). It never raises: a sequence cut
+        short would draw less than the same sequence before, which Hypothesis cannot replay;
+        the rules do nothing instead, and the shortest failure so far is kept (``smallest``)."""
+        setup = self.setup
+        counts, bounds = setup.counts, setup.bounds
+        if not counts.stopped:
+            now = time.monotonic()
+            if bounds.until is not None and now > bounds.until:
+                counts.stopped = True
+            elif setup.failing is not None:
+                counts.stopped = now > setup.failing + bounds.shrink_time
+            elif bounds.share_end is not None and now > bounds.share_end:
+                counts.stopped = counts.runs > bounds.first_run  # the round's first always runs
+        return counts.stopped
+
+    def go(self, rule_name: str) -> bool:
+        """Whether the rule should run now (not past the time share); counts it when so."""
+        if self.peer is None or self.over():
+            return False
+        self.setup.counts.rules[rule_name] += 1
+        return True
+
+    def run(self, steps: list[Step]) -> Observation:
+        assert self.peer is not None
+        setup = self.setup
+        profile = setup.profile
+        self.steps.extend(steps)
+        obs = execute(self.peer, steps, deadline=setup.deadline, barrier=profile.probe, until=setup.bounds.until)
+        if obs.cut:
+            setup.counts.stopped = True  # the run's end came during it: it proves nothing
+            return obs
+        self.notified |= {str(n.get("method")) for n in obs.notifications if isinstance(n, dict)}
+        violations = check(obs, profile) or list_stability(obs, profile, self.notified)
+        self.answered.extend(s.request_id for i, s in enumerate(steps) if i in obs.answers and s.request_id)
+        for index, answer in obs.answers.items():
+            source = steps[index].request_id
+            if isinstance(answer.message, dict) and source is not None:
+                found = [(v, source, path) for v, path in pool_values(answer.message.get("result"))]
+                self.pool = (self.pool + found)[-POOL_SIZE:]
+        if violations:
+            self.fail(violations[0], obs)
+        return obs
+
+    def fail(self, violation: Violation, obs: Observation) -> None:
+        assert self.peer is not None
+        setup = self.setup
+        counts = setup.counts
+        # the observation is of the last steps run; the failure is of the whole sequence
+        offset = len(self.steps) - len(obs.steps)
+        if violation.step is not None:
+            violation = dataclasses.replace(violation, step=violation.step + offset)
+        blamed = self.steps[violation.step].tool if violation.step is not None else None
+        unit = cause_unit(violation.oracle, "stateful", blamed)
+        clusters = setup.clusters
+        known = None if clusters is None else clusters.match(violation.oracle, features(self.steps), unit)
+        if known is not None:
+            known.members["stateful"] += 1
+            counts.known += 1
+            self.peer.close()
+            reject()  # a cause already reported: this sequence says nothing new
+        if setup.failing is None:
+            setup.failing = time.monotonic()
+        if counts.first_failure is None:
+            counts.first_failure = counts.runs
+        whole = Observation(list(self.steps))
+        whole.died_after = None if obs.died_after is None else obs.died_after + offset
+        whole.exit_status = obs.exit_status
+        self.peer.close()
+        whole.stderr_tail = self.peer.trace.stderr_tail
+        failure: OracleFailure = failure_class(violation.oracle)(violation, whole)
+        failure.entries = list(self.peer.trace.entries)  # type: ignore[attr-defined]
+        if counts.smallest is None or len(whole.steps) < len(counts.smallest[1].steps):
+            counts.smallest = (violation, whole, failure.entries)  # type: ignore[attr-defined]
+        raise failure
+
+    def rid(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def call(
+        self, method: str, params: dict[str, Any] | None, fed: tuple[Any, ...] = (), **kw: Any
+    ) -> dict[str, Any] | None:
+        setup = self.setup
+        rid = self.rid()
+        tool = kw.get("tool")
+        if tool is not None and params is not None:  # a tool call: paced as the tools phase does
+            params = {**params, "_meta": {"progressToken": f"mcpwire-fuzz-{rid}"}}
+        step = request(rid, method, setup.profile.params(params), **kw)
+        if tool is not None and params is not None:
+            pace(step, f"mcpwire-fuzz-{rid}", setup.schemas.get(tool), params.get("arguments"), setup.deadline)
+        step.fed = fed
+        obs = self.run([step])
+        answer = obs.answers.get(0)
+        result = answer.message.get("result") if answer else None
+        return result if isinstance(result, dict) else None
+
+    def teardown(self) -> None:
+        if self.peer is not None:
+            self.peer.close()
+
+    def feed(self, data: st.DataObject, name: str, args: Any) -> tuple[Any, tuple[Any, ...]]:
+        """Maybe puts a value from an earlier result into one argument of the same type; also
+        says where it came from (:attr:`~fuzz.exchange.Step.fed`: a replay takes the value of
+        its own session). The draws are the same whatever the pool holds (Hypothesis replays
+        choices, not values)."""
+        wanted = data.draw(st.booleans(), label="feed")
+        slot_pick = data.draw(st.integers(0, 15), label="fed argument")
+        value_pick = data.draw(st.integers(0, POOL_SIZE - 1), label="fed value")
+        if not wanted or not self.pool or not isinstance(args, dict):
+            return args, ()
+        schema = self.setup.schemas[name]
+        props = (schema.get("properties") or {}) if isinstance(schema, dict) else {}
+        slots = [
+            (key, kind)
+            for key, sub in sorted(props.items())
+            if isinstance(sub, dict) and (kind := sub.get("type")) in ("string", "integer")
+        ]
+        if not slots:
+            return args, ()
+        key, kind = slots[slot_pick % len(slots)]
+        wanted_type = str if kind == "string" else int
+        fitting = [e for e in self.pool if isinstance(e[0], wanted_type) and not isinstance(e[0], bool)]
+        if not fitting:
+            return args, ()
+        value, source, path = fitting[value_pick % len(fitting)]
+        fed = {**args, key: value}
+        if not is_valid(validator_for(schema), fed):
+            return args, ()
+        self.setup.counts.fed += 1
+        return fed, ((key, source, path),)
+
+    # -- rules ----------------------------------------------------------------------------
+
+    @rule()
+    def list_tools(self) -> None:
+        if self.go("list_tools"):
+            self.call("tools/list", None)  # run() compares it with the first list
+
+    @precondition(lambda self: bool(self.setup.strategies))
+    @rule(data=st.data())
+    def call_tool(self, data: st.DataObject) -> None:
+        strategies = self.setup.strategies
+        name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
+        args, fed = self.feed(data, name, data.draw(strategies[name], label="arguments"))
+        if self.go("call_tool"):
+            self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True, fed=fed)
+
+    @precondition(lambda self: bool(self.setup.prompts))
+    @rule(data=st.data())
+    def get_prompt(self, data: st.DataObject) -> None:
+        prompt = data.draw(st.sampled_from(self.setup.prompts), label="prompt")
+        args = {
+            str(a["name"]): data.draw(st.text(max_size=8), label=str(a["name"]))
+            for a in prompt.get("arguments") or []
+            if isinstance(a, dict) and "name" in a
+        }
+        if self.go("get_prompt"):
+            self.call("prompts/get", {"name": prompt["name"], "arguments": args})
+
+    @precondition(lambda self: bool(self.setup.uris))
+    @rule(data=st.data())
+    def read_resource(self, data: st.DataObject) -> None:
+        uri = data.draw(st.sampled_from(self.setup.uris), label="uri")
+        if self.go("read_resource"):
+            self.call("resources/read", {"uri": uri})
+
+    @precondition(lambda self: "prompts" in self.setup.profile.capabilities)
+    @rule()
+    def list_prompts(self) -> None:
+        if self.go("list_prompts"):
+            self.call("prompts/list", None)
+
+    @precondition(lambda self: "resources" in self.setup.profile.capabilities)
+    @rule()
+    def list_resources(self) -> None:
+        if self.go("list_resources"):
+            self.call("resources/list", None)
+
+    @rule(data=st.data())
+    def cancel_answered(self, data: st.DataObject) -> None:
+        """Cancels a request that was already answered (or never sent): never answered back (UT-C07)."""
+        # an index, not a value: what the server answered must not change what Hypothesis draws
+        pick = data.draw(st.integers(0, 63), label="answered request")
+        target_id = self.answered[pick % len(self.answered)] if self.answered else 999_999
+        profile = self.setup.profile
+        if profile.era == "modern" and profile.transport != "stdio":
+            return  # 2026-07-28 HTTP has no client notifications (HT-M02)
+        if self.go("cancel_answered"):
+            self.run([notification("notifications/cancelled", {"requestId": target_id})])
+
+    @rule(data=st.data())
+    def cancel_in_flight(self, data: st.DataObject) -> None:
+        """A request cancelled right after it was sent: answered or not (UT-C04), never a crash."""
+        setup = self.setup
+        rid = self.rid()
+        if setup.strategies:
+            name = data.draw(st.sampled_from(sorted(setup.strategies)), label="tool")
+            args = data.draw(setup.strategies[name], label="arguments")
+            token = f"mcpwire-fuzz-{rid}"
+            params = {"name": name, "arguments": args, "_meta": {"progressToken": token}}
+            call = request(rid, "tools/call", setup.profile.params(params), tool=name)
+            pace(call, token, setup.schemas.get(name), args, setup.deadline)  # a server may finish it anyway
+        else:
+            call = request(rid, "tools/list", setup.profile.params(None))
+        if not self.go("cancel_in_flight"):
+            return
+        call.answer = "optional"
+        cancel = notification("notifications/cancelled", {"requestId": rid, "reason": "fuzz"}, cancels=rid)
+        self.run([call, cancel])
+
+    @precondition(lambda self: self.setup.can_subscribe and bool(self.setup.uris))
+    @rule(data=st.data())
+    def subscribe(self, data: st.DataObject) -> None:
+        uri = data.draw(st.sampled_from(self.setup.uris), label="uri")
+        if self.go("subscribe"):
+            self.call("resources/subscribe", {"uri": uri})
+            self.call("resources/unsubscribe", {"uri": uri})
+
+    @precondition(lambda self: not self.setup.legacy)
+    @rule(data=st.data())
+    def listen(self, data: st.DataObject) -> None:
+        """2026-07-28: a subscriptions/listen stream, acknowledged first (SV-37), then cancelled."""
+        uris = self.setup.uris
+        wanted: dict[str, Any] = {"toolsListChanged": data.draw(st.booleans(), label="toolsListChanged")}
+        if uris:
+            wanted["resourceSubscriptions"] = [data.draw(st.sampled_from(uris), label="uri")]
+        if not self.go("listen"):
+            return
+        rid = self.rid()
+        listen = request(rid, "subscriptions/listen", self.setup.profile.params({"notifications": wanted}))
+        listen.answer, listen.expect = "optional", LISTEN_ACK
+        cancel = notification("notifications/cancelled", {"requestId": rid}, cancels=rid)
+        self.run([listen, cancel])
+
+
 def machine_for(
     target: Target,
     profile: Profile,
@@ -135,11 +422,11 @@ def machine_for(
     startup: float | None = None,
     stats: MachineStats | None = None,
     clusters: Clusters | None = None,
-) -> type[RuleBasedStateMachine]:
+) -> type[ServerMachine]:
     """The machine class for one server (``tools``: the ones it may call; ``limits``: see
     :class:`Limits`; ``stats``: counted into as the machine runs; ``clusters``: the causes already
-    reported, whose violations end a sequence quietly)."""
-    bounds = limits or Limits()
+    reported, whose violations end a sequence quietly): a subclass of :class:`ServerMachine`
+    bound to a :class:`MachineSetup` of its own."""
     callable_tools = [t for t in (profile.tools if tools is None else tools) if isinstance(t.get("inputSchema"), dict)]
     strategies: dict[str, st.SearchStrategy[Any]] = {}
     schemas: dict[str, dict[str, Any]] = {}
@@ -149,257 +436,23 @@ def machine_for(
             schemas[tool["name"]] = tool["inputSchema"]
         except SchemaError:
             continue
-    prompts = [p for p in profile.prompts if isinstance(p.get("name"), str)]
-    uris = [r["uri"] for r in profile.resources if isinstance(r.get("uri"), str)]
     legacy = profile.era == "legacy"
-    can_subscribe = legacy and bool((profile.capabilities.get("resources") or {}).get("subscribe"))
-    #: when the first failure of this round was seen (shrinking started), or None
-    failing: list[float | None] = [None]
-    counts = stats if stats is not None else MachineStats()
-
-    class ServerMachine(RuleBasedStateMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            self.peer: Peer | None = None
-            self.steps: list[Step] = []
-            self.next_id = 1
-            self.answered: list[int | str] = []
-            #: values from earlier results (see pool_values) with where they came from (the answered
-            #: request's id, the path), and list_changed notifications seen
-            self.pool: list[tuple[str | int, int | str, tuple[str | int, ...]]] = []
-            self.notified: set[str] = set()
-            if self.over():  # a sequence that would do nothing: no process for it
-                return
-            counts.runs += 1
-            self.peer = target.open()
-            self.run(prologue(profile, startup))
-
-        # -- plumbing -------------------------------------------------------------------------
-
-        def over(self) -> bool:
-            """Whether the machine must stop doing anything: the run's end, shrinking for too long,
-            or past its share (after the round's first sequence). It never raises: a sequence cut
-            short would draw less than the same sequence before, which Hypothesis cannot replay;
-            the rules do nothing instead, and the shortest failure so far is kept (``smallest``)."""
-            if not counts.stopped:
-                now = time.monotonic()
-                if bounds.until is not None and now > bounds.until:
-                    counts.stopped = True
-                elif failing[0] is not None:
-                    counts.stopped = now > failing[0] + bounds.shrink_time
-                elif bounds.share_end is not None and now > bounds.share_end:
-                    counts.stopped = counts.runs > bounds.first_run  # the round's first always runs
-            return counts.stopped
-
-        def go(self, rule_name: str) -> bool:
-            """Whether the rule should run now (not past the time share); counts it when so."""
-            if self.peer is None or self.over():
-                return False
-            counts.rules[rule_name] += 1
-            return True
-
-        def run(self, steps: list[Step]) -> Observation:
-            assert self.peer is not None
-            self.steps.extend(steps)
-            obs = execute(self.peer, steps, deadline=deadline, barrier=profile.probe, until=bounds.until)
-            if obs.cut:
-                counts.stopped = True  # the run's end came during it: it proves nothing
-                return obs
-            self.notified |= {str(n.get("method")) for n in obs.notifications if isinstance(n, dict)}
-            violations = check(obs, profile) or list_stability(obs, profile, self.notified)
-            self.answered.extend(s.request_id for i, s in enumerate(steps) if i in obs.answers and s.request_id)
-            for index, answer in obs.answers.items():
-                source = steps[index].request_id
-                if isinstance(answer.message, dict) and source is not None:
-                    found = [(v, source, path) for v, path in pool_values(answer.message.get("result"))]
-                    self.pool = (self.pool + found)[-POOL_SIZE:]
-            if violations:
-                self.fail(violations[0], obs)
-            return obs
-
-        def fail(self, violation: Violation, obs: Observation) -> None:
-            assert self.peer is not None
-            # the observation is of the last steps run; the failure is of the whole sequence
-            offset = len(self.steps) - len(obs.steps)
-            if violation.step is not None:
-                violation = dataclasses.replace(violation, step=violation.step + offset)
-            blamed = self.steps[violation.step].tool if violation.step is not None else None
-            unit = cause_unit(violation.oracle, "stateful", blamed)
-            known = None if clusters is None else clusters.match(violation.oracle, features(self.steps), unit)
-            if known is not None:
-                known.members["stateful"] += 1
-                counts.known += 1
-                self.peer.close()
-                reject()  # a cause already reported: this sequence says nothing new
-            if failing[0] is None:
-                failing[0] = time.monotonic()
-            if counts.first_failure is None:
-                counts.first_failure = counts.runs
-            whole = Observation(list(self.steps))
-            whole.died_after = None if obs.died_after is None else obs.died_after + offset
-            whole.exit_status = obs.exit_status
-            self.peer.close()
-            whole.stderr_tail = self.peer.trace.stderr_tail
-            failure: OracleFailure = failure_class(violation.oracle)(violation, whole)
-            failure.entries = list(self.peer.trace.entries)  # type: ignore[attr-defined]
-            if counts.smallest is None or len(whole.steps) < len(counts.smallest[1].steps):
-                counts.smallest = (violation, whole, failure.entries)  # type: ignore[attr-defined]
-            raise failure
-
-        def rid(self) -> int:
-            self.next_id += 1
-            return self.next_id
-
-        def call(
-            self, method: str, params: dict[str, Any] | None, fed: tuple[Any, ...] = (), **kw: Any
-        ) -> dict[str, Any] | None:
-            rid = self.rid()
-            tool = kw.get("tool")
-            if tool is not None and params is not None:  # a tool call: paced as the tools phase does
-                params = {**params, "_meta": {"progressToken": f"mcpwire-fuzz-{rid}"}}
-            step = request(rid, method, profile.params(params), **kw)
-            if tool is not None and params is not None:
-                pace(step, f"mcpwire-fuzz-{rid}", schemas.get(tool), params.get("arguments"), deadline)
-            step.fed = fed
-            obs = self.run([step])
-            answer = obs.answers.get(0)
-            result = answer.message.get("result") if answer else None
-            return result if isinstance(result, dict) else None
-
-        def teardown(self) -> None:
-            if self.peer is not None:
-                self.peer.close()
-
-        # -- rules ----------------------------------------------------------------------------
-
-        @rule()
-        def list_tools(self) -> None:
-            if self.go("list_tools"):
-                self.call("tools/list", None)  # run() compares it with the first list
-
-        def feed(self, data: st.DataObject, name: str, args: Any) -> tuple[Any, tuple[Any, ...]]:
-            """Maybe puts a value from an earlier result into one argument of the same type; also
-            says where it came from (:attr:`~fuzz.exchange.Step.fed`: a replay takes the value of
-            its own session). The draws are the same whatever the pool holds (Hypothesis replays
-            choices, not values)."""
-            wanted = data.draw(st.booleans(), label="feed")
-            slot_pick = data.draw(st.integers(0, 15), label="fed argument")
-            value_pick = data.draw(st.integers(0, POOL_SIZE - 1), label="fed value")
-            if not wanted or not self.pool or not isinstance(args, dict):
-                return args, ()
-            props = (schemas[name].get("properties") or {}) if isinstance(schemas[name], dict) else {}
-            slots = [
-                (key, kind)
-                for key, sub in sorted(props.items())
-                if isinstance(sub, dict) and (kind := sub.get("type")) in ("string", "integer")
-            ]
-            if not slots:
-                return args, ()
-            key, kind = slots[slot_pick % len(slots)]
-            wanted_type = str if kind == "string" else int
-            fitting = [e for e in self.pool if isinstance(e[0], wanted_type) and not isinstance(e[0], bool)]
-            if not fitting:
-                return args, ()
-            value, source, path = fitting[value_pick % len(fitting)]
-            fed = {**args, key: value}
-            if not is_valid(validator_for(schemas[name]), fed):
-                return args, ()
-            counts.fed += 1
-            return fed, ((key, source, path),)
-
-        @precondition(lambda self: bool(strategies))
-        @rule(data=st.data())
-        def call_tool(self, data: st.DataObject) -> None:
-            name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
-            args, fed = self.feed(data, name, data.draw(strategies[name], label="arguments"))
-            if self.go("call_tool"):
-                self.call("tools/call", {"name": name, "arguments": args}, tool=name, valid=True, fed=fed)
-
-        @precondition(lambda self: bool(prompts))
-        @rule(data=st.data())
-        def get_prompt(self, data: st.DataObject) -> None:
-            prompt = data.draw(st.sampled_from(prompts), label="prompt")
-            args = {
-                str(a["name"]): data.draw(st.text(max_size=8), label=str(a["name"]))
-                for a in prompt.get("arguments") or []
-                if isinstance(a, dict) and "name" in a
-            }
-            if self.go("get_prompt"):
-                self.call("prompts/get", {"name": prompt["name"], "arguments": args})
-
-        @precondition(lambda self: bool(uris))
-        @rule(data=st.data())
-        def read_resource(self, data: st.DataObject) -> None:
-            uri = data.draw(st.sampled_from(uris), label="uri")
-            if self.go("read_resource"):
-                self.call("resources/read", {"uri": uri})
-
-        @precondition(lambda self: "prompts" in profile.capabilities)
-        @rule()
-        def list_prompts(self) -> None:
-            if self.go("list_prompts"):
-                self.call("prompts/list", None)
-
-        @precondition(lambda self: "resources" in profile.capabilities)
-        @rule()
-        def list_resources(self) -> None:
-            if self.go("list_resources"):
-                self.call("resources/list", None)
-
-        @rule(data=st.data())
-        def cancel_answered(self, data: st.DataObject) -> None:
-            """Cancels a request that was already answered (or never sent): never answered back (UT-C07)."""
-            # an index, not a value: what the server answered must not change what Hypothesis draws
-            pick = data.draw(st.integers(0, 63), label="answered request")
-            target_id = self.answered[pick % len(self.answered)] if self.answered else 999_999
-            if profile.era == "modern" and profile.transport != "stdio":
-                return  # 2026-07-28 HTTP has no client notifications (HT-M02)
-            if self.go("cancel_answered"):
-                self.run([notification("notifications/cancelled", {"requestId": target_id})])
-
-        @rule(data=st.data())
-        def cancel_in_flight(self, data: st.DataObject) -> None:
-            """A request cancelled right after it was sent: answered or not (UT-C04), never a crash."""
-            rid = self.rid()
-            if strategies:
-                name = data.draw(st.sampled_from(sorted(strategies)), label="tool")
-                args = data.draw(strategies[name], label="arguments")
-                token = f"mcpwire-fuzz-{rid}"
-                params = {"name": name, "arguments": args, "_meta": {"progressToken": token}}
-                call = request(rid, "tools/call", profile.params(params), tool=name)
-                pace(call, token, schemas.get(name), args, deadline)  # a server may finish it anyway
-            else:
-                call = request(rid, "tools/list", profile.params(None))
-            if not self.go("cancel_in_flight"):
-                return
-            call.answer = "optional"
-            cancel = notification("notifications/cancelled", {"requestId": rid, "reason": "fuzz"}, cancels=rid)
-            self.run([call, cancel])
-
-        @precondition(lambda self: can_subscribe and bool(uris))
-        @rule(data=st.data())
-        def subscribe(self, data: st.DataObject) -> None:
-            uri = data.draw(st.sampled_from(uris), label="uri")
-            if self.go("subscribe"):
-                self.call("resources/subscribe", {"uri": uri})
-                self.call("resources/unsubscribe", {"uri": uri})
-
-        @precondition(lambda self: not legacy)
-        @rule(data=st.data())
-        def listen(self, data: st.DataObject) -> None:
-            """2026-07-28: a subscriptions/listen stream, acknowledged first (SV-37), then cancelled."""
-            wanted: dict[str, Any] = {"toolsListChanged": data.draw(st.booleans(), label="toolsListChanged")}
-            if uris:
-                wanted["resourceSubscriptions"] = [data.draw(st.sampled_from(uris), label="uri")]
-            if not self.go("listen"):
-                return
-            rid = self.rid()
-            listen = request(rid, "subscriptions/listen", profile.params({"notifications": wanted}))
-            listen.answer, listen.expect = "optional", LISTEN_ACK
-            cancel = notification("notifications/cancelled", {"requestId": rid}, cancels=rid)
-            self.run([listen, cancel])
-
-    return ServerMachine
+    setup = MachineSetup(
+        target=target,
+        profile=profile,
+        deadline=deadline,
+        bounds=limits or Limits(),
+        startup=startup,
+        counts=stats if stats is not None else MachineStats(),
+        clusters=clusters,
+        strategies=strategies,
+        schemas=schemas,
+        prompts=[p for p in profile.prompts if isinstance(p.get("name"), str)],
+        uris=[r["uri"] for r in profile.resources if isinstance(r.get("uri"), str)],
+        can_subscribe=legacy and bool((profile.capabilities.get("resources") or {}).get("subscribe")),
+    )
+    # a class per run: Hypothesis keeps the seed and the database digest on the class it is given
+    return type("ServerMachine", (ServerMachine,), {"setup": setup, "__module__": __name__})
 
 
 def run_machine(
