@@ -28,6 +28,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
+import trio
+
 from mcpwire.redaction import SecretValues, redact_argv, redact_url, shorten
 
 from .evidence import WireRecord
@@ -114,6 +116,19 @@ class Target:
     @property
     def is_http(self) -> bool:
         return self.url is not None
+
+    def pool(self, nursery: trio.Nursery, *, reuse: bool = True) -> WirePool:
+        """The pool of this stdio server's processes, their tasks in ``nursery`` (see :mod:`.pool`)."""
+        return WirePool(
+            nursery,
+            self.argv,
+            env=self.env,
+            eof_grace=self.eof_grace,
+            cwd=self.cwd,
+            reuse=reuse,
+            fork_module=self.fork_module,
+            fork_preload=self.fork_preload,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -237,15 +237,7 @@ async def probe(
     if not target.is_http and pool is None:
         with lone_errors():
             async with trio.open_nursery() as nursery:
-                own = WirePool(
-                    nursery,
-                    target.argv,
-                    env=target.env,
-                    eof_grace=target.eof_grace,
-                    cwd=target.cwd,
-                    fork_module=target.fork_module,
-                    fork_preload=target.fork_preload,
-                )
+                own = target.pool(nursery)
                 try:
                     return await probe(target, revisions, timeout=timeout, pool=own, redactor=redactor)
                 finally:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import trio
@@ -131,19 +132,19 @@ def _records(ctx: Context) -> list[WireRecord]:
     return [w if isinstance(w, WireRecord) else record_of(w) for w in ctx.wires]
 
 
-async def _run_one(
-    check: Check,
-    probe_: Probe,
-    target: Target,
-    supported: tuple[str, ...],
-    *,
-    strict: bool,
-    timeout: float,
-    check_timeout: float,
-    tools: ToolPolicy,
-    pool: WirePool | None,
-    redactor: Redactor,
-) -> Result:
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """What every check of one run is given: the run's processes and redaction, and its options."""
+
+    pool: WirePool | None
+    redactor: Redactor
+    strict: bool
+    timeout: float
+    check_timeout: float
+    tools: ToolPolicy
+
+
+async def _run_one(check: Check, probe_: Probe, target: Target, supported: tuple[str, ...], run: _Settings) -> Result:
     result = _result(check, probe_.revision, target.transport)
     level = check.level_at(probe_.revision)
     why = _not_applicable(check, probe_, target.transport)
@@ -151,12 +152,18 @@ async def _run_one(
         result.status, result.message = "skipped", why
         return result
     ctx = Context(
-        target, probe_.revision, era_of(probe_.revision), probe_.capabilities, supported, timeout=timeout, tools=tools
+        target,
+        probe_.revision,
+        era_of(probe_.revision),
+        probe_.capabilities,
+        supported,
+        timeout=run.timeout,
+        tools=run.tools,
     )
-    ctx.pool = pool
+    ctx.pool = run.pool
     began = time.monotonic()
     try:
-        with trio.fail_after(check_timeout):
+        with trio.fail_after(run.check_timeout):
             await check.fn(ctx)
     except CheckEnded as ended:
         result.status, result.message = ended.status, ended.message
@@ -166,7 +173,7 @@ async def _run_one(
     except NoAnswer as exc:
         result.status, result.message = "fail", str(exc)
     except trio.TooSlowError:
-        result.status, result.message = "fail", f"the check did not finish within {check_timeout:g} s"
+        result.status, result.message = "fail", f"the check did not finish within {run.check_timeout:g} s"
     except EndpointRefused as exc:
         result.status, result.message = "error", f"cannot run the check: {exc}"
     except OSError as exc:
@@ -175,11 +182,11 @@ async def _run_one(
         _log.warning("check %s raised %r", check.id, exc, exc_info=_log.isEnabledFor(logging.DEBUG))
         result.status, result.message = "error", f"the check raised {exc!r}"
     result.duration_s = time.monotonic() - began
-    if result.status == "fail" and level is not Level.MUST and not (strict and level is Level.SHOULD):
+    if result.status == "fail" and level is not Level.MUST and not (run.strict and level is Level.SHOULD):
         result.status = "warning"
-    result.message = redactor.text(result.message)
+    result.message = run.redactor.text(result.message)
     if result.status in ("fail", "warning", "error", "not_observed"):
-        result.exchanges, result.http_exchanges = collect(_records(ctx), redactor)
+        result.exchanges, result.http_exchanges = collect(_records(ctx), run.redactor)
     return result
 
 
@@ -266,32 +273,17 @@ async def run(
     redactor = redactor_for(target)
     with lone_errors():  # the error of the run itself (a server that cannot start) comes out as itself
         async with trio.open_nursery() as nursery:
-            pool = None
-            if not target.is_http:
-                pool = WirePool(
-                    nursery,
-                    target.argv,
-                    env=target.env,
-                    eof_grace=target.eof_grace,
-                    cwd=target.cwd,
-                    reuse=reuse,
-                    fork_module=target.fork_module,
-                    fork_preload=target.fork_preload,
-                )
+            pool = None if target.is_http else target.pool(nursery, reuse=reuse)
+            settings = _Settings(pool, redactor, strict, timeout, check_timeout, tools)
             try:
                 return await _run(
                     target,
-                    pool,
-                    redactor,
+                    settings,
                     revisions=revisions,
                     checks=select(only, skip),
-                    strict=strict,
-                    timeout=timeout,
-                    check_timeout=check_timeout,
                     jobs=jobs,
                     on_result=on_result,
                     on_plan=on_plan,
-                    tools=tools,
                 )
             finally:
                 if pool is not None:
@@ -300,19 +292,15 @@ async def run(
 
 async def _run(
     target: Target,
-    pool: WirePool | None,
-    redactor: Redactor,
+    settings: _Settings,
     *,
     revisions: Sequence[str],
     checks: list[Check],
-    strict: bool,
-    timeout: float,
-    check_timeout: float,
     jobs: int,
     on_result: Callable[[Result], None] | None,
     on_plan: Callable[[int], None] | None,
-    tools: ToolPolicy,
 ) -> Run:
+    pool, redactor, strict, timeout = settings.pool, settings.redactor, settings.strict, settings.timeout
     target = await detect_transport(target, timeout=timeout)
     # every revision is probed: checks such as SV-09b need to know all the server accepts
     probes = await probe(target, list(ALL_REVISIONS), timeout=timeout, pool=pool, redactor=redactor)
@@ -341,18 +329,7 @@ async def _run(
             why = f"the server does not accept {probe_.revision}: {probe_.detail}"
             r = _result(check, probe_.revision, target.transport, "skipped", why)
         else:
-            r = await _run_one(
-                check,
-                probe_,
-                target,
-                supported,
-                strict=strict,
-                timeout=timeout,
-                check_timeout=check_timeout,
-                tools=tools,
-                pool=pool,
-                redactor=redactor,
-            )
+            r = await _run_one(check, probe_, target, supported, settings)
         rows[i][j] = r
         if on_result is not None:
             on_result(r)
@@ -373,7 +350,7 @@ async def _run(
         [p.revision for p in tested],
         results,
         transport=target.transport,
-        tool_calls=_policy_label(tools),
+        tool_calls=_policy_label(settings.tools),
         processes_started=pool.started if pool is not None else 0,
         sessions_reused=pool.reused if pool is not None else 0,
     )
