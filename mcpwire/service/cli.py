@@ -2,7 +2,8 @@
 
     mcpwire serve [--config PATH] [--host 127.0.0.1] [--port 8750] [--db URL] [--stdio]
                   [--namespacing on|off] [--token-file F] [--allowed-host H] [--cors-origin O]
-                  [--rate-limit N] [--rate-burst N] [--max-body MiB] [--drain-timeout S] [-v]
+                  [--rate-limit N] [--rate-burst N] [--max-body MiB] [--drain-timeout S]
+                  [--http-server builtin|hypercorn] [-v]
 
 Exit status: 0 after a clean shutdown (SIGINT or SIGTERM), 2 when it cannot start (bad options,
 a config file that cannot be read, a database that cannot be opened).
@@ -78,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--approval-timeout", type=float, default=300.0, metavar="S",
                         help="seconds a call waits for a decision before it is denied (default 300)")  # fmt: skip
+    parser.add_argument("--http-server", choices=["builtin", "hypercorn"], default="builtin",
+                        help="builtin: HTTP/1.1, the fastest (default); hypercorn: HTTP/2 and TLS")  # fmt: skip
     parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
                         help="seconds requests in flight get at shutdown (default 10)")  # fmt: skip
     parser.add_argument(
@@ -157,7 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not _trusted(args):
         return 2
     _logging(args.verbose)
-    options = ServeOptions(settings=settings, config=args.config, db=args.db, stdio=args.stdio)
+    options = ServeOptions(
+        settings=settings, config=args.config, db=args.db, stdio=args.stdio, http_server=args.http_server
+    )
     try:
         return trio.run(serve, options)
     except (ConfigError, StoreError, OSError, BaseExceptionGroup) as exc:

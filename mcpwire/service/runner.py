@@ -1,8 +1,9 @@
-"""Running the service: one trio run with the host's actors and hypercorn's trio worker.
+"""Running the service: one trio run with the host's actors and the HTTP server.
 
 Theory of operation: the store is opened (and migrated) first; the config file's servers, with
 the store's changes laid over them (:mod:`mcpwire.service.servers`), make the host. The host is
-entered without waiting for its servers, hypercorn starts serving the app at once (``/healthz``
+entered without waiting for its servers, the HTTP server (the built-in one of
+:mod:`mcpwire.server.h11server`, or hypercorn's trio worker when chosen) starts serving the app at once (``/healthz``
 answers while servers connect; ``/readyz`` waits for every enabled server to be tried), and one
 line per server is printed as soon as each has been tried (bounded), then the URLs. SIGINT or
 SIGTERM ends the event streams, stops accepting connections and gives requests in flight
@@ -17,6 +18,7 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -27,6 +29,7 @@ from ..errors import ConfigError
 from ..host import Host, HostConfig, ServerConfig, ServerInfo, ServerStatus, load_config
 from ..host.config import find_config
 from ..redaction import clean_terminal, shorten
+from ..server.http import HttpServerName, serve_http
 from ..testing import demo_server_argv
 from .agent_runs import agent_routes
 from .app import build_app
@@ -51,6 +54,8 @@ class ServeOptions:
     db: str | None = None
     stdio: bool = False
     first_attempt_timeout: float = FIRST_ATTEMPT_TIMEOUT
+    #: ``builtin`` (HTTP/1.1 on h11) or ``hypercorn`` (HTTP/2, TLS)
+    http_server: HttpServerName = "builtin"
 
 
 def _demo_config() -> HostConfig:
@@ -124,20 +129,8 @@ async def _first_attempts(host: Host, timeout: float) -> None:
                     return
 
 
-def _hypercorn_config(settings: Settings) -> Any:
-    from hypercorn.config import Config
-
-    config = Config()
-    host = settings.host
-    config.bind = [
-        f"[{host}]:{settings.port}" if ":" in host and not host.startswith("[") else f"{host}:{settings.port}"
-    ]
-    config.graceful_timeout = settings.drain_timeout
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.include_server_header = False
-    config.keep_alive_timeout = 30
-    return config
+#: seconds an idle keep-alive connection stays open
+KEEP_ALIVE_S: Final = 30.0
 
 
 async def serve(
@@ -196,12 +189,18 @@ async def _serve_http(
     ready: Callable[[list[str]], None] | None,
     store: Store,
 ) -> None:
-    from hypercorn.trio import serve as hypercorn_serve
-
+    settings = options.settings
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(
-            lambda task_status: hypercorn_serve(
-                app, _hypercorn_config(options.settings), shutdown_trigger=shutdown.wait, task_status=task_status
+            partial(
+                serve_http,
+                app,
+                host=settings.host,
+                port=settings.port,
+                keep_alive_s=KEEP_ALIVE_S,
+                drain_timeout_s=settings.drain_timeout,
+                server=options.http_server,
+                shutdown_trigger=shutdown.wait,
             )
         )
         print(f"mcpwire serve {__version__}", file=out, flush=True)
