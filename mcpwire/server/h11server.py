@@ -51,15 +51,13 @@ import h11
 import trio
 
 from ..redaction import clean_terminal, shorten
+from .asgi import Receive, Scope, Send
 
 __all__ = ["ServerOptions", "StartupFailed", "serve_h11"]
 
 log = logging.getLogger("mcpwire.server.http")
 
-Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: bytes asked of the socket per read

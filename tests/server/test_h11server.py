@@ -556,6 +556,7 @@ async def test_a_stalled_request_body_ends_the_connection(autojump_clock: trio.t
 
 async def test_a_client_that_stops_reading_ends_the_connection(autojump_clock: trio.testing.MockClock) -> None:
     outcome: list[str] = []
+    cancelled = trio.Event()
 
     async def flood(scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -565,11 +566,11 @@ async def test_a_client_that_stops_reading_ends_the_connection(autojump_clock: t
                     await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
             except trio.Cancelled:
                 outcome.append("cancelled")
+                cancelled.set()
                 raise
 
     async with serving(flood, ServerOptions(send_timeout_s=20.0)) as [url], connect(url) as client:
         await client.send(request("GET", "/"))
         with trio.fail_after(100):
-            while not outcome:
-                await trio.sleep(1)
+            await cancelled.wait()
     assert outcome == ["cancelled"]

@@ -1,6 +1,7 @@
-"""StreamableHTTPApp under hypercorn's trio worker, on loopback, with httpx as the client: both eras,
-sessions, JSON and SSE answers, resumption, the standalone GET stream, HTTP+SSE, cancellation by a
-closed stream, DNS-rebinding protection, body limits, and embedding (run(), a mount point)."""
+"""StreamableHTTPApp under each HTTP server (the built-in one and hypercorn's trio worker), on
+loopback, with httpx as the client: both eras, sessions, JSON and SSE answers, resumption, the
+standalone GET stream, HTTP+SSE, cancellation by a closed stream, DNS-rebinding protection, body
+limits, and embedding (run(), a mount point)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,17 @@ import trio
 from _server_support import MODERN, meta, text, tools_server
 
 from mcpwire.server import RequestContext, Server, StreamableHTTPApp
-from mcpwire.server.http import serve_http
+from mcpwire.server.http import HTTP_SERVERS, HttpServerName, serve_http
+
+#: the server every test of this module runs under (set by the ``http_server`` fixture)
+SERVER: list[HttpServerName] = ["builtin"]
+
+
+@pytest.fixture(autouse=True, params=HTTP_SERVERS)
+def http_server(request: pytest.FixtureRequest) -> HttpServerName:
+    SERVER[0] = request.param
+    return SERVER[0]
+
 
 SSE = {"Accept": "application/json, text/event-stream"}
 INIT = {
@@ -29,9 +40,9 @@ INIT = {
 
 @asynccontextmanager
 async def serving(app: Any) -> AsyncIterator[str]:
-    """``app`` under hypercorn on a free loopback port; its base URL."""
+    """``app`` under the chosen server on a free loopback port; its base URL."""
     async with trio.open_nursery() as nursery:
-        [url] = await nursery.start(partial(serve_http, app, port=0))
+        [url] = await nursery.start(partial(serve_http, app, port=0, server=SERVER[0]))
         try:
             yield url
         finally:
