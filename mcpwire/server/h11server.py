@@ -44,6 +44,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from email.utils import formatdate
 from functools import partial
+from http import HTTPStatus
 from typing import Any, Final
 from urllib.parse import unquote
 
@@ -73,15 +74,7 @@ SWEEP_INTERVAL_S: Final = 0.5
 _NEVER: Final = float("inf")
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _DISCONNECT: Final = {"type": "http.disconnect"}
-_STATUS_TEXT: Final = {
-    400: "Bad Request",
-    408: "Request Timeout",
-    414: "URI Too Long",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    503: "Service Unavailable",
-}
+_REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
 
 
 class StartupFailed(RuntimeError):
@@ -151,7 +144,7 @@ def _plain_response(status: int, text: str) -> bytes:
     """A complete error response written without h11 (there may be no valid request to answer)."""
     body = f"{text}\n".encode()
     head = (
-        f"HTTP/1.1 {status} {_STATUS_TEXT.get(status, 'Error')}\r\n"
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
         "content-type: text/plain; charset=utf-8\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     )
@@ -164,6 +157,19 @@ def _head_size(request: h11.Request) -> int:
     for name, value in request.headers:
         size += len(name) + len(value) + 4
     return size
+
+
+async def _close_gently(stream: trio.SocketStream, *, drain: bool = True) -> None:
+    """Half-closes, then reads briefly until the client's end, so bytes it sent that were never
+    read do not turn into a reset that destroys the response still in flight. Shielded, bounded."""
+    with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_LINGER_S):
+        try:
+            await stream.send_eof()
+            while drain and await stream.receive_some(RECV_BYTES):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+    await trio.aclose_forcefully(stream)
 
 
 class _BadTarget(Exception):
@@ -260,6 +266,7 @@ class _Server:
                     await stream.send_all(_plain_response(503, "the server is busy or shutting down"))
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
+            await _close_gently(stream)
             return
         connection = _Connection(self, stream)
         self.connections.add(connection)
@@ -468,17 +475,7 @@ class _Connection:
                 pass
 
     async def _close(self) -> None:
-        """Half-close and wait briefly for the client's end, so unread bytes do not turn into a
-        reset that destroys the response still in flight."""
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_LINGER_S):
-            try:
-                await self.stream.send_eof()
-                if not self.gone:
-                    while await self.stream.receive_some(RECV_BYTES):
-                        pass
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                pass
-        await trio.aclose_forcefully(self.stream)
+        await _close_gently(self.stream, drain=not self.gone)
 
     # -- socket helpers for the exchange -----------------------------------------------------
 
@@ -593,7 +590,7 @@ class _Exchange:
             return _DISCONNECT
         conn = self.conn.h11
         if conn.they_are_waiting_for_100_continue:
-            await self.conn.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])))
+            await self.conn.write(conn.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")))
         chunks: list[bytes] = []
         while True:
             try:
@@ -676,7 +673,8 @@ class _Exchange:
             headers.append((b"date", _DateCache.get()))
         if self.conn.server.closing:
             headers.append((b"connection", b"close"))
-        self.head = h11.Response(status_code=int(message["status"]), headers=headers)
+        status = int(message["status"])
+        self.head = h11.Response(status_code=status, headers=headers, reason=_REASONS.get(status, b""))
         self.started = True
         self.conn.streaming_get = streaming and self.scope["method"] == "GET"
         if self.conn.server.closing and self.conn.streaming_get:

@@ -8,8 +8,7 @@ and the caller learns the port. The app's lifespan runs with the server: a
 Two servers can do it. The default, ``"builtin"``, is :mod:`mcpwire.server.h11server` (HTTP/1.1
 on trio and h11, one task per connection), which costs well under half the CPU per request of
 hypercorn's trio worker; MCP clients speak HTTP/1.1. ``"hypercorn"`` is for operators who need
-what hypercorn has and the built-in server has not (HTTP/2, TLS termination in process); it is
-imported only when chosen.
+what hypercorn has and the built-in server has not (HTTP/2); it is imported only when chosen.
 """
 
 from __future__ import annotations

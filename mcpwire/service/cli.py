@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--approval-timeout", type=float, default=300.0, metavar="S",
                         help="seconds a call waits for a decision before it is denied (default 300)")  # fmt: skip
     parser.add_argument("--http-server", choices=["builtin", "hypercorn"], default="builtin",
-                        help="builtin: HTTP/1.1, the fastest (default); hypercorn: HTTP/2 and TLS")  # fmt: skip
+                        help="builtin: HTTP/1.1, the fastest (default); hypercorn: HTTP/2 as well")  # fmt: skip
     parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
                         help="seconds requests in flight get at shutdown (default 10)")  # fmt: skip
     parser.add_argument(

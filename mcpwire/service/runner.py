@@ -54,7 +54,7 @@ class ServeOptions:
     db: str | None = None
     stdio: bool = False
     first_attempt_timeout: float = FIRST_ATTEMPT_TIMEOUT
-    #: ``builtin`` (HTTP/1.1 on h11) or ``hypercorn`` (HTTP/2, TLS)
+    #: ``builtin`` (HTTP/1.1 on h11) or ``hypercorn`` (HTTP/2 as well)
     http_server: HttpServerName = "builtin"
 
 
