@@ -489,12 +489,12 @@ class _Connection:
         try:
             await self.stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._mark_gone()
+            self.mark_gone()
         finally:
             self.writing = False
             self.deadline = _NEVER
 
-    def _mark_gone(self) -> None:
+    def mark_gone(self) -> None:
         self.gone = True
         self.must_close = True
         if self._gone_event is not None:
@@ -527,7 +527,7 @@ class _Connection:
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
                 if not data:
-                    self._mark_gone()
+                    self.mark_gone()
                     return
                 buffered += len(data)
                 self.h11.receive_data(data)
@@ -546,7 +546,7 @@ class _Connection:
         if data:
             self.h11.receive_data(data)
             return True
-        self._mark_gone()
+        self.mark_gone()
         return False
 
 
@@ -597,7 +597,7 @@ class _Exchange:
                 event = conn.next_event()
             except h11.RemoteProtocolError as exc:
                 log.debug("%s: malformed request body: %s", self.conn.peer, _clean(str(exc)))
-                self.conn._mark_gone()
+                self.conn.mark_gone()
                 event = None
             if type(event) is h11.Data:
                 chunks.append(event.data)
@@ -612,7 +612,7 @@ class _Exchange:
                     return _DISCONNECT
             else:  # the body cannot be read: the client is gone, or sent garbage
                 self.body_done = True
-                self.conn._mark_gone()
+                self.conn.mark_gone()
                 return _DISCONNECT
 
     async def skip_body(self) -> None:
