@@ -13,38 +13,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import errors
 from ._version import __version__
-from .errors import (
-    ApprovalDenied,
-    AuthError,
-    CircuitOpen,
-    ClientClosed,
-    ConfigError,
-    ConnectError,
-    EraDetectionError,
-    FrameTooLarge,
-    HostError,
-    HTTPStatusError,
-    InvalidResponse,
-    LocalProtocolError,
-    MCPWireError,
-    MissingClientCapability,
-    OAuthError,
-    OutputSchemaError,
-    ProtocolError,
-    RemoteProtocolError,
-    RequestTimeout,
-    ResponseStreamLost,
-    RPCError,
-    ServerGone,
-    ServerNotFound,
-    SessionExpired,
-    ToolError,
-    ToolExecutionError,
-    TransportError,
-    UnknownTool,
-    UnsupportedVersion,
-)
+from .errors import *  # noqa: F403 - every error class, re-exported below through errors.__all__
 
 if TYPE_CHECKING:
     from .client import (
@@ -109,36 +80,8 @@ _LAZY: dict[str, str] = {
     "load_config": "host",
 }
 
+# Type checkers read both forms: a literal list, and ``+=`` of a module's ``__all__``.
 __all__ = [
-    "ApprovalDenied",
-    "AuthError",
-    "CircuitOpen",
-    "ClientClosed",
-    "ConfigError",
-    "ConnectError",
-    "EraDetectionError",
-    "FrameTooLarge",
-    "HTTPStatusError",
-    "HostError",
-    "InvalidResponse",
-    "LocalProtocolError",
-    "MCPWireError",
-    "MissingClientCapability",
-    "OAuthError",
-    "OutputSchemaError",
-    "ProtocolError",
-    "RPCError",
-    "RemoteProtocolError",
-    "RequestTimeout",
-    "ResponseStreamLost",
-    "ServerGone",
-    "ServerNotFound",
-    "SessionExpired",
-    "ToolError",
-    "ToolExecutionError",
-    "TransportError",
-    "UnknownTool",
-    "UnsupportedVersion",
     "__version__",
     # the lazily imported names (spelled out so that type checkers see them as exported)
     "Client",
@@ -172,6 +115,7 @@ __all__ = [
     "ApprovalRequest",
     "load_config",
 ]
+__all__ += errors.__all__
 
 
 def __getattr__(name: str) -> Any:

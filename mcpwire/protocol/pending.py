@@ -18,15 +18,16 @@ arrives afterward" (JR-06, UT-C03). Ids are matched with their JSON type: ``1`` 
 from __future__ import annotations
 
 from collections import deque
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from .jsonrpc import RequestId
 
-__all__ = ["PendingRequest", "RequestTable"]
+__all__ = ["ABANDONED_MEMORY", "PendingRequest", "RequestTable"]
 
 W = TypeVar("W")
 
-_ABANDONED_MEMORY = 4096  # how many abandoned ids to remember for late-answer accounting
+#: how many abandoned ids a table remembers, to count a late answer as late rather than unknown
+ABANDONED_MEMORY: Final = 4096
 
 
 class PendingRequest(Generic[W]):
@@ -98,7 +99,7 @@ class RequestTable(Generic[W]):
         if entry is not None:
             self._abandoned.add(request_id)
             self._abandoned_order.append(request_id)
-            if len(self._abandoned_order) > _ABANDONED_MEMORY:
+            if len(self._abandoned_order) > ABANDONED_MEMORY:
                 self._abandoned.discard(self._abandoned_order.popleft())
         return entry
 

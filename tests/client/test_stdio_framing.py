@@ -112,7 +112,7 @@ async def test_strict_mode_fails_the_pending_call_on_noise(record: Record) -> No
 async def test_strict_mode_later_calls_name_the_protocol_error() -> None:
     """ST-08: after a strict-mode failure, later calls fail with the RemoteProtocolError that closed
     the connection ("the connection was closed after an earlier error: ..."), as
-    ``Client._gone_error`` intends, not with a ServerGone blaming the server."""
+    ``Link.gone_error`` intends, not with a ServerGone blaming the server."""
     with trio.fail_after(10):
         async with open_faulty(strict=True) as client:
             with pytest.raises(RemoteProtocolError):

@@ -277,10 +277,10 @@ class Outcome:
 def connect(session: ClientSession[str], server: FakeServer, *, mode: str = "auto") -> Outcome:
     """Runs era detection and the handshake of ``session`` against ``server``, synchronously.
 
-    Mirrors the I/O layer (``Client._detect``/``_establish``): perform the detector's actions,
-    deliver the server's lines one at a time through ``classify`` and ``session.receive``, report
-    silence as a probe timeout and death as an exit. A detector that stops answering while
-    nothing is in flight fails the test instead of hanging.
+    Mirrors the I/O layer (``Connector.detect`` and ``establish`` in ``mcpwire.client.connection``):
+    perform the detector's actions, deliver the server's lines one at a time through ``classify``
+    and ``session.receive``, report silence as a probe timeout and death as an exit. A detector
+    that stops answering while nothing is in flight fails the test instead of hanging.
     """
     detector = EraDetector(mode)
     session.begin_connecting()

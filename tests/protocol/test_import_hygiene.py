@@ -77,28 +77,33 @@ def test_protocol_sources_import_only_downwards(name: str) -> None:
 
 
 def test_every_public_name_resolves_and_is_listed() -> None:
-    """``__all__`` is a literal list (type checkers read it to know what is re-exported) and
-    holds exactly the error classes, the lazily imported names and ``__version__``."""
+    """``__all__`` holds exactly every error class (through ``errors.__all__``, which lists each
+    one), ``__version__`` and the lazily imported names, each once, and each resolves."""
     import mcpwire
     import mcpwire.errors
 
-    lazy = set(mcpwire._LAZY)
     errors = {n for n in vars(mcpwire.errors) if isinstance(getattr(mcpwire.errors, n), type)}
     errors = {n for n in errors if issubclass(getattr(mcpwire.errors, n), mcpwire.errors.MCPWireError)}
+    assert sorted(mcpwire.errors.__all__) == sorted(errors)
     assert len(mcpwire.__all__) == len(set(mcpwire.__all__))
-    assert set(mcpwire.__all__) == lazy | errors | {"__version__"}
+    assert errors | {"__version__"} <= set(mcpwire.__all__)
     for name in mcpwire.__all__:
         assert getattr(mcpwire, name) is not None, name
+    assert sorted(dir(mcpwire)) == sorted(mcpwire.__all__)
 
 
-def test_all_is_a_literal_list() -> None:
-    """No starred or computed entries: mypy --strict only treats literal ``__all__`` entries as
-    re-exports, so ``from mcpwire import open_client`` type-checks in users' code."""
+def test_all_takes_only_forms_type_checkers_read() -> None:
+    """mypy --strict and pyright treat as re-exported only what a literal ``__all__`` list names,
+    or a later ``__all__ += module.__all__`` of a module imported as a name: nothing starred or
+    computed, so ``from mcpwire import open_client`` type-checks in users' code."""
     tree = ast.parse((PROTOCOL_DIR.parent / "__init__.py").read_text(encoding="utf-8"))
-    (assign,) = [
+    named = [
         node
         for node in tree.body
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        if (isinstance(node, ast.Assign) and any(ast.unparse(t) == "__all__" for t in node.targets))
+        or (isinstance(node, ast.AugAssign) and ast.unparse(node.target) == "__all__")
     ]
-    assert isinstance(assign.value, ast.List)
+    assign, *added = named
+    assert isinstance(assign, ast.Assign) and isinstance(assign.value, ast.List)
     assert all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in assign.value.elts)
+    assert [ast.unparse(node) for node in added] == ["__all__ += errors.__all__"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcpwire.protocol import RequestTable
-from mcpwire.protocol.pending import _ABANDONED_MEMORY
+from mcpwire.protocol.pending import ABANDONED_MEMORY
 
 
 def test_ids_are_monotonic_integers_from_one() -> None:
@@ -156,15 +156,18 @@ def test_abandoned_memory_is_bounded() -> None:
     """Only the most recent abandoned ids are remembered; older late answers count as unknown."""
     table: RequestTable[None] = RequestTable()
     ids = []
-    for _ in range(_ABANDONED_MEMORY + 10):
+    for _ in range(ABANDONED_MEMORY + 10):
         entry = table.add("m", None)
         table.abandon(entry.id)
         ids.append(entry.id)
-    assert len(table._abandoned) == _ABANDONED_MEMORY
     assert table.resolve(ids[0]) is None
-    assert (table.late, table.unknown) == (0, 1)
+    assert (table.late, table.unknown) == (0, 1)  # forgotten
+    assert table.resolve(ids[9]) is None
+    assert (table.late, table.unknown) == (0, 2)  # the newest one forgotten
+    assert table.resolve(ids[10]) is None
+    assert (table.late, table.unknown) == (1, 2)  # the oldest one remembered
     assert table.resolve(ids[-1]) is None
-    assert (table.late, table.unknown) == (1, 1)
+    assert (table.late, table.unknown) == (2, 2)
 
 
 @pytest.mark.parametrize("count", [1, 10, 1000])

@@ -166,7 +166,7 @@ def test_legacy_only_request(revision: str, case: tuple[str, dict[str, object] |
 @pytest.mark.parametrize("revision", ALL)
 @pytest.mark.parametrize("request_id", [1, "abc"])
 def test_cancelled_notification(revision: str, request_id: int | str) -> None:
-    """UT-C02/ST-12: ``notifications/cancelled`` as ``Client._cancel_on_wire`` builds it."""
+    """UT-C02/ST-12: ``notifications/cancelled`` as ``Engine.cancel_on_wire`` builds it."""
     session = ready(revision)
     payload = session.encode_notification("notifications/cancelled", {"requestId": request_id, "reason": "timeout"})
     check_notification(revision, "CancelledNotification", payload)
