@@ -549,9 +549,9 @@ class Connector:
         try:
             for action in actions:
                 if isinstance(action, SetLogLevel):
-                    await self._engine.roundtrip("logging/setLevel", {"level": action.level}, timeout=None)
+                    await self._engine.answer("logging/setLevel", {"level": action.level}, timeout=None)
                 elif isinstance(action, Resubscribe):
-                    await self._engine.roundtrip("resources/subscribe", {"uri": action.uri}, timeout=None)
+                    await self._engine.answer("resources/subscribe", {"uri": action.uri}, timeout=None)
         except MCPWireError as exc:  # data, not a crash: the subscriptions simply stay quiet
             if not self.link.closing:
                 log.warning("%s: could not restore the session's state on the new session: %s", self.link.label, exc)

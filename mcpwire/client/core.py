@@ -211,7 +211,7 @@ class Client:
         if self.era is Era.MODERN:
             await self.discover(timeout=timeout)
         else:
-            await self._engine.roundtrip("ping", None, timeout=timeout)
+            await self._engine.answer("ping", None, timeout=timeout)
 
     async def discover(self, *, timeout: float | None = None) -> DiscoverResult:
         """``server/discover``. For a legacy server, the same facts from its ``initialize`` answer."""
@@ -424,7 +424,7 @@ class Client:
         if self.era is Era.MODERN:
             self._engine.log_level = level
             return
-        await self._engine.roundtrip("logging/setLevel", {"level": level}, timeout=timeout)
+        await self._engine.answer("logging/setLevel", {"level": level}, timeout=timeout)
         self._engine.log_level = level
         if self._link.legacy is not None:
             self._link.legacy.level_set(level)

@@ -325,19 +325,6 @@ class Engine:
 
     # -- results -------------------------------------------------------------------------------------
 
-    async def roundtrip(
-        self,
-        method: str,
-        params: Mapping[str, object] | None,
-        *,
-        timeout: float | None,
-        on_progress: ProgressCallback | None = None,
-        check: bool = True,
-    ) -> msgspec.Raw:
-        """Sends one request and returns its raw result. Raises RPCError on an error answer."""
-        answer = await self.answer(method, params, timeout=timeout, on_progress=on_progress, check=check)
-        return answer.result
-
     async def request(
         self,
         method: str,
@@ -348,8 +335,8 @@ class Engine:
         check: bool = True,
     ) -> msgspec.Raw:
         """A request, with 2026-07-28 input rounds handled (MRTR)."""
-        raw = await self.roundtrip(method, params, timeout=timeout, on_progress=on_progress, check=check)
-        return await self.complete(method, params, raw, timeout=timeout, on_progress=on_progress, check=check)
+        answer = await self.answer(method, params, timeout=timeout, on_progress=on_progress, check=check)
+        return await self.complete(method, params, answer.result, timeout=timeout, on_progress=on_progress, check=check)
 
     async def complete(
         self,
@@ -389,7 +376,7 @@ class Engine:
                     f"server '{link.label}' answered '{method}' with input_required but neither "
                     "inputRequests nor requestState"
                 )
-            raw = await self.roundtrip(method, retry, timeout=timeout, on_progress=on_progress, check=check)
+            raw = (await self.answer(method, retry, timeout=timeout, on_progress=on_progress, check=check)).result
             head = decode(raw, _ResultHead, method, link.label)
         if head.result_type != "complete":
             # JR-10: "A resultType of any value unrecognized by the client MUST be considered invalid."

@@ -174,7 +174,7 @@ class Subscriptions:
         self._dispatcher.legacy_subscriptions.append(sub)
         try:
             for uri in resources:
-                await self._engine.roundtrip("resources/subscribe", {"uri": uri}, timeout=timeout)
+                await self._engine.answer("resources/subscribe", {"uri": uri}, timeout=timeout)
                 done.append(uri)
                 if legacy is not None:
                     legacy.subscribed(uri)  # sent again on a renewed session (HT-L13)
@@ -188,7 +188,7 @@ class Subscriptions:
             with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTIFY_TIMEOUT * 5):
                 for uri in done:
                     try:
-                        await self._engine.roundtrip(
+                        await self._engine.answer(
                             "resources/unsubscribe", {"uri": uri}, timeout=CANCEL_NOTIFY_TIMEOUT
                         )
                     except MCPWireError:
