@@ -48,6 +48,7 @@ __all__ = [
     "Resource",
     "ResourceContents",
     "ResourceLink",
+    "ResourceMetadata",
     "ResourceTemplate",
     "ServerCapabilities",
     "TextContent",
@@ -134,15 +135,22 @@ class AudioContent(Wire, frozen=True, kw_only=True, tag="audio", tag_field="type
     meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class ResourceLink(Wire, frozen=True, kw_only=True, tag="resource_link", tag_field="type"):
-    uri: str
+class ResourceMetadata(Wire, frozen=True, kw_only=True):
+    """What a resource, a resource template and a resource link share: the schema's
+    ``BaseMetadata`` and ``Icons``, with a description, a MIME type and annotations."""
+
     name: str = ""
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
-    size: int | None = None
     annotations: JSONObject | None = None
+    icons: list[JSONObject] | None = None
     meta: JSONObject | None = field(default=None, name="_meta")
+
+
+class ResourceLink(ResourceMetadata, frozen=True, kw_only=True, tag="resource_link", tag_field="type"):
+    uri: str
+    size: int | None = None
 
 
 class ResourceContents(Wire, frozen=True, kw_only=True):
@@ -312,27 +320,13 @@ class CallToolWireLenient(Wire, frozen=True, kw_only=True):
 # -- resources ----------------------------------------------------------------------------------
 
 
-class Resource(Wire, frozen=True, kw_only=True):
+class Resource(ResourceMetadata, frozen=True, kw_only=True):
     uri: str
-    name: str = ""
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
     size: int | None = None
-    annotations: JSONObject | None = None
-    icons: list[JSONObject] | None = None
-    meta: JSONObject | None = field(default=None, name="_meta")
 
 
-class ResourceTemplate(Wire, frozen=True, kw_only=True):
+class ResourceTemplate(ResourceMetadata, frozen=True, kw_only=True):
     uri_template: str
-    name: str = ""
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    annotations: JSONObject | None = None
-    icons: list[JSONObject] | None = None
-    meta: JSONObject | None = field(default=None, name="_meta")
 
 
 class ReadResourceResult(Wire, frozen=True, kw_only=True):
