@@ -1,5 +1,6 @@
-"""What the two HTTP actors share: the default ``httpx`` client, bounded and cancellation-safe
-reading of responses, backoff, and the wording of HTTP failures.
+"""What the two HTTP actors share: their common state (:class:`HttpActor`), the default ``httpx``
+client, bounded and cancellation-safe reading of responses, backoff, and the wording of HTTP
+failures.
 
 Theory of operation: the default client is cheap to build. ``httpx.AsyncClient()`` loads the CA
 bundle into a new TLS context every time it is built (tens of milliseconds, far more on a busy
@@ -26,14 +27,18 @@ from urllib.parse import urlsplit
 import trio
 
 from ..errors import AuthError, FrameTooLarge
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..redaction import clean_terminal, redact_url, shorten
 from ..transports import HttpServer
+from .base import MessageSink
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "OWNED_CLIENT_CLOSE_TIMEOUT",
     "RESPONSE_CLOSE_TIMEOUT",
+    "HttpActor",
     "auth_error",
     "backoff",
     "body_chunks",
@@ -46,6 +51,7 @@ __all__ = [
 ]
 
 RESPONSE_CLOSE_TIMEOUT: Final = 2.0  # seconds to close a streamed response, even when cancelled
+OWNED_CLIENT_CLOSE_TIMEOUT: Final = 5.0  # seconds to close the httpx client an actor made itself
 #: how much of a server's challenge header goes into an error message
 CHALLENGE_CHARS: Final = 500
 
@@ -85,6 +91,50 @@ def open_http_client(url: str | None = None) -> httpx.AsyncClient:
         follow_redirects=False,
         verify=tls_context(url or "https:"),
     )
+
+
+class HttpActor:
+    """What both HTTP actors hold: the spec, the sink, the ``httpx`` client (the injected one, or
+    one made when the actor starts and closed when it ends), the message bound, the byte counters
+    and whether it is closing. There is no process: no pid, no stderr."""
+
+    def __init__(
+        self,
+        spec: HttpServer,
+        sink: MessageSink,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        label: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.label = label or spec.label
+        self._sink = sink
+        self._http = http_client
+        self._owns_http = http_client is None
+        self._max = max_message_bytes
+        self._closed = trio.Event()
+        self._closing = False
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.pid: int | None = None
+
+    def stderr_tail(self) -> list[str]:
+        return []
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    def _open_client(self) -> None:
+        """Makes the default client when none was injected (when ``run`` starts)."""
+        if self._http is None:
+            self._http = open_http_client(self.spec.url)
+
+    async def _close_own_client(self) -> None:
+        """Closes the client made here, shielded and bounded; an injected one stays open."""
+        if self._owns_http and self._http is not None:
+            with trio.CancelScope(shield=True), trio.move_on_after(OWNED_CLIENT_CLOSE_TIMEOUT):
+                await self._http.aclose()
 
 
 def body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:

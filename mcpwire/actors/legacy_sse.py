@@ -29,7 +29,7 @@ from ..protocol.jsonrpc import RequestId
 from ..protocol.sse import SSEDecoder, is_event_stream
 from ..transports import HttpServer
 from .base import MessageSink
-from .http_common import auth_error, backoff, body_chunks, describe_error, open_http_client, open_stream, read_body
+from .http_common import HttpActor, auth_error, backoff, body_chunks, describe_error, open_stream, read_body
 
 if TYPE_CHECKING:
     import httpx
@@ -59,7 +59,7 @@ def check_endpoint(sse_url: str, data: str) -> str:
     return endpoint
 
 
-class LegacySSETransport:
+class LegacySSETransport(HttpActor):
     """One HTTP+SSE (2024-11-05) connection."""
 
     def __init__(
@@ -72,25 +72,12 @@ class LegacySSETransport:
         label: str | None = None,
         reconnect_attempts: int = 3,
     ) -> None:
-        self.spec = spec
-        self.label = label or spec.label
-        self._sink = sink
-        self._http = http_client
-        self._owns_http = http_client is None
-        self._max = max_message_bytes
+        super().__init__(spec, sink, http_client=http_client, max_message_bytes=max_message_bytes, label=label)
         self._reconnects = reconnect_attempts
         self._headers = spec.auth_headers()
         self.endpoint: str | None = None
-        self._closed = trio.Event()
-        self._closing = False
-        self.bytes_sent = 0
-        self.bytes_received = 0
         self.wants_headers = False
         self.atomic_send = False  # a POST cancelled midway may have reached the server
-        self.pid: int | None = None
-
-    def stderr_tail(self) -> list[str]:
-        return []
 
     def negotiated(self, version: str, modern: bool) -> None:
         """2024-11-05 has no protocol-version header (HS-07)."""
@@ -98,17 +85,13 @@ class LegacySSETransport:
     async def cancel(self, request_id: RequestId) -> bool:
         return False
 
-    async def wait_closed(self) -> None:
-        await self._closed.wait()
-
     async def aclose(self) -> None:
         self._closing = True
         self._closed.set()
 
     async def run(self, *, task_status: trio.TaskStatus[LegacySSETransport] = trio.TASK_STATUS_IGNORED) -> None:
         """Connects (waits for the ``endpoint`` event), then reads the stream until closed."""
-        if self._http is None:
-            self._http = open_http_client(self.spec.url)
+        self._open_client()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch_close, nursery.cancel_scope)
@@ -116,9 +99,7 @@ class LegacySSETransport:
                 nursery.cancel_scope.cancel()
         finally:
             self._closed.set()
-            if self._owns_http and self._http is not None:
-                with trio.CancelScope(shield=True), trio.move_on_after(5):
-                    await self._http.aclose()
+            await self._close_own_client()
 
     async def _watch_close(self, scope: trio.CancelScope) -> None:
         await self._closed.wait()

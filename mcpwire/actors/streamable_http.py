@@ -54,6 +54,7 @@ from ..redaction import redact_url
 from ..transports import HttpServer
 from .base import MessageSink
 from .http_common import (
+    HttpActor,
     auth_error,
     backoff,
     body_chunks,
@@ -98,7 +99,7 @@ class _Answered:
             self.done = True
 
 
-class StreamableHTTPTransport:
+class StreamableHTTPTransport(HttpActor):
     """One Streamable HTTP connection (a legacy session, or stateless 2026-07-28 traffic).
 
     Args:
@@ -117,14 +118,9 @@ class StreamableHTTPTransport:
         label: str | None = None,
         idempotent: Callable[[RequestId], bool] | None = None,
     ) -> None:
-        self.spec = spec
-        self.label = label or spec.label
+        super().__init__(spec, sink, http_client=http_client, max_message_bytes=max_message_bytes, label=label)
         self.url = spec.url
         self._idempotent = idempotent
-        self._sink = sink
-        self._http = http_client
-        self._owns_http = http_client is None
-        self._max = max_message_bytes
         self._base_headers = {"Accept": ACCEPT_BOTH, **spec.auth_headers()}
         self.session_id: str | None = None
         #: the server answered 404 to the session and no new one is open yet (HT-L12)
@@ -133,22 +129,16 @@ class StreamableHTTPTransport:
         self.modern = False
         self._nursery: trio.Nursery | None = None
         self._streams: dict[RequestId, trio.CancelScope] = {}
-        self._closed = trio.Event()
-        self._closing = False
         self._get_started = False
         self._get_ready = trio.Event()
         self._get_scope: trio.CancelScope | None = None  # the GET stream of the current session
-        self.bytes_sent = 0
-        self.bytes_received = 0
         self.wants_headers = True
         self.atomic_send = True  # a request's POST runs in its own task; send only starts it
-        self.pid: int | None = None
 
     # -- lifetime ---------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[StreamableHTTPTransport] = trio.TASK_STATUS_IGNORED) -> None:
-        if self._http is None:
-            self._http = open_http_client(self.url)
+        self._open_client()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -161,15 +151,7 @@ class StreamableHTTPTransport:
                 # session's DELETE must still go out, and before the HTTP client closes (a
                 # request made after would open a connection that nobody closes).
                 await self.aclose()
-                if self._owns_http and self._http is not None:
-                    with trio.move_on_after(5):
-                        await self._http.aclose()
-
-    def stderr_tail(self) -> list[str]:
-        return []
-
-    async def wait_closed(self) -> None:
-        await self._closed.wait()
+                await self._close_own_client()
 
     def negotiated(self, version: str, modern: bool) -> None:
         self.protocol_version = version
