@@ -27,7 +27,6 @@ from urllib.parse import urlsplit
 import trio
 
 from ..errors import AuthError, FrameTooLarge
-from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..redaction import clean_terminal, redact_url, shorten
 from ..transports import HttpServer
 from .base import MessageSink
@@ -99,20 +98,14 @@ class HttpActor:
     and whether it is closing. There is no process: no pid, no stderr."""
 
     def __init__(
-        self,
-        spec: HttpServer,
-        sink: MessageSink,
-        *,
-        http_client: httpx.AsyncClient | None = None,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        label: str | None = None,
+        self, spec: HttpServer, sink: MessageSink, http: httpx.AsyncClient | None, max_bytes: int, label: str | None
     ) -> None:
         self.spec = spec
         self.label = label or spec.label
         self._sink = sink
-        self._http = http_client
-        self._owns_http = http_client is None
-        self._max = max_message_bytes
+        self._http = http
+        self._owns_http = http is None
+        self._max = max_bytes
         self._closed = trio.Event()
         self._closing = False
         self.bytes_sent = 0

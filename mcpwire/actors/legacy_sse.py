@@ -72,7 +72,7 @@ class LegacySSETransport(HttpActor):
         label: str | None = None,
         reconnect_attempts: int = 3,
     ) -> None:
-        super().__init__(spec, sink, http_client=http_client, max_message_bytes=max_message_bytes, label=label)
+        super().__init__(spec, sink, http_client, max_message_bytes, label)
         self._reconnects = reconnect_attempts
         self._headers = spec.auth_headers()
         self.endpoint: str | None = None

@@ -118,7 +118,7 @@ class StreamableHTTPTransport(HttpActor):
         label: str | None = None,
         idempotent: Callable[[RequestId], bool] | None = None,
     ) -> None:
-        super().__init__(spec, sink, http_client=http_client, max_message_bytes=max_message_bytes, label=label)
+        super().__init__(spec, sink, http_client, max_message_bytes, label)
         self.url = spec.url
         self._idempotent = idempotent
         self._base_headers = {"Accept": ACCEPT_BOTH, **spec.auth_headers()}
