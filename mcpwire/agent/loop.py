@@ -301,15 +301,7 @@ class Run:
         mode = self.policy.approve
         if mode != "ask":
             decision = Decision(approve=mode == "all", by="policy", reason=None if mode == "all" else "approve=none")
-            await self._emit(
-                ApprovalResolved(
-                    run_id=self.id,
-                    approval_id=ticket.id,
-                    approved=decision.approve,
-                    by="policy",
-                    reason=decision.reason,
-                )
-            )
+            await self._resolved(ticket.id, decision.approve, by="policy", reason=decision.reason)
             return decision
         slot = _Slot(ticket, call_id)
         self._pending[ticket.id] = slot
@@ -338,21 +330,28 @@ class Run:
             if self._pending.get(ticket.id) is slot:
                 del self._pending[ticket.id]
         edited = decision.arguments is not None and dict(decision.arguments) != ticket.arguments
-        await self._emit(
-            ApprovalResolved(
-                run_id=self.id,
-                approval_id=ticket.id,
-                approved=decision.approve,
-                by=decision.by,
-                reason=decision.reason,
-                edited=edited,
-            )
-        )
+        await self._resolved(ticket.id, decision.approve, by=decision.by, reason=decision.reason, edited=edited)
         if not self._pending:
             await self._set_state(RunState.CALLING_TOOLS)
         return decision
 
     # -- events -----------------------------------------------------------------------------------
+
+    async def _resolved(
+        self,
+        approval_id: str,
+        approved: bool,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+        edited: bool = False,
+    ) -> None:
+        """Tells the caller an approval of this run was decided (``by`` whom, when known)."""
+        await self._emit(
+            ApprovalResolved(
+                run_id=self.id, approval_id=approval_id, approved=approved, by=by, reason=reason, edited=edited
+            )
+        )
 
     async def _emit(self, event: Event) -> None:
         self._seq += 1
@@ -597,14 +596,7 @@ class Run:
         expired) still gets its resolution event, from the call's outcome."""
         if len(asked) > len(resolved):
             approved = outcome.approval in ("approved", "approved_modified")
-            await self._emit(
-                ApprovalResolved(
-                    run_id=self.id,
-                    approval_id=asked[-1],
-                    approved=approved,
-                    reason=None if approved else shorten(outcome.text, 300),
-                )
-            )
+            await self._resolved(asked[-1], approved, reason=None if approved else shorten(outcome.text, 300))
         if asked and not self._pending:
             await self._set_state(RunState.CALLING_TOOLS)
 

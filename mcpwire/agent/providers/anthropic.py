@@ -19,17 +19,13 @@ The key is read from ``ANTHROPIC_API_KEY`` (or the variable ``api_key_env`` name
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from ...protocol.sse import SSEEvent
-from ..errors import PresetError
 from ..messages import (
     Completion,
     ImagePart,
-    Message,
     ModelRequest,
     StopReason,
     TextPart,
@@ -37,7 +33,17 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from .base import ChunkCallback, HttpProvider, TextChunk, ToolCallChunk, _error_message, decode_event
+from .base import (
+    ChunkCallback,
+    HttpProvider,
+    TextChunk,
+    ToolCallChunk,
+    _error_message,
+    answer,
+    api_key_for,
+    decode_event,
+    replay,
+)
 
 __all__ = ["API_VERSION", "DEFAULT_BASE_URL", "AnthropicProvider", "anthropic_messages", "anthropic_tools"]
 
@@ -86,11 +92,10 @@ class AnthropicProvider(HttpProvider):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         **options: Any,
     ) -> None:
-        if api_key is None and api_key_env:
-            api_key = os.environ.get(api_key_env) or None
         base = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        if api_key is None and urlsplit(base).hostname == "api.anthropic.com":
-            raise PresetError(f"no API key for {base}: set {api_key_env or DEFAULT_KEY_ENV} in the environment")
+        api_key = api_key_for(
+            api_key, api_key_env, base_url=base, required_by="api.anthropic.com", default_env=DEFAULT_KEY_ENV
+        )
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, not {max_tokens!r}")
         super().__init__(model, base_url=base, api_key=api_key, **options)
@@ -145,11 +150,7 @@ class AnthropicProvider(HttpProvider):
                 if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
                     raise self._error(f"the answer's tool_use block {index} has no id or name")
                 calls.append(ToolCall.parse(block["id"], block["name"], json.dumps(block.get("input", {}))))
-        if on_chunk is not None:
-            if text:
-                await on_chunk(TextChunk("".join(text)))
-            for index, call in enumerate(calls):
-                await on_chunk(ToolCallChunk(index, call.id, call.name, call.raw_arguments))
+        await replay(on_chunk, "".join(text), calls)
         usage = _usage(data.get("usage"), Usage())
         return _completion("".join(text), calls, usage, data.get("stop_reason"), data.get("model"))
 
@@ -331,13 +332,4 @@ def _usage(raw: object, before: Usage) -> Usage:
 
 
 def _completion(text: str, calls: list[ToolCall], usage: Usage, stop: object, model: object) -> Completion:
-    parts: list[TextPart | ToolCall] = [TextPart(text=text)] if text else []
-    parts += calls
-    reason: StopReason = _STOP.get(str(stop), "other") if stop else "end_turn"
-    return Completion(
-        message=Message(role="assistant", parts=tuple(parts)),
-        usage=usage,
-        stop_reason=reason,
-        provider_stop_reason=str(stop) if stop else None,
-        model=model if isinstance(model, str) else None,
-    )
+    return answer(text, calls, usage, _STOP.get(str(stop), "other") if stop else "end_turn", stop, model)

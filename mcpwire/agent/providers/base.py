@@ -24,6 +24,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -37,8 +38,8 @@ import trio
 from ...errors import FrameTooLarge
 from ...protocol.sse import SSEDecoder, SSEEvent, is_event_stream, media_type
 from ...redaction import SecretValues, clean_terminal, redact_url, shorten
-from ..errors import ProviderError
-from ..messages import Completion, ModelRequest
+from ..errors import PresetError, ProviderError
+from ..messages import Completion, Message, ModelRequest, StopReason, TextPart, ToolCall, Usage
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -50,6 +51,9 @@ __all__ = [
     "Provider",
     "TextChunk",
     "ToolCallChunk",
+    "answer",
+    "api_key_for",
+    "replay",
 ]
 
 log = logging.getLogger("mcpwire.agent.providers")
@@ -450,3 +454,43 @@ def decode_event(provider: HttpProvider, event: SSEEvent) -> dict[str, object]:
     if not isinstance(value, dict):
         raise provider._error(f"sent an event that is not a JSON object: {_preview(event.data.encode())}")
     return value
+
+
+def api_key_for(given: str | None, env: str, *, base_url: str, required_by: str, default_env: str) -> str | None:
+    """A provider's key: ``given``, else the variable ``env`` names (none when ``env`` is empty).
+
+    Raises:
+        PresetError: there is none, and ``base_url`` is on ``required_by`` (the provider's own
+            API, which always wants one; a local compatible server does not).
+    """
+    key = given if given is not None else (os.environ.get(env) or None if env else None)
+    if key is None and urlsplit(base_url).hostname == required_by:
+        raise PresetError(f"no API key for {base_url}: set {env or default_env} in the environment")
+    return key
+
+
+async def replay(on_chunk: ChunkCallback | None, text: str, calls: list[ToolCall]) -> None:
+    """A whole answer passed to ``on_chunk`` as a stream would have passed it: its text, then
+    each tool call."""
+    if on_chunk is None:
+        return
+    if text:
+        await on_chunk(TextChunk(text))
+    for index, call in enumerate(calls):
+        await on_chunk(ToolCallChunk(index, call.id, call.name, call.raw_arguments))
+
+
+def answer(
+    text: str, calls: list[ToolCall], usage: Usage, reason: StopReason, stop: object, model: object
+) -> Completion:
+    """The model's answer as a completion: its text then its calls, the stop ``reason`` the
+    format's own ``stop`` means, and the ``model`` that answered (when the provider said)."""
+    parts: list[TextPart | ToolCall] = [TextPart(text=text)] if text else []
+    parts += calls
+    return Completion(
+        message=Message(role="assistant", parts=tuple(parts)),
+        usage=usage,
+        stop_reason=reason,
+        provider_stop_reason=str(stop) if stop else None,
+        model=model if isinstance(model, str) else None,
+    )

@@ -19,14 +19,11 @@ only for ``api.openai.com``.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from ...protocol.sse import SSEEvent
-from ..errors import PresetError
 from ..messages import (
     Completion,
     ImagePart,
@@ -38,7 +35,17 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
-from .base import ChunkCallback, HttpProvider, TextChunk, ToolCallChunk, _error_message, decode_event
+from .base import (
+    ChunkCallback,
+    HttpProvider,
+    TextChunk,
+    ToolCallChunk,
+    _error_message,
+    answer,
+    api_key_for,
+    decode_event,
+    replay,
+)
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIProvider", "openai_messages", "openai_tools"]
 
@@ -85,11 +92,10 @@ class OpenAIProvider(HttpProvider):
         max_tokens_field: str = "max_tokens",
         **options: Any,
     ) -> None:
-        if api_key is None and api_key_env:
-            api_key = os.environ.get(api_key_env) or None
         base = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        if api_key is None and urlsplit(base).hostname == "api.openai.com":
-            raise PresetError(f"no API key for {base}: set {api_key_env or DEFAULT_KEY_ENV} in the environment")
+        api_key = api_key_for(
+            api_key, api_key_env, base_url=base, required_by="api.openai.com", default_env=DEFAULT_KEY_ENV
+        )
         super().__init__(model, base_url=base, api_key=api_key, **options)
         self.max_tokens_field = max_tokens_field
 
@@ -143,11 +149,7 @@ class OpenAIProvider(HttpProvider):
             arguments = function.get("arguments")
             call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else _call_id(index)
             calls.append(ToolCall.parse(call_id, function["name"], arguments if isinstance(arguments, str) else ""))
-        if on_chunk is not None:
-            if text:
-                await on_chunk(TextChunk(text))
-            for index, call in enumerate(calls):
-                await on_chunk(ToolCallChunk(index, call.id, call.name, call.raw_arguments))
+        await replay(on_chunk, text or "", calls)
         finish = choice.get("finish_reason")
         return _completion(text or "", calls, _usage(data.get("usage")), finish, data.get("model"))
 
@@ -301,18 +303,10 @@ def _usage(raw: object) -> Usage:
 
 
 def _completion(text: str, calls: list[ToolCall], usage: Usage, finish: object, model: object) -> Completion:
-    parts: list[TextPart | ToolCall] = [TextPart(text=text)] if text else []
-    parts += calls
     reason: StopReason = _STOP.get(str(finish), "other") if finish else ("tool_use" if calls else "end_turn")
     if calls and reason == "end_turn":
         reason = "tool_use"  # some compatible servers say "stop" after tool calls
-    return Completion(
-        message=Message(role="assistant", parts=tuple(parts)),
-        usage=usage,
-        stop_reason=reason,
-        provider_stop_reason=str(finish) if finish else None,
-        model=model if isinstance(model, str) else None,
-    )
+    return answer(text, calls, usage, reason, finish, model)
 
 
 def _call_id(index: int) -> str:
