@@ -17,19 +17,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import msgspec
 
 from ..protocol.types import JSONObject
+from .errors import AgentError
 from .messages import Usage
-
-if TYPE_CHECKING:
-    from .loop import Run
 
 __all__ = [
     "ApprovalRequired",
     "ApprovalResolved",
+    "Decider",
     "Event",
     "Failed",
     "FailureKind",
@@ -105,6 +104,16 @@ class ToolCallStarted(Event, tag="tool_call_started"):
     raw_arguments: str | None = None
 
 
+class Decider(Protocol):
+    """What decides the approvals of a run's events (the :class:`~mcpwire.agent.loop.Run`)."""
+
+    def approve(
+        self, approval_id: str, arguments: Mapping[str, object] | None = None, *, by: str | None = None
+    ) -> None: ...
+
+    def deny(self, approval_id: str, reason: str | None = None, *, by: str | None = None) -> None: ...
+
+
 class ApprovalRequired(Event, tag="approval_required", dict=True):
     """A call waits for a person's decision.
 
@@ -143,10 +152,8 @@ class ApprovalRequired(Event, tag="approval_required", dict=True):
         """
         self._run().deny(self.approval_id, reason, by=by)
 
-    def _run(self) -> Run:
-        from .errors import AgentError
-
-        run: Run | None = getattr(self, "_owner", None)
+    def _run(self) -> Decider:
+        run: Decider | None = getattr(self, "_owner", None)
         if run is None:
             raise AgentError(
                 f"approval {self.approval_id} was decoded from JSON: decide it through its run or the host's "

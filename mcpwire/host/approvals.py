@@ -40,8 +40,7 @@ import trio
 
 from ..errors import HostError
 from ..protocol.types import JSONObject
-from .policies.approval import DEFAULT_APPROVAL_TIMEOUT
-from .policies.context import ApprovalRequest, Risk
+from .policies.context import DEFAULT_APPROVAL_TIMEOUT, ApprovalRequest, Risk
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL",

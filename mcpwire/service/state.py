@@ -93,7 +93,6 @@ class Service:
     outcomes: OrderedDict[str, CallOutcome] = field(default_factory=OrderedDict)
     gateway: Any = None
     _nursery: trio.Nursery | None = None
-    _openapi: dict[str, Any] | None = None
 
     def watch_approvals(self, run_id: str, seen: trio.Event) -> ApprovalWatch:
         """Sets ``seen`` when the host opens an approval for the call ``run_id``."""
@@ -180,13 +179,6 @@ class Service:
                 await self.host.wait_status(name, ServerStatus.CONNECTED, timeout=CONNECTING_WAIT)
 
     # -- documents ---------------------------------------------------------------------------------
-
-    def openapi(self) -> dict[str, Any]:
-        if self._openapi is None:
-            from .api import API
-
-            self._openapi = API.openapi(secured=self.settings.token is not None)
-        return self._openapi
 
     def prometheus(self) -> str:
         """The host's metrics, then the service's own."""

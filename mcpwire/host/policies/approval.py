@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from ...errors import ApprovalDenied
-from .context import ApprovalRequest, Approver, CallContext, Decision, Risk
+from .context import DEFAULT_APPROVAL_TIMEOUT, ApprovalRequest, Approver, CallContext, Decision, Risk
 
-if TYPE_CHECKING:  # the queue module imports Risk from this package
+if TYPE_CHECKING:  # the queue module imports Risk from this package (whose __init__ imports this module)
     from ..approvals import Approval, ApprovalQueue
 
 __all__ = [
@@ -67,7 +67,6 @@ __all__ = [
 
 log = logging.getLogger("mcpwire.host.policies.approval")
 
-DEFAULT_APPROVAL_TIMEOUT: Final = 300.0
 DEFAULT_ASK_AT: Final = Risk.HIGH
 #: seconds a cancelled call may take to mark its approval expired
 WITHDRAW_TIMEOUT: Final = 5.0

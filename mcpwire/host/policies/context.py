@@ -12,9 +12,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
-__all__ = ["ApprovalRequest", "Approver", "CallContext", "Decision", "Kind", "Risk"]
+__all__ = ["DEFAULT_APPROVAL_TIMEOUT", "ApprovalRequest", "Approver", "CallContext", "Decision", "Kind", "Risk"]
+
+#: seconds a decision may take before silence denies the call
+DEFAULT_APPROVAL_TIMEOUT: Final = 300.0
 
 Kind = Literal["tool", "resource", "prompt", "list"]
 Decision = Literal["allow", "deny", "ask"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -99,4 +100,10 @@ async def events(ctx: Ctx) -> StreamingResponse:
     responses={200: ResponseSpec("The document.", dict[str, Any], media=JSON)},
 )
 async def openapi(ctx: Ctx) -> dict[str, Any]:
-    return service_of(ctx).openapi()
+    return _document(secured=service_of(ctx).settings.token is not None)
+
+
+@functools.cache
+def _document(*, secured: bool) -> dict[str, Any]:
+    """The API's document, made once (every operation is registered when the package is imported)."""
+    return API.openapi(secured=secured)

@@ -11,21 +11,21 @@ that needs approval waits in the service's queue like any other: the page links 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
 
 import msgspec
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from ...agent import Message, PresetError, TextPart, ToolCall, ToolResultPart
+from ...agent import Message, Preset, PresetError, TextPart, ToolCall, ToolResultPart
 from ..agent_conversations import load_messages
 from ..problems import ProblemError
+from ..store import Store
 from .web import View, page
 
-if TYPE_CHECKING:
-    from ..agent_runs import AgentRuns
-
-__all__ = ["routes"]
+__all__ = ["Runs", "routes"]
 
 
 def _shown(message: Message) -> dict[str, Any]:
@@ -42,7 +42,21 @@ def _shown(message: Message) -> dict[str, Any]:
     }
 
 
-def routes(runs: AgentRuns) -> list[BaseRoute]:
+class Runs(Protocol):
+    """What the page needs of the agent's runs (:class:`~mcpwire.service.agent_runs.AgentRuns`)."""
+
+    @property
+    def store(self) -> Store | None: ...
+
+    @property
+    def config_path(self) -> str | Path | None: ...
+
+    def presets(self) -> dict[str, Preset]: ...
+
+    async def start(self, body: bytes, state: Mapping[str, object], *, caller: str = "api") -> Response: ...
+
+
+def routes(runs: Runs) -> list[BaseRoute]:
     """``GET /chat`` and ``POST /chat/runs`` over ``runs`` (which has a store)."""
     store = runs.store
     assert store is not None
