@@ -47,6 +47,7 @@ from ..protocol.resend import Outcome, Step, next_step
 from ..protocol.types import META_LOG_LEVEL, JSONObject
 from ..protocol.versions import MODERN_REVISIONS
 from .options import ProgressCallback, declared_capabilities
+from .relay import InputRequested, relayed_round
 from .state import Link
 from .values import NotDeclared, printable, progress_from
 from .waiters import Deadlines, ProgressSink, Waiter, wait_for_answer
@@ -181,14 +182,23 @@ class Engine:
                 raise link.gone_error()
             generation = link.legacy.generation if link.legacy is not None else 0
             sent = params
-            if self.log_level is not None and session.revision is not None and session.revision.modern:
+            modern = session.revision is not None and session.revision.modern
+            if self.log_level is not None and modern:
                 sent = _with_log_level(params, self.log_level)
+            relayed = relayed_round(method) if modern else None
+            if relayed is not None:  # another client's round, relayed (mcpwire.client.relay)
+                sent = {**(sent or {}), **relayed.params}
             transport = link.transport
             headers = headers_for(link, method, sent) if transport is not None and transport.wants_headers else None
             waiter = Waiter(progress=[] if on_progress is not None else None)
             waiter.typed_tool = typed_tool
             entry, payload = session.prepare_request(
-                method, sent, waiter, check=check, progress=on_progress is not None
+                method,
+                sent,
+                waiter,
+                check=check,
+                progress=on_progress is not None,
+                meta=relayed.meta if relayed is not None else None,
             )
             try:
                 # wire.send(), inlined: one coroutine less on every call
@@ -358,6 +368,10 @@ class Engine:
         counts: dict[Outcome, int] = {}
         rounds = link.options.max_input_rounds
         while head.result_type == "input_required":
+            if relayed_round(method) is not None:  # the relaying proxy's client answers it
+                result = jsonrpc.decode_json(raw)
+                assert isinstance(result, dict)  # decoded as a result head above
+                raise InputRequested(result, method=method, server=link.label)
             info = METHODS.get(method)
             if info is not None and not info.input_required:
                 raise InvalidResponse(

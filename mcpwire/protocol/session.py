@@ -260,6 +260,7 @@ class ClientSession(Generic[W]):
         handshake: bool = False,
         progress: bool = False,
         meta_version: str | None = None,
+        meta: Mapping[str, object] | None = None,
     ) -> tuple[PendingRequest[W], bytes]:
         """Registers a request and encodes it.
 
@@ -268,6 +269,8 @@ class ClientSession(Generic[W]):
             handshake: the request is part of connecting (``initialize``, the probe).
             progress: ask for progress notifications (token = the request id).
             meta_version: add modern ``_meta`` for this version even before READY (the probe).
+            meta: ``_meta`` fields set over the per-request ones (a proxy relaying its own
+                client's capabilities).
 
         Raises:
             ClientClosed: the session is closing or closed.
@@ -289,7 +292,7 @@ class ClientSession(Generic[W]):
             if why is not None:
                 raise LocalProtocolError(f"cannot call '{method}' on server '{self.label}': {why}")
         entry = self.table.add(method, waiter)
-        if meta_version is None and not progress:
+        if meta_version is None and not progress and not meta:
             # The common case, kept cheap: legacy params go out as they are; 2026-07-28 ones get
             # the per-request _meta encoded once at READY (LC-20..LC-22).
             raw_meta = self._modern_meta_raw
@@ -301,13 +304,15 @@ class ClientSession(Generic[W]):
                 return entry, jsonrpc.encode_request(entry.id, method, with_meta)
         out: dict[str, object] = dict(params) if params else {}
         modern_meta = self._modern_meta if meta_version is None else self.modern_meta(meta_version)
-        if modern_meta or progress:
-            meta = out.get("_meta")
-            merged: dict[str, object] = dict(meta) if isinstance(meta, Mapping) else {}
+        if modern_meta or progress or meta:
+            given = out.get("_meta")
+            merged: dict[str, object] = dict(given) if isinstance(given, Mapping) else {}
             if progress:
                 merged["progressToken"] = entry.id
             if modern_meta:
                 merged.update(modern_meta)
+            if meta:
+                merged.update(meta)
             out["_meta"] = merged
         payload = jsonrpc.encode_request(entry.id, method, out if (out or modern_meta) else None)
         return entry, payload
