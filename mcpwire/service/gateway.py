@@ -14,7 +14,8 @@ a single backend); quarantined tools (pinned, then changed) are not listed. Call
 API (filters, timeout, retry, breaker, cache, approval, audit, metrics); the call carries the
 trace id and caller the service's middleware found, and its progress goes back to the client.
 A backend's questions (sampling, elicitation, roots) and the approval policy's "ask" reach the
-client through :mod:`mcpwire.service.gateway_bridge`.
+client through :mod:`mcpwire.service.gateway_bridge`; when the client and the backend both speak
+2026-07-28, a tool call's input rounds are relayed between them as they are.
 
 Changes reach connected clients: a host event about a server's tools (its status, its list, a
 pin), prompts or resources becomes ``notifications/<kind>/list_changed`` to every legacy session
@@ -32,6 +33,7 @@ with ``isError``, so that a model sees why.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -42,16 +44,25 @@ import trio
 
 from .._version import __version__
 from ..client import ServerNotification
+from ..client.relay import InputRequested, RelayedRound, relaying
 from ..errors import HostError, MCPWireError, RPCError
 from ..host import Host
 from ..host.catalog import UnknownPrompt
 from ..host.registry import RegisteredTool
 from ..host.settings import ServerConfig
 from ..protocol.serving import INVALID_PARAMS, LOG_LEVELS, RESOURCE_NOT_FOUND
-from ..protocol.types import ToolResult
+from ..protocol.types import META_CLIENT_CAPABILITIES, ToolResult
 from ..protocol.versions import V2025_03_26, V2025_06_18, V2025_11_25
 from ..redaction import clean_terminal, shorten
-from ..server import JSONObject, RequestContext, RequestError, Server, StreamableHTTPApp, serve_stdio
+from ..server import (
+    InputRequired,
+    JSONObject,
+    RequestContext,
+    RequestError,
+    Server,
+    StreamableHTTPApp,
+    serve_stdio,
+)
 from ..server.asgi import MAX_BODY_BYTES
 from .gateway_bridge import DEFAULT_INPUT_TIMEOUT, Bridge, Pending, Unanswerable
 
@@ -59,6 +70,7 @@ __all__ = ["ANSWER_GRACE_S", "COALESCE_S", "Gateway", "GatewayServer"]
 
 log = logging.getLogger("mcpwire.service.gateway")
 T = TypeVar("T")
+E = TypeVar("E", bound=BaseException)
 
 #: Least seconds between two list_changed notifications of one kind.
 COALESCE_S: Final = 0.1
@@ -341,8 +353,9 @@ class GatewayServer(Server):
         return context
 
     async def _tools_call(self, ctx: RequestContext) -> JSONObject:
-        if ctx.modern and "requestState" in ctx.params:
-            outcome = await self.gateway.bridge.resume(ctx)
+        bridge = self.gateway.bridge
+        if ctx.modern and "requestState" in ctx.params and not bridge.is_wrapped(ctx.params["requestState"]):
+            outcome = await bridge.resume(ctx)
             return self._tool_outcome(outcome)
         name = ctx.params.get("name")
         arguments = ctx.params.get("arguments", {})
@@ -351,23 +364,46 @@ class GatewayServer(Server):
             raise RequestError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
         if not isinstance(arguments, dict):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+        relayed = self._relayed(ctx, reg.server)
 
         async def work(pending: Pending) -> object:
             async def progress(update: Any) -> None:
                 await pending.context.progress(update.progress, update.total, update.message)
 
             try:
-                return await self.host.call_tool(
-                    reg.name,
-                    arguments,
-                    approver=self.gateway.bridge.approver(pending),
-                    context=self._call_context(pending.context),
-                    on_progress=progress,
-                )
+                with relaying(relayed) if relayed is not None else contextlib.nullcontext():
+                    return await self.host.call_tool(
+                        reg.name,
+                        arguments,
+                        approver=bridge.approver(pending),
+                        context=self._call_context(pending.context),
+                        on_progress=progress,
+                    )
             except HostError as exc:
                 return exc
 
-        return self._tool_outcome(await self.gateway.bridge.call(ctx, reg.server, self._logged(work)))
+        return self._tool_outcome(await bridge.call(ctx, reg.server, self._logged(work)), reg.server)
+
+    def _relayed(self, ctx: RequestContext, server: str) -> RelayedRound | None:
+        """The round to relay when the client and the backend both speak 2026-07-28 (the client's
+        capabilities and inputResponses, the backend's own requestState); else None.
+
+        Raises:
+            RequestError: -32602 for a requestState that does not verify or names another server.
+        """
+        state = ctx.params.get("requestState")
+        if not ctx.modern or self.host.get(server).era != "modern":
+            if state is not None:  # wrapped for a backend that speaks 2026-07-28 no more
+                raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' is not one this gateway can use")
+            return None
+        params: JSONObject = {}
+        if "inputResponses" in ctx.params:
+            params["inputResponses"] = ctx.input_responses
+        if isinstance(state, str):
+            params["requestState"] = self.gateway.bridge.unwrap_state(server, state)
+        elif state is not None:
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' must be a string")
+        return RelayedRound("tools/call", params, {META_CLIENT_CAPABILITIES: ctx.client_capabilities})
 
     def _logged(self, work: Callable[[Pending], Awaitable[T]]) -> Callable[[Pending], Awaitable[T]]:
         """``work``, then the backend's log messages for the call not relayed yet (before the answer)."""
@@ -381,8 +417,15 @@ class GatewayServer(Server):
 
         return run
 
-    def _tool_outcome(self, outcome: object) -> JSONObject:
+    def _tool_outcome(self, outcome: object, server: str | None = None) -> JSONObject:
         if isinstance(outcome, HostError):
+            requested = _cause(outcome, InputRequested)
+            if requested is not None and server is not None:  # a relayed round: the backend's questions
+                asks, state = requested.result.get("inputRequests"), requested.result.get("requestState")
+                wrapped = self.gateway.bridge.wrap_state(server, state) if isinstance(state, str) else None
+                raise InputRequired(
+                    {k: v for k, v in asks.items() if isinstance(v, dict)} if isinstance(asks, dict) else {}, wrapped
+                )
             rpc = _rpc_cause(outcome)
             if rpc is not None:  # the backend refused the call: its error, as it said it
                 raise RequestError(rpc.code, rpc.message, rpc.data)
@@ -629,10 +672,16 @@ def _not_found(uri: str, *, modern: bool) -> RequestError:
 
 def _rpc_cause(exc: BaseException) -> RPCError | None:
     """The backend's JSON-RPC error behind a host error (not one the gateway's own handlers raised)."""
+    cause = _cause(exc, RPCError)
+    return None if isinstance(cause, Unanswerable | InputRequested) else cause
+
+
+def _cause(exc: BaseException, kind: type[E]) -> E | None:
+    """The first exception of ``kind`` in the ``__cause__`` chain behind ``exc``."""
     cause = exc.__cause__
-    while cause is not None and not isinstance(cause, RPCError):
+    while cause is not None and not isinstance(cause, kind):
         cause = cause.__cause__
-    return None if isinstance(cause, Unanswerable) else cause
+    return cause
 
 
 def _matches(template: str, uri: str) -> bool:

@@ -22,12 +22,20 @@ question belongs to and puts it to that call's client:
   its retry at most ``input_timeout`` seconds; then it is cancelled. Pending calls live in one
   process: behind a load balancer a retry must reach the same instance (as legacy sessions do).
 
+When the gateway's client and the backend both speak 2026-07-28, a tool call's input rounds are
+not the gateway's: the call is relayed (:mod:`mcpwire.client.relay`), so the backend sees the
+client's own capabilities and inputResponses, and its ``input_required`` result reaches the client
+as the backend sent it (its keys, every request in one round). Only its ``requestState`` is wrapped
+(:meth:`Bridge.wrap_state`): signed with the server's name, so that the retry goes back to the
+backend that issued it and a forged one reaches no other.
+
 A question the gateway's client cannot answer (it did not declare the capability, the era does
 not allow it, nobody is asking) fails cleanly: the backend gets a JSON-RPC error naming why.
 """
 
 from __future__ import annotations
 
+import base64
 import contextvars
 import hashlib
 import hmac
@@ -58,6 +66,8 @@ DEFAULT_INPUT_TIMEOUT: Final = 300.0
 MAX_PENDING: Final = 1000
 #: the client capability each question needs
 _NEEDS: Final = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+#: the prefix of a backend's requestState wrapped by the gateway (a pending call's has none)
+_RELAYED: Final = "relayed."
 _CURRENT: Final[contextvars.ContextVar[Pending | None]] = contextvars.ContextVar("mcpwire_gateway_call", default=None)
 
 
@@ -333,19 +343,47 @@ class Bridge:
         calls = self._by_server.get(server) or set()
         return next(iter(calls)) if len(calls) == 1 else None
 
+    # -- a backend's own state, relayed --------------------------------------------------------------
+
+    def wrap_state(self, server: str, state: str) -> str:
+        """A backend's ``requestState`` as the gateway hands it to its client: bound to that server
+        by the gateway's key, so that a retry reaches the backend that issued it and no other."""
+        body = f"{_RELAYED}{_b64(server)}.{_b64(state)}"
+        return f"{body}.{self._mac(body)}"
+
+    def unwrap_state(self, server: str, token: str) -> str:
+        """The backend's ``requestState`` inside a wrapped one (see :meth:`wrap_state`).
+
+        Raises:
+            RequestError: -32602 for a state that does not verify or was issued for another server.
+        """
+        parts = token.removeprefix(_RELAYED).split(".")
+        if len(parts) != 3 or not hmac.compare_digest(parts[2], self._mac(token.rsplit(".", 1)[0])):
+            # 2026-07-28 basic/patterns/mrtr: "Servers MUST reject state that fails verification"
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+        if _unb64(parts[0]) != server:
+            raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' was issued for a call to another server")
+        return _unb64(parts[1])
+
+    @staticmethod
+    def is_wrapped(state: object) -> bool:
+        """Whether a retry's ``requestState`` is a backend's, wrapped (else it is a pending call's)."""
+        return isinstance(state, str) and state.startswith(_RELAYED)
+
+    def _mac(self, body: str) -> str:
+        return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+
     # -- the state of a pending call ---------------------------------------------------------------
 
     def _sign(self, pending: Pending) -> str:
         body = f"{pending.id}.{pending.rounds}"
-        return f"{body}.{hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()}"
+        return f"{body}.{self._mac(body)}"
 
     def _verify(self, state: object) -> Pending:
         parts = state.split(".") if isinstance(state, str) else []
         if len(parts) != 3:
             raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' is not one this gateway issued")
-        body = f"{parts[0]}.{parts[1]}"
-        expected = hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(parts[2], expected):
+        if not hmac.compare_digest(parts[2], self._mac(f"{parts[0]}.{parts[1]}")):
             # 2026-07-28 basic/patterns/mrtr: "Servers MUST reject state that fails verification"
             raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
         pending = self._parked.get(parts[0])
@@ -356,6 +394,17 @@ class Bridge:
                 "answered already, or another gateway instance holds it)",
             )
         return pending
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _unb64(text: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+    except (ValueError, UnicodeDecodeError):  # pragma: no cover - the MAC verified it
+        raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification") from None
 
 
 def _can_ask(context: RequestContext, method: str) -> bool:

@@ -2,15 +2,12 @@
 namespacing off (a pure proxy), suite by suite, as tests/check/test_official_server.py grades the
 reference server itself: the same suites, the same scenarios, the same vacuity guard.
 
-The gateway passes what the reference passes, except the scenarios in :data:`DIFFERENCES`, which
-are asserted to fail (so that the list is kept true when they start passing). They all come from
-one thing: the host's connection to the backend answers a 2026-07-28 ``input_required`` result
-itself (mcpwire.client's input rounds), asking its handlers one input request at a time, under its
-own client capabilities. The gateway turns each of those questions into an ``input_required``
-result of its own (one request per round, under a key it names, with a ``requestState`` that
-names the waiting call), which keeps every exchange correct but is not the backend's exchange
-verbatim. The runner's extension scenarios (Tasks, Skills) are not run: the gateway serves the
-base protocol only.
+The gateway passes what the reference passes, except the scenarios in :data:`DIFFERENCES` (none
+today), which are asserted to fail, so that the list is kept true. The 2026-07-28
+``input_required`` scenarios pass because the gateway relays a 2026-07-28 client's input rounds
+to a 2026-07-28 backend as they are (the backend's keys, all its requests in one round, the
+client's own capabilities and inputResponses, the backend's requestState wrapped). The runner's
+extension scenarios (Tasks, Skills) are not run: the gateway serves the base protocol only.
 
 The backend is pinned to 2026-07-28 (as the gateway's own ``server/discover`` would find it on an
 idle machine; a loaded one may fall back to initialize); its breaker and cache are off, because
@@ -42,21 +39,7 @@ import test_official_server as official
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 #: (runner, spec version, scenario) -> why it fails through the gateway and not against the reference
-DIFFERENCES: dict[tuple[str, str, str], str] = {
-    ("0.2.0-alpha.12", "2026-07-28", "input-required-result-basic-elicitation"): (
-        "the runner expects the backend's input key ('user_name'); the gateway names its own keys"
-    ),
-    ("0.2.0-alpha.12", "2026-07-28", "input-required-result-multiple-input-requests"): (
-        "the backend's three input requests reach the gateway's client in three rounds, one each"
-    ),
-    ("0.2.0-alpha.12", "2026-07-28", "input-required-result-capability-check"): (
-        "the backend sees the capabilities of the host's connection, not the runner's, and asks for "
-        "one the runner lacks; the gateway answers -32021 instead of the backend's narrower question"
-    ),
-    ("0.2.0-alpha.12", "2026-07-28", "input-required-result-ignore-extra-params"): (
-        "inputResponses sent with a first call (no requestState) are not passed to the backend (WARNING)"
-    ),
-}
+DIFFERENCES: dict[tuple[str, str, str], str] = {}
 
 
 #: scenarios the runner grades against the reference but finds nothing to grade through the gateway:

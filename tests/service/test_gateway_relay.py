@@ -1,0 +1,114 @@
+"""A 2026-07-28 client's input rounds with a 2026-07-28 backend, relayed through the gateway: the
+backend's own questions (its keys, all in one round) under the client's own capabilities, the
+backend's requestState wrapped so that it goes back to that backend only; and the client feature
+under it (mcpwire.client.relay), against the reference server directly."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from _gateway import MODERN, gateway, reference
+
+import mcpwire
+from mcpwire.client.relay import InputRequested, RelayedRound, relaying
+from mcpwire.transports import StdioServer
+
+pytestmark = pytest.mark.slow
+CAPS = "io.modelcontextprotocol/clientCapabilities"
+ALL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
+MULTIPLE = "test_input_required_result_multiple_inputs"
+ANSWERS: dict[str, Any] = {
+    "user_name": {"action": "accept", "content": {"name": "Alice"}},
+    "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"},
+    "client_roots": {"roots": [{"uri": "file:///a"}]},
+}
+
+
+async def _call(
+    http: httpx.AsyncClient, url: str, tool: str, caps: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """One 2026-07-28 tools/call through the gateway; the JSON-RPC response."""
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN, CAPS: ALL_CAPS if caps is None else caps}
+    params = {"name": tool, "arguments": {}, "_meta": meta, **extra}
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    reply = await http.post(
+        url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, headers=headers
+    )
+    answer: dict[str, Any] = reply.json()
+    return answer
+
+
+async def test_the_backends_input_rounds_reach_the_client_as_the_backend_sent_them() -> None:
+    backends = {"ref": {**reference(), "era": "modern"}, "other": {**reference(), "era": "modern"}}
+    async with gateway(backends) as running, httpx.AsyncClient(timeout=30) as http:
+        with trio.fail_after(60):
+            first = (await _call(http, running.url, f"ref__{MULTIPLE}"))["result"]
+            assert first["resultType"] == "input_required"
+            assert sorted(first["inputRequests"]) == ["client_roots", "greeting", "user_name"]  # one round
+            state = first["requestState"]
+            assert state.startswith("relayed.")
+            done = await _call(http, running.url, f"ref__{MULTIPLE}", inputResponses=ANSWERS, requestState=state)
+            assert done["result"]["content"] == [{"type": "text", "text": "LLM response: Hi Alice; roots: file:///a"}]
+            # the wrapped state is the gateway's to check: tampered, or sent to another backend
+            tampered = state[:-1] + ("0" if state[-1] != "0" else "1")
+            refused = await _call(http, running.url, f"ref__{MULTIPLE}", inputResponses=ANSWERS, requestState=tampered)
+            assert refused["error"]["code"] == -32602
+            assert refused["error"]["message"] == "Invalid params: 'requestState' failed verification"
+            elsewhere = await _call(http, running.url, f"other__{MULTIPLE}", inputResponses=ANSWERS, requestState=state)
+            assert elsewhere["error"]["code"] == -32602
+            assert elsewhere["error"]["message"] == (
+                "Invalid params: 'requestState' was issued for a call to another server"
+            )
+
+
+async def test_the_backend_sees_the_clients_capabilities_and_first_call_answers() -> None:
+    async with gateway({"ref": {**reference(), "era": "modern"}}) as running, httpx.AsyncClient(timeout=30) as http:
+        with trio.fail_after(60):
+            sampling_only = await _call(
+                http, running.url, "ref__test_input_required_result_capabilities", caps={"sampling": {}}
+            )
+            assert list(sampling_only["result"]["inputRequests"]) == ["capital_question"]
+            # answers sent with a first call (no requestState) reach the backend too
+            answered = await _call(
+                http,
+                running.url,
+                "ref__test_input_required_result_elicitation",
+                inputResponses={"user_name": ANSWERS["user_name"], "extra": {"action": "cancel"}},
+            )
+            assert answered["result"]["content"] == [{"type": "text", "text": "Hello, Alice!"}]
+
+
+async def test_a_relayed_call_raises_the_servers_input_required_result_instead_of_answering_it() -> None:
+    asked: list[Any] = []
+
+    async def elicit(params: Any) -> Any:
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Bob"}}
+
+    server = StdioServer(command=sys.executable, args=("-m", "mcpwire.testing.everything"))
+    with trio.fail_after(60):
+        async with mcpwire.open_client(server, era="modern", era_cache=False, elicitation=elicit) as client:
+            tool = "test_input_required_result_elicitation"
+            theirs = RelayedRound("tools/call", {}, {CAPS: {"elicitation": {}}})
+            with relaying(theirs), pytest.raises(InputRequested) as raised:
+                await client.call_tool(tool, {})
+            assert raised.value.result["resultType"] == "input_required"
+            assert list(raised.value.result["inputRequests"]) == ["user_name"]
+            assert asked == []  # this client's handler was not asked
+            answered = RelayedRound("tools/call", {"inputResponses": {"user_name": ANSWERS["user_name"]}})
+            with relaying(answered):
+                assert (await client.call_tool(tool, {})).text() == "Hello, Alice!"
+                # other methods are this client's own
+                assert any(t.name == tool for t in await client.list_tools())
+            # outside the block, the client answers with its own handler again
+            assert (await client.call_tool(tool, {})).text() == "Hello, Bob!"
+            assert len(asked) == 1
+            # the relayed round's capabilities replace the client's: none declared, none asked
+            bare = RelayedRound("tools/call", {}, {CAPS: {}})
+            with relaying(bare), pytest.raises(mcpwire.RPCError) as refused:
+                await client.call_tool(tool, {})
+            assert refused.value.code == -32021
