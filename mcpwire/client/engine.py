@@ -61,23 +61,6 @@ log = logging.getLogger(__name__)
 
 CANCEL_NOTIFY_TIMEOUT: Final = 1.0
 MAX_PAGES: Final = 10_000
-#: methods that may run twice without harm (reads, lists, setting the same log level), so an HTTP
-#: transport may send them again when a connection broke after sending; never ``initialize`` (a
-#: second session) or ``tools/call``
-IDEMPOTENT_METHODS: Final = frozenset(
-    {
-        "ping",
-        "server/discover",
-        "tools/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/list",
-        "prompts/get",
-        "completion/complete",
-        "logging/setLevel",
-    }
-)
 
 
 class _ResultHead(msgspec.Struct, rename="camel"):
@@ -140,7 +123,8 @@ class Engine:
         """Whether the pending request may run twice without harm (the HTTP transport may then
         send it again after a connection broke, RFC 9112 9.3.1)."""
         entry = self.link.session.table.get(request_id)
-        return entry is not None and entry.method in IDEMPOTENT_METHODS
+        info = None if entry is None else METHODS.get(entry.method)
+        return info is not None and info.idempotent
 
     # -- one request ---------------------------------------------------------------------------
 

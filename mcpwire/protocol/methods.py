@@ -3,9 +3,10 @@
 Theory of operation: before a request leaves, the session asks this table whether the negotiated
 revision has the method and whether the server advertised the capability it needs. 2025-11-25
 basic/lifecycle: "Both parties MUST ... Only use capabilities that were successfully negotiated"
-(LC-14, LC-16). The table also says which results may be ``input_required`` (UT-R01) and which
-methods are paginated (UT-N06). Methods absent from the table (extensions, experiments) pass
-through :meth:`mcpwire.Client.request` unchecked.
+(LC-14, LC-16). The table also says which results may be ``input_required`` (UT-R01), which
+methods are paginated (UT-N06), and which may run twice without harm (an HTTP transport may send
+those again when a connection broke after sending, RFC 9110 9.2.2). Methods absent from the table
+(extensions, experiments) pass through :meth:`mcpwire.Client.request` unchecked.
 """
 
 from __future__ import annotations
@@ -29,23 +30,26 @@ class MethodInfo(NamedTuple):
     paginated: bool = False
     #: 2026-07-28 mrtr: InputRequiredResult only on tools/call, resources/read, prompts/get.
     input_required: bool = False
+    #: may run twice without harm (reads, lists, setting the same log level); never
+    #: ``initialize`` (a second session) nor ``tools/call``.
+    idempotent: bool = False
 
 
 METHODS: Final[dict[str, MethodInfo]] = {
-    "ping": MethodInfo(until=V2025_11_25),
+    "ping": MethodInfo(until=V2025_11_25, idempotent=True),
     "initialize": MethodInfo(until=V2025_11_25),
-    "server/discover": MethodInfo(since=V2026_07_28),
-    "tools/list": MethodInfo("tools", paginated=True),
+    "server/discover": MethodInfo(since=V2026_07_28, idempotent=True),
+    "tools/list": MethodInfo("tools", paginated=True, idempotent=True),
     "tools/call": MethodInfo("tools", input_required=True),
-    "resources/list": MethodInfo("resources", paginated=True),
-    "resources/templates/list": MethodInfo("resources", paginated=True),
-    "resources/read": MethodInfo("resources", input_required=True),
+    "resources/list": MethodInfo("resources", paginated=True, idempotent=True),
+    "resources/templates/list": MethodInfo("resources", paginated=True, idempotent=True),
+    "resources/read": MethodInfo("resources", input_required=True, idempotent=True),
     "resources/subscribe": MethodInfo("resources", "subscribe", until=V2025_11_25),
     "resources/unsubscribe": MethodInfo("resources", "subscribe", until=V2025_11_25),
-    "prompts/list": MethodInfo("prompts", paginated=True),
-    "prompts/get": MethodInfo("prompts", input_required=True),
-    "completion/complete": MethodInfo("completions"),
-    "logging/setLevel": MethodInfo("logging", until=V2025_11_25),
+    "prompts/list": MethodInfo("prompts", paginated=True, idempotent=True),
+    "prompts/get": MethodInfo("prompts", input_required=True, idempotent=True),
+    "completion/complete": MethodInfo("completions", idempotent=True),
+    "logging/setLevel": MethodInfo("logging", until=V2025_11_25, idempotent=True),
     "subscriptions/listen": MethodInfo(since=V2026_07_28),
 }
 
