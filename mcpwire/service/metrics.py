@@ -62,6 +62,18 @@ class _Histogram:
         self.total += seconds
         self.count += 1
 
+    def lines(self, metric: str, labels: str) -> list[str]:
+        """The histogram's series in the exposition format: cumulative buckets, sum and count."""
+        out: list[str] = []
+        running = 0
+        for bound, count in zip((*BUCKETS, float("inf")), self.counts, strict=True):
+            running += count
+            le = "+Inf" if bound == float("inf") else repr(bound)
+            out.append(f'{metric}_bucket{{{labels},le="{le}"}} {running}')
+        out.append(f"{metric}_sum{{{labels}}} {self.total!r}")
+        out.append(f"{metric}_count{{{labels}}} {self.count}")
+        return out
+
 
 @dataclass(slots=True)
 class HttpMetrics:
@@ -92,14 +104,7 @@ class HttpMetrics:
             "# TYPE mcpwire_http_request_duration_seconds histogram",
         ]
         for route, hist in sorted(self.latency.items()):
-            label = escape_label(route)
-            running = 0
-            for bound, count in zip((*BUCKETS, float("inf")), hist.counts, strict=True):
-                running += count
-                le = "+Inf" if bound == float("inf") else repr(bound)
-                lines.append(f'mcpwire_http_request_duration_seconds_bucket{{route="{label}",le="{le}"}} {running}')
-            lines.append(f'mcpwire_http_request_duration_seconds_sum{{route="{label}"}} {hist.total!r}')
-            lines.append(f'mcpwire_http_request_duration_seconds_count{{route="{label}"}} {hist.count}')
+            lines += hist.lines("mcpwire_http_request_duration_seconds", f'route="{escape_label(route)}"')
         return lines
 
 
@@ -135,13 +140,7 @@ class CallMetrics:
         ]
         for (server, tool, _kind), hist in sorted(self.latency.items()):
             label = f'server="{escape_label(server)}",tool="{escape_label(tool)}"'
-            running = 0
-            for bound, count in zip((*BUCKETS, float("inf")), hist.counts, strict=True):
-                running += count
-                le = "+Inf" if bound == float("inf") else repr(bound)
-                lines.append(f'mcpwire_call_duration_seconds_bucket{{{label},le="{le}"}} {running}')
-            lines.append(f"mcpwire_call_duration_seconds_sum{{{label}}} {hist.total!r}")
-            lines.append(f"mcpwire_call_duration_seconds_count{{{label}}} {hist.count}")
+            lines += hist.lines("mcpwire_call_duration_seconds", label)
         lines += [
             "# HELP mcpwire_approval_decisions_total Approvals decided, by outcome (approved, denied, expired).",
             "# TYPE mcpwire_approval_decisions_total counter",

@@ -24,7 +24,17 @@ from starlette.routing import Route
 
 from ..problems import Problem, ProblemError, validation_error
 
-__all__ = ["JSON", "PROBLEM_JSON", "Api", "Ctx", "Operation", "Reply", "ResponseSpec", "problem_response"]
+__all__ = [
+    "JSON",
+    "PROBLEM_JSON",
+    "Api",
+    "Ctx",
+    "Operation",
+    "Reply",
+    "ResponseSpec",
+    "problem_response",
+    "run_operation",
+]
 
 log = logging.getLogger("mcpwire.service.api")
 
@@ -308,6 +318,12 @@ async def _handle(op: Operation, request: Request, service: object, errors: Erro
         trace_id=state.get("trace_id"),
         caller=state.get("caller"),
     )
+    return await run_operation(op, ctx, errors)
+
+
+async def run_operation(op: Operation, ctx: Ctx, errors: ErrorMapper) -> Reply | Response | object:
+    """Runs ``op``'s handler; an error it lets through becomes the problem ``errors`` maps it
+    to, or propagates (a bug, answered 500)."""
     try:
         return await op.handler(ctx)
     except ProblemError:

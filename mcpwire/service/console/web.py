@@ -37,7 +37,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ...redaction import clean_markup, shorten
 from ..api import API, PREFIX, map_error
-from ..api.routing import Ctx, Operation, Reply
+from ..api.routing import Ctx, Operation, Reply, run_operation
 from ..problems import ProblemError, validation_error
 from ..settings import Secret
 
@@ -369,15 +369,7 @@ async def call_api(
         trace_id=state.get("trace_id"),
         caller=f"console {state.get('caller') or 'unknown'}",
     )
-    try:
-        return await op.handler(ctx)
-    except ProblemError:
-        raise
-    except Exception as exc:
-        mapped = map_error(exc)
-        if mapped is None:
-            raise
-        raise mapped from exc
+    return await run_operation(op, ctx, map_error)
 
 
 def reply_body(value: object) -> object:
