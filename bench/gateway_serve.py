@@ -1,5 +1,6 @@
 """The gateway alone, for the gateway benchmark: a host of one stdio backend behind
-:class:`~mcpwire.service.gateway.Gateway`'s endpoint under hypercorn's trio worker.
+:class:`~mcpwire.service.gateway.Gateway`'s endpoint under :func:`~mcpwire.server.http.serve_http`
+(the built-in trio + h11 server, as ``mcpwire serve`` runs it; the floor keeps hypercorn).
 
 The host runs with its default policies (timeout, retry, breaker, approval of a read-only tool:
 allowed) but no result cache, so that every call reaches the backend as it does through the
