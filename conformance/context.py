@@ -35,6 +35,7 @@ from mcpwire.redaction import SecretValues, redact_argv, redact_url, shorten
 from .evidence import WireRecord
 from .harness import NoAnswer, WireBase, open_wire
 from .levels import Level
+from .model import SkipKind
 from .pool import Lease, WirePool
 
 __all__ = [
@@ -66,11 +67,21 @@ class CheckEnded(Exception):
     :meth:`Context.violation`).
     """
 
-    def __init__(self, status: str, message: str, *, level: Level | None = None) -> None:
+    def __init__(
+        self,
+        status: str,
+        message: str,
+        *,
+        level: Level | None = None,
+        skipped_for: SkipKind | None = None,
+        skip_detail: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.level = level
+        self.skipped_for = skipped_for
+        self.skip_detail = skip_detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +200,9 @@ class Context:
         warning whatever the check's level, and still a warning with ``--strict``."""
         raise CheckEnded("warning", message)
 
-    def skip(self, why: str) -> NoReturn:
-        raise CheckEnded("skipped", why)
+    def skip(self, why: str, *, kind: SkipKind | None = None, detail: tuple[str, ...] = ()) -> NoReturn:
+        """Ends the check as skipped; ``kind`` is how the reports group it (see :class:`SkipKind`)."""
+        raise CheckEnded("skipped", why, skipped_for=kind, skip_detail=detail)
 
     def not_observed(self, why: str) -> NoReturn:
         raise CheckEnded("not_observed", why)
@@ -366,18 +378,21 @@ class Context:
     def require_tool_calls(self) -> None:
         """Skip the check at once when the policy allows no tool call at all."""
         if self.tools.mode == "none" and not self.tools.allow:
-            self.skip(ToolPolicy().refuses({}) or "tool calls are off")
+            self.skip(ToolPolicy().refuses({}) or "tool calls are off", kind=SkipKind.TOOLS_OFF)
 
     async def callable_tools(self, wire: Any) -> list[dict[str, Any]]:
         """The listed tools this run may call; skips the check when there is none."""
         self.require_tool_calls()
         if not self.has("tools"):
-            self.skip("the server does not advertise tools")
+            self.skip("the server does not advertise tools", kind=SkipKind.CAPABILITY, detail=("tools",))
         tools = await self.list_all(wire, "tools/list", "tools")
         allowed = [t for t in tools if self.tools.refuses(t) is None]
         if not allowed:
             reasons = sorted({self.tools.refuses(t) or "" for t in tools}) or ["the server lists no tools"]
-            self.skip("no tool may be called: " + "; ".join(reasons[:3]))
+            # with calls off, every listed tool is refused for that one reason
+            off = self.tools.mode == "none" and bool(tools)
+            kind = SkipKind.TOOLS_OFF if off else SkipKind.TOOLS_REFUSED
+            self.skip("no tool may be called: " + "; ".join(reasons[:3]), kind=kind)
         return allowed
 
     async def call_tool(

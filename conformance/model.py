@@ -8,6 +8,7 @@ check failed or errored, or when a baseline entry is stale. Nothing here runs an
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -20,6 +21,7 @@ __all__ = [
     "Probe",
     "Result",
     "Run",
+    "SkipKind",
     "Violation",
     "era_of",
     "spec_url",
@@ -28,6 +30,27 @@ __all__ = [
 ALL_REVISIONS: Final = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 #: Result statuses; ``not_observed`` is never counted as a pass.
 STATUSES: Final = ("pass", "fail", "warning", "skipped", "not_observed", "expected_fail", "error")
+
+
+class SkipKind(enum.StrEnum):
+    """Why a check was skipped, as the reports group skips (:attr:`Result.skipped_for`); set where
+    the skip is decided, so a report never reads it back out of the message."""
+
+    #: the tool-call policy allows no tool call at all
+    TOOLS_OFF = "tools-off"
+    #: the policy allows none of the tools the server lists
+    TOOLS_REFUSED = "tools-refused"
+    #: the check is not defined in the revision (another era, or outside its range)
+    REVISION = "revision"
+    #: the check is for another transport
+    TRANSPORT = "transport"
+    #: the server does not advertise what the check tests (:attr:`Result.skip_detail`: which)
+    CAPABILITY = "capability"
+    #: the server does not accept the revision
+    NOT_ACCEPTED = "not-accepted"
+    #: the revision's handshake broke a rule (that failure is its own result)
+    HANDSHAKE = "handshake"
+
 
 _SPEC_SITE: Final = "https://modelcontextprotocol.io/specification"
 _SPEC_REF = re.compile(r"^(?:(\d{4}-\d{2}-\d{2})/)?([a-z0-9_/-]+)\.mdx(?:\s+§(.+))?$")
@@ -104,6 +127,10 @@ class Result:
     transport: str = "stdio"
     #: the spec page of ``spec`` for this revision on modelcontextprotocol.io, when it names one
     spec_url: str | None = None
+    #: a skipped result: why, as a kind (None: only ``message`` says), and what it names (the
+    #: capabilities the server does not advertise)
+    skipped_for: SkipKind | None = None
+    skip_detail: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -36,7 +36,7 @@ from .handshake import detect_transport, probe
 from .harness import NoAnswer, lone_errors
 from .http_harness import EndpointRefused
 from .levels import Level
-from .model import ALL_REVISIONS, STATUSES, Probe, Result, Run, Violation, era_of, spec_url
+from .model import ALL_REVISIONS, STATUSES, Probe, Result, Run, SkipKind, Violation, era_of, spec_url
 from .pool import WirePool
 from .registry import CATALOGUE, Check
 
@@ -117,15 +117,29 @@ def _result(check: Check, revision: str, transport: str, status: str = "pass", m
     )
 
 
-def _not_applicable(check: Check, probe_: Probe, transport: str) -> str | None:
-    why = check.applies_to_revision(probe_.revision, era_of(probe_.revision))
-    if why is None and transport not in check.transports:
+def _skipped(
+    check: Check, revision: str, transport: str, why: str, kind: SkipKind, detail: tuple[str, ...] = ()
+) -> Result:
+    result = _result(check, revision, transport, "skipped", why)
+    result.skipped_for, result.skip_detail = kind, detail
+    return result
+
+
+def _not_applicable(check: Check, probe_: Probe, transport: str) -> Result | None:
+    """The skipped result of a check that does not apply to the probe's revision, transport or
+    capabilities (None when it applies)."""
+    revision = probe_.revision
+    why = check.applies_to_revision(revision, era_of(revision))
+    if why is not None:
+        return _skipped(check, revision, transport, why, SkipKind.REVISION)
+    if transport not in check.transports:
         why = "applies to " + " and ".join(_TRANSPORT_NAMES[t] for t in sorted(check.transports)) + " only"
-    if why is None:
-        missing = [n for n in check.needs if n not in probe_.capabilities]
-        if missing:
-            why = f"the server does not advertise {', '.join(missing)}"
-    return why
+        return _skipped(check, revision, transport, why, SkipKind.TRANSPORT)
+    missing = tuple(n for n in check.needs if n not in probe_.capabilities)
+    if missing:
+        why = f"the server does not advertise {', '.join(missing)}"
+        return _skipped(check, revision, transport, why, SkipKind.CAPABILITY, missing)
+    return None
 
 
 def _records(ctx: Context) -> list[WireRecord]:
@@ -145,12 +159,11 @@ class _Settings:
 
 
 async def _run_one(check: Check, probe_: Probe, target: Target, supported: tuple[str, ...], run: _Settings) -> Result:
+    skipped = _not_applicable(check, probe_, target.transport)
+    if skipped is not None:
+        return skipped
     result = _result(check, probe_.revision, target.transport)
     level = check.level_at(probe_.revision)
-    why = _not_applicable(check, probe_, target.transport)
-    if why is not None:
-        result.status, result.message = "skipped", why
-        return result
     ctx = Context(
         target,
         probe_.revision,
@@ -167,6 +180,7 @@ async def _run_one(check: Check, probe_: Probe, target: Target, supported: tuple
             await check.fn(ctx)
     except CheckEnded as ended:
         result.status, result.message = ended.status, ended.message
+        result.skipped_for, result.skip_detail = ended.skipped_for, ended.skip_detail
         if ended.level is not None:
             level = ended.level
             result.level = level.value
@@ -205,7 +219,10 @@ def _violation_results(
         broken.status = "warning"
     broken.exchanges, broken.http_exchanges = list(violation.evidence), list(violation.http)
     why = f"not run: the handshake for {revision} broke {violation.check_id} (see that result)"
-    out = [broken if c.id == violation.check_id else _result(c, revision, transport, "skipped", why) for c in checks]
+    out = [
+        broken if c.id == violation.check_id else _skipped(c, revision, transport, why, SkipKind.HANDSHAKE)
+        for c in checks
+    ]
     if all(c.id != violation.check_id for c in checks):
         out.insert(0, broken)
     return out
@@ -327,7 +344,7 @@ async def _run(
         probe_, check = tested[i], checks[j]
         if not probe_.accepted and not (check.on_counter_offer and probe_.counter_offer is not None):
             why = f"the server does not accept {probe_.revision}: {probe_.detail}"
-            r = _result(check, probe_.revision, target.transport, "skipped", why)
+            r = _skipped(check, probe_.revision, target.transport, why, SkipKind.NOT_ACCEPTED)
         else:
             r = await _run_one(check, probe_, target, supported, settings)
         rows[i][j] = r

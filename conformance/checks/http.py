@@ -12,6 +12,7 @@ from typing import Any
 
 from ..context import Context
 from ..http_harness import HttpReply, HttpWire
+from ..model import SkipKind
 from ..registry import check
 from .httpkit import (
     HTTP,
@@ -583,7 +584,8 @@ async def param_headers(ctx: Context) -> None:
         # a server that does not validate runs the tool: only tools the policy allows
         allowed = [t for t in annotated if ctx.tools.refuses(t) is None]
         if not allowed:
-            ctx.skip(ctx.tools.refuses(annotated[0]) or "no tool may be called")
+            off = SkipKind.TOOLS_OFF if ctx.tools.mode == "none" else None  # else the refusal says why
+            ctx.skip(ctx.tools.refuses(annotated[0]) or "no tool may be called", kind=off)
         from ..context import example_arguments
 
         tool = allowed[0]

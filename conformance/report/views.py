@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..model import STATUSES, Probe, Result, Run
+from ..model import STATUSES, Probe, Result, Run, SkipKind
 
 __all__ = [
     "AREAS",
@@ -237,39 +237,38 @@ class SkipReason:
 
 
 _TOOL_CALLS_OFF = "tool calls are off"
-_SKIP_KINDS: Final = (
-    (re.compile(r"^tool calls are off|^no tool may be called: tool calls are off"), _TOOL_CALLS_OFF),
-    (re.compile(r"^no tool may be called"), "no listed tool may be called under the tool-call policy"),
-    (re.compile(r"^applies to the \S+ era only|^applies to revisions "), "not defined in the revision"),
-    (re.compile(r"^applies to .* only$"), "not for this transport"),
-    (re.compile(r"^the server does not advertise (.+)$"), "the server does not advertise what they test"),
-    (re.compile(r"^the server does not accept "), "the revision is not accepted by the server"),
-    (re.compile(r"^not run: the handshake for "), "the revision's handshake broke a rule"),
-)
+_TOOLS_REFUSED = "no listed tool may be called under the tool-call policy"
+#: how a kind of skip is summed up
+_SKIP_LABELS: Final[dict[SkipKind, str]] = {
+    SkipKind.TOOLS_OFF: _TOOL_CALLS_OFF,
+    SkipKind.TOOLS_REFUSED: _TOOLS_REFUSED,
+    SkipKind.REVISION: "not defined in the revision",
+    SkipKind.TRANSPORT: "not for this transport",
+    SkipKind.CAPABILITY: "the server does not advertise what they test",
+    SkipKind.NOT_ACCEPTED: "the revision is not accepted by the server",
+    SkipKind.HANDSHAKE: "the revision's handshake broke a rule",
+}
 _HINTS: Final = {
     _TOOL_CALLS_OFF: "run with --call-tools read-only (tools annotated readOnlyHint), --call-tools all, or "
     "--call-tool NAME to run them",
-    "no listed tool may be called under the tool-call policy": "allow tools by name with --call-tool NAME, "
-    "or --call-tools all",
+    _TOOLS_REFUSED: "allow tools by name with --call-tool NAME, or --call-tools all",
 }
 
 
 def skip_reasons(results: Iterable[Result]) -> list[SkipReason]:
-    """Why results were skipped, most frequent first, each with the option that unlocks them."""
+    """Why results were skipped, most frequent first, each with the option that unlocks them: by
+    the kind the runner gave each skip (:attr:`~..model.Result.skipped_for`), else by its message."""
     counts: Counter[str] = Counter()
     details: dict[str, set[str]] = defaultdict(set)
     for r in results:
         if r.status != "skipped":
             continue
-        for pattern, kind in _SKIP_KINDS:
-            match = pattern.search(r.message)
-            if match is not None:
-                counts[kind] += 1
-                if match.groups():
-                    details[kind].update(part.strip() for part in match.group(1).split(","))
-                break
-        else:
+        if r.skipped_for is None:
             counts[r.message or "no reason given"] += 1
+            continue
+        label = _SKIP_LABELS[r.skipped_for]
+        counts[label] += 1
+        details[label].update(r.skip_detail)
     out = []
     for reason, count in counts.most_common():
         shown = f"{reason} ({', '.join(sorted(details[reason])[:6])})" if details.get(reason) else reason
