@@ -228,14 +228,14 @@ HELLO_URI: Final = "demo://static/hello"
 BLOB_URI: Final = "demo://static/blob"
 ITEMS_PREFIX: Final = "demo://items/"
 ITEMS_TEMPLATE: Final = "demo://items/{id}"
-_RESOURCES: Final[tuple[_Obj, ...]] = (
+RESOURCES: Final[tuple[_Obj, ...]] = (
     {"uri": HELLO_URI, "name": "hello", "description": "A greeting.", "mimeType": "text/plain"},
     {"uri": BLOB_URI, "name": "blob", "description": "The bytes 0..255.", "mimeType": "application/octet-stream"},
 )
-_TEMPLATES: Final[tuple[_Obj, ...]] = (
+TEMPLATES: Final[tuple[_Obj, ...]] = (
     {"uriTemplate": ITEMS_TEMPLATE, "name": "item", "description": "Item <id>.", "mimeType": "text/plain"},
 )
-_PROMPTS: Final[tuple[_Obj, ...]] = (
+PROMPTS: Final[tuple[_Obj, ...]] = (
     {
         "name": "greet",
         "description": "Greet someone by name.",
@@ -243,21 +243,21 @@ _PROMPTS: Final[tuple[_Obj, ...]] = (
     },
     {"name": "plain", "description": "A prompt without arguments."},
 )
-_GREET_NAMES: Final = ("alice", "bob", "carol")
-_ITEM_IDS: Final = ("1", "2", "3")
+GREET_NAMES: Final = ("alice", "bob", "carol")
+ITEM_IDS: Final = ("1", "2", "3")
 
 
-def _since(revision: str, first: str) -> bool:
+def since(revision: str, first: str) -> bool:
     """True when ``revision`` has what ``first`` introduced (revisions are ISO dates)."""
     return revision >= first
 
 
-def _tool_list(revision: str) -> list[_Obj]:
+def tool_list(revision: str) -> list[_Obj]:
     tools: list[_Obj] = []
     for name, description, input_schema in _TOOLS:
         tool: _Obj = {"name": name, "description": description, "inputSchema": input_schema}
         # 2025-06-18 server/tools: outputSchema and structuredContent appear.
-        if name == "add" and _since(revision, V2025_06_18):
+        if name == "add" and since(revision, V2025_06_18):
             tool["outputSchema"] = _ADD_OUTPUT_SCHEMA
         tools.append(tool)
     return tools
@@ -270,12 +270,12 @@ def _capabilities(revision: str) -> _Obj:
         "prompts": {"listChanged": True},
         "logging": {},
     }
-    if _since(revision, V2025_03_26):  # the completions capability did not exist in 2024-11-05
+    if since(revision, V2025_03_26):  # the completions capability did not exist in 2024-11-05
         capabilities["completions"] = {}
     return capabilities
 
 
-def _read_resource(uri: str) -> _Obj | None:
+def read_resource(uri: str) -> _Obj | None:
     if uri == HELLO_URI:
         return {"uri": uri, "mimeType": "text/plain", "text": "Hello, world!"}
     if uri == BLOB_URI:
@@ -294,7 +294,7 @@ def _read_resource(uri: str) -> _Obj | None:
 # Errors and small helpers
 
 
-class _RPCError(Exception):
+class ErrorAnswer(Exception):
     """A JSON-RPC error answer, raised by a handler and sent by the dispatcher."""
 
     def __init__(self, code: int, message: str, data: JSONValue = None) -> None:
@@ -304,7 +304,7 @@ class _RPCError(Exception):
         self.data = data
 
 
-class _InputRequired(Exception):
+class InputRequired(Exception):
     """2026-07-28 MRTR: the call ends with this ``input_required`` result instead."""
 
     def __init__(self, result: _Obj) -> None:
@@ -312,11 +312,11 @@ class _InputRequired(Exception):
         self.result = result
 
 
-class _Abandoned(Exception):
+class Abandoned(Exception):
     """The call was cancelled (or the server is closing): it must not be answered."""
 
 
-class _BadArguments(Exception):
+class BadArguments(Exception):
     """Tool arguments that do not fit the inputSchema (reported as an isError result)."""
 
 
@@ -327,7 +327,7 @@ def _error(request_id: RequestId | None, code: int, message: str, data: JSONValu
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-def _text_result(text: str, *, is_error: bool = False) -> _Obj:
+def text_result(text: str, *, is_error: bool = False) -> _Obj:
     result: _Obj = {"content": [{"type": "text", "text": text}]}
     if is_error:
         result["isError"] = True
@@ -343,7 +343,7 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _decode_json(text: str) -> Any:
+def decode_json(text: str) -> Any:
     """Decode one JSON text; nesting past the interpreter's recursion limit is a ValueError too.
 
     Raises:
@@ -364,13 +364,13 @@ def encode_message(message: Message) -> bytes:
         return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _b64_json(value: _Obj) -> str:
+def b64_json(value: _Obj) -> str:
     return base64.urlsafe_b64encode(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).decode()
 
 
-def _unb64_json(text: str) -> Any:
+def unb64_json(text: str) -> Any:
     try:
-        return _decode_json(base64.urlsafe_b64decode(text.encode("ascii")).decode())
+        return decode_json(base64.urlsafe_b64decode(text.encode("ascii")).decode())
     except (ValueError, binascii.Error):  # UnicodeError is a ValueError
         return None
 
@@ -380,7 +380,7 @@ def page_of(items: Sequence[_Obj], cursor: object, key: str, marker: _Obj, size:
     carries ``marker``; None when ``cursor`` is not one this list issued (-32602 for the caller)."""
     start = 0
     if cursor is not None:
-        decoded = _unb64_json(cursor) if isinstance(cursor, str) else None
+        decoded = unb64_json(cursor) if isinstance(cursor, str) else None
         ours = isinstance(decoded, dict) and all(decoded.get(k) == v for k, v in marker.items())
         offset = decoded.get("offset") if ours and isinstance(decoded, dict) else None
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 < offset < len(items) or size == 0:
@@ -389,36 +389,36 @@ def page_of(items: Sequence[_Obj], cursor: object, key: str, marker: _Obj, size:
     end = len(items) if size == 0 else min(len(items), start + size)
     result: _Obj = {key: list(items[start:end])}
     if end < len(items):
-        result["nextCursor"] = _b64_json({**marker, "offset": end})
+        result["nextCursor"] = b64_json({**marker, "offset": end})
     return result
 
 
-def _arg_str(args: _Obj, key: str, *, required: bool = True) -> str | None:
+def arg_str(args: _Obj, key: str, *, required: bool = True) -> str | None:
     value = args.get(key)
     if value is None and not required and key not in args:
         return None
     if not isinstance(value, str):
-        raise _BadArguments(f"'{key}' must be a string")
+        raise BadArguments(f"'{key}' must be a string")
     return value
 
 
-def _arg_number(args: _Obj, key: str) -> float:
+def arg_number(args: _Obj, key: str) -> float:
     value = args.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _BadArguments(f"'{key}' must be a finite number")
+        raise BadArguments(f"'{key}' must be a finite number")
     return value
 
 
-def _arg_int(args: _Obj, key: str, *, default: int | None = None, minimum: int = 0, maximum: int) -> int:
+def arg_int(args: _Obj, key: str, *, default: int | None = None, minimum: int = 0, maximum: int) -> int:
     value = args.get(key, default)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise _BadArguments(f"'{key}' must be an integer from {minimum} to {maximum}")
+        raise BadArguments(f"'{key}' must be an integer from {minimum} to {maximum}")
     return value
 
 
-def _elicit_text(result: object) -> str:
+def elicit_text(result: object) -> str:
     if not isinstance(result, dict):
         raise ValueError("an ElicitResult must be an object")
     action = result.get("action")
@@ -435,7 +435,7 @@ def _elicit_text(result: object) -> str:
     raise ValueError(f"ElicitResult action must be accept, decline or cancel, not {action!r}")
 
 
-def _sample_text(result: object) -> str:
+def sample_text(result: object) -> str:
     content = result.get("content") if isinstance(result, dict) else None
     blocks = content if isinstance(content, list) else [content]
     texts = [
@@ -446,7 +446,7 @@ def _sample_text(result: object) -> str:
     return "sampled: " + "".join(texts)
 
 
-def _roots_text(result: object) -> str:
+def roots_text(result: object) -> str:
     roots = result.get("roots") if isinstance(result, dict) else None
     if not isinstance(roots, list) or not all(isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
         raise ValueError("a ListRootsResult needs roots, a list of objects with a string uri")
@@ -457,7 +457,7 @@ def _roots_text(result: object) -> str:
 # Per-request state
 
 
-class _Call:
+class Call:
     """One request being served: its era, what the client declared, and its cancel flag."""
 
     __slots__ = (
@@ -516,7 +516,7 @@ class _Pending:
 
     __slots__ = ("call", "event", "response")
 
-    def __init__(self, call: _Call) -> None:
+    def __init__(self, call: Call) -> None:
         self.call = call
         self.event = threading.Event()
         self.response: _Obj | None = None
@@ -527,7 +527,7 @@ class _Listen:
 
     __slots__ = ("call", "granted")
 
-    def __init__(self, call: _Call, granted: _Obj) -> None:
+    def __init__(self, call: Call, granted: _Obj) -> None:
         self.call = call
         self.granted = granted
 
@@ -606,7 +606,7 @@ class DemoServer:
         self._client_info: _Obj = {}
         self._log_level = DEFAULT_LOG_LEVEL
         self._subscribed: set[str] = set()  # legacy resources/subscribe
-        self._inflight: dict[RequestId, _Call] = {}
+        self._inflight: dict[RequestId, Call] = {}
         self._listens: dict[RequestId, _Listen] = {}
         self._pending: dict[str, _Pending] = {}
         self._next_server_id = 0
@@ -644,7 +644,7 @@ class DemoServer:
         if not text:
             return
         try:
-            message = _decode_json(text)
+            message = decode_json(text)
         except ValueError as exc:
             self._emit(_error(None, PARSE_ERROR, f"Parse error: {exc}"))
             return
@@ -814,15 +814,15 @@ class DemoServer:
                 if modern
                 else self._legacy_call(request_id, method, params, respond)
             )
-        except _RPCError as exc:
+        except ErrorAnswer as exc:
             respond(_error(request_id, exc.code, exc.message, exc.data))
             return
         if call is not None:
             self._run(call)
 
-    def _legacy_call(self, request_id: RequestId, method: str, params: _Obj, respond: _Respond) -> _Call | None:
+    def _legacy_call(self, request_id: RequestId, method: str, params: _Obj, respond: _Respond) -> Call | None:
         if method not in _LEGACY_METHODS:
-            raise _RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            raise ErrorAnswer(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method == "initialize":
             respond(self._initialize(request_id, params))
             return None
@@ -832,47 +832,49 @@ class DemoServer:
         with self._lock:
             revision, caps = self._revision, self._client_caps
         if revision is None:
-            raise _RPCError(INVALID_REQUEST, "not initialized: send 'initialize' first")
-        return _Call(
+            raise ErrorAnswer(INVALID_REQUEST, "not initialized: send 'initialize' first")
+        return Call(
             request_id, method, params, era="legacy", revision=revision, caps=caps, log_level=None, respond=respond
         )
 
-    def _modern_call(self, request_id: RequestId, method: str, params: _Obj, respond: _Respond) -> _Call:
+    def _modern_call(self, request_id: RequestId, method: str, params: _Obj, respond: _Respond) -> Call:
         if method not in self._modern_methods:
             if method == "initialize":
                 # 2026-07-28 basic/versioning: "A server that supports only modern versions SHOULD name
                 # the protocol versions it supports in any error it returns to an initialize request".
-                raise _RPCError(
+                raise ErrorAnswer(
                     METHOD_NOT_FOUND,
                     f"Method not found: initialize (this server speaks only {MODERN_REVISION}, "
                     "with the protocol version in every request's _meta)",
                     {"supported": [MODERN_REVISION]},
                 )
-            raise _RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            raise ErrorAnswer(METHOD_NOT_FOUND, f"Method not found: {method}")
         # 2026-07-28 basic: "A request missing any required field is malformed; the server MUST
         # reject it with JSON-RPC error code -32602 (Invalid params)."
         meta = params.get("_meta")
         if not isinstance(meta, dict) or META_PROTOCOL_VERSION not in meta:
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: _meta must carry {META_PROTOCOL_VERSION!r}")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: _meta must carry {META_PROTOCOL_VERSION!r}")
         version = meta[META_PROTOCOL_VERSION]
         if not isinstance(version, str):
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: _meta {META_PROTOCOL_VERSION!r} must be a string")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: _meta {META_PROTOCOL_VERSION!r} must be a string")
         if version != MODERN_REVISION:
-            raise _RPCError(
+            raise ErrorAnswer(
                 UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version",
                 {"supported": [MODERN_REVISION], "requested": version},
             )
         caps = meta.get(META_CLIENT_CAPABILITIES)
         if not isinstance(caps, dict):
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: _meta must carry {META_CLIENT_CAPABILITIES!r}, an object")
+            raise ErrorAnswer(
+                INVALID_PARAMS, f"Invalid params: _meta must carry {META_CLIENT_CAPABILITIES!r}, an object"
+            )
         if META_CLIENT_INFO in meta and not isinstance(meta[META_CLIENT_INFO], dict):
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: _meta {META_CLIENT_INFO!r} must be an object")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: _meta {META_CLIENT_INFO!r} must be an object")
         log_level = meta.get(META_LOG_LEVEL)
         # 2026-07-28 server/utilities/logging: an unrecognized level "SHOULD" get -32602.
         if log_level is not None and log_level not in LOG_LEVELS:
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {log_level!r}")
-        return _Call(
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: unknown log level {log_level!r}")
+        return Call(
             request_id,
             method,
             params,
@@ -908,7 +910,7 @@ class DemoServer:
         }
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
-    def _run(self, call: _Call) -> None:
+    def _run(self, call: Call) -> None:
         if call.method == "subscriptions/listen":
             self._open_listen(call)
             return
@@ -921,23 +923,23 @@ class DemoServer:
         else:
             self._execute(call)
 
-    def _execute(self, call: _Call) -> None:
+    def _execute(self, call: Call) -> None:
         token = CURRENT_REQUEST.set(call.id)
         try:
             self._execute_in_context(call)
         finally:
             CURRENT_REQUEST.reset(token)
 
-    def _execute_in_context(self, call: _Call) -> None:
+    def _execute_in_context(self, call: Call) -> None:
         message: _Obj | None
         try:
             result = getattr(self, self._handlers[call.method])(call)
             message = {"jsonrpc": "2.0", "id": call.id, "result": self._decorate(call, result)}
-        except _InputRequired as exc:
+        except InputRequired as exc:
             message = {"jsonrpc": "2.0", "id": call.id, "result": self._decorate(call, exc.result)}
-        except _Abandoned:
+        except Abandoned:
             message = None
-        except _RPCError as exc:
+        except ErrorAnswer as exc:
             message = _error(call.id, exc.code, exc.message, exc.data)
         except Exception:
             _log.exception("%s (id %r) failed", call.method, call.id)
@@ -948,7 +950,7 @@ class DemoServer:
                     del self._inflight[call.id]
         call.finish(message)
 
-    def _decorate(self, call: _Call, result: _Obj) -> _Obj:
+    def _decorate(self, call: Call, result: _Obj) -> _Obj:
         """2026-07-28 results carry resultType and, in _meta, the serverInfo."""
         if call.era != "modern":
             return result
@@ -958,7 +960,7 @@ class DemoServer:
 
     # -- method handlers ----------------------------------------------------------------------
 
-    def _discover(self, call: _Call) -> _Obj:
+    def _discover(self, call: Call) -> _Obj:
         return {
             "supportedVersions": [MODERN_REVISION],
             "capabilities": _capabilities(MODERN_REVISION),
@@ -967,50 +969,50 @@ class DemoServer:
             "cacheScope": CACHE_SCOPE,
         }
 
-    def _paginated(self, call: _Call, kind: str, items: Sequence[_Obj]) -> _Obj:
+    def _paginated(self, call: Call, kind: str, items: Sequence[_Obj]) -> _Obj:
         result = page_of(items, call.params.get("cursor"), kind, {"list": kind}, self._page_size)
         if result is None:
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
         if call.era == "modern":
             result["ttlMs"] = LIST_TTL_MS
             result["cacheScope"] = CACHE_SCOPE
         return result
 
-    def _tools_list(self, call: _Call) -> _Obj:
+    def _tools_list(self, call: Call) -> _Obj:
         return self._paginated(call, "tools", self._tool_definitions(call.revision))
 
     def _tool_definitions(self, revision: str) -> list[_Obj]:
         """Every tool as listed in ``revision`` (a subclass adds its own)."""
-        return _tool_list(revision)
+        return tool_list(revision)
 
-    def _resources_list(self, call: _Call) -> _Obj:
-        return self._paginated(call, "resources", _RESOURCES)
+    def _resources_list(self, call: Call) -> _Obj:
+        return self._paginated(call, "resources", RESOURCES)
 
-    def _templates_list(self, call: _Call) -> _Obj:
-        return self._paginated(call, "resourceTemplates", _TEMPLATES)
+    def _templates_list(self, call: Call) -> _Obj:
+        return self._paginated(call, "resourceTemplates", TEMPLATES)
 
-    def _prompts_list(self, call: _Call) -> _Obj:
-        return self._paginated(call, "prompts", _PROMPTS)
+    def _prompts_list(self, call: Call) -> _Obj:
+        return self._paginated(call, "prompts", PROMPTS)
 
-    def _resources_read(self, call: _Call) -> _Obj:
+    def _resources_read(self, call: Call) -> _Obj:
         uri = call.params.get("uri")
         if not isinstance(uri, str):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
-        contents = _read_resource(uri)
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
+        contents = read_resource(uri)
         if contents is None:
             if call.era == "legacy":
-                raise _RPCError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: resource not found: {uri}", {"uri": uri})
+                raise ErrorAnswer(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: resource not found: {uri}", {"uri": uri})
         result: _Obj = {"contents": [contents]}
         if call.era == "modern":
             result["ttlMs"] = READ_TTL_MS
             result["cacheScope"] = CACHE_SCOPE
         return result
 
-    def _resources_subscribe(self, call: _Call) -> _Obj:
+    def _resources_subscribe(self, call: Call) -> _Obj:
         uri = call.params.get("uri")
         if not isinstance(uri, str):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
         with self._lock:
             if call.method == "resources/subscribe":
                 self._subscribed.add(uri)
@@ -1018,61 +1020,61 @@ class DemoServer:
                 self._subscribed.discard(uri)
         return {}
 
-    def _prompts_get(self, call: _Call) -> _Obj:
+    def _prompts_get(self, call: Call) -> _Obj:
         name = call.params.get("name")
         arguments = call.params.get("arguments", {})
         if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'arguments' must map names to strings")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'arguments' must map names to strings")
         if name == "greet":
             if "name" not in arguments:
-                raise _RPCError(INVALID_PARAMS, "Invalid params: prompt 'greet' needs the argument 'name'")
+                raise ErrorAnswer(INVALID_PARAMS, "Invalid params: prompt 'greet' needs the argument 'name'")
             text = f"Hello, {arguments['name']}!"
             description = "Greet someone by name."
         elif name == "plain":
             text, description = "Say something nice.", "A prompt without arguments."
         else:
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}")
         return {"description": description, "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
 
-    def _complete(self, call: _Call) -> _Obj:
+    def _complete(self, call: Call) -> _Obj:
         ref, argument = call.params.get("ref"), call.params.get("argument")
         if not isinstance(ref, dict) or not isinstance(argument, dict):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'ref' and 'argument' must be objects")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'ref' and 'argument' must be objects")
         arg_name, value = argument.get("name"), argument.get("value")
         if not isinstance(arg_name, str) or not isinstance(value, str):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'argument' needs string 'name' and 'value'")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'argument' needs string 'name' and 'value'")
         candidates: tuple[str, ...] = ()
         if ref.get("type") == "ref/prompt":
             if ref.get("name") not in ("greet", "plain"):
-                raise _RPCError(INVALID_PARAMS, f"Invalid params: unknown prompt {ref.get('name')!r}")
+                raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: unknown prompt {ref.get('name')!r}")
             if ref["name"] == "greet" and arg_name == "name":
-                candidates = _GREET_NAMES
+                candidates = GREET_NAMES
         elif ref.get("type") == "ref/resource":
             if ref.get("uri") not in (ITEMS_TEMPLATE, HELLO_URI, BLOB_URI):
-                raise _RPCError(INVALID_PARAMS, f"Invalid params: unknown resource {ref.get('uri')!r}")
+                raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: unknown resource {ref.get('uri')!r}")
             if ref["uri"] == ITEMS_TEMPLATE and arg_name == "id":
-                candidates = _ITEM_IDS
+                candidates = ITEM_IDS
         else:
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'ref.type' must be 'ref/prompt' or 'ref/resource'")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'ref.type' must be 'ref/prompt' or 'ref/resource'")
         values = [c for c in candidates if c.startswith(value)]
         return {"completion": {"values": values, "total": len(values), "hasMore": False}}
 
-    def _set_level(self, call: _Call) -> _Obj:
+    def _set_level(self, call: Call) -> _Obj:
         level = call.params.get("level")
         if level not in LOG_LEVELS:
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
         with self._lock:
             self._log_level = level
         return {}
 
-    def _open_listen(self, call: _Call) -> None:
+    def _open_listen(self, call: Call) -> None:
         token = CURRENT_REQUEST.set(call.id)
         try:
             self._open_listen_in_context(call)
         finally:
             CURRENT_REQUEST.reset(token)
 
-    def _open_listen_in_context(self, call: _Call) -> None:
+    def _open_listen_in_context(self, call: Call) -> None:
         wanted = call.params.get("notifications")
         if not isinstance(wanted, dict):
             call.finish(_error(call.id, INVALID_PARAMS, "Invalid params: 'notifications' must be an object"))
@@ -1090,7 +1092,7 @@ class DemoServer:
             granted["resourceSubscriptions"] = list(uris)
         try:
             granted.update(self._listen_grants(call, wanted))
-        except _RPCError as exc:
+        except ErrorAnswer as exc:
             call.finish(_error(call.id, exc.code, exc.message, exc.data))
             return
         with self._lock:
@@ -1109,87 +1111,87 @@ class DemoServer:
             )
             self._listens[call.id] = _Listen(call, granted)
 
-    def _listen_grants(self, call: _Call, wanted: _Obj) -> _Obj:
-        """Grants for the filter fields a subclass serves (extensions); may raise ``_RPCError``."""
+    def _listen_grants(self, call: Call, wanted: _Obj) -> _Obj:
+        """Grants for the filter fields a subclass serves (extensions); may raise ``ErrorAnswer``."""
         return {}
 
     # -- tools --------------------------------------------------------------------------------
 
-    def _tools_call(self, call: _Call) -> _Obj:
+    def _tools_call(self, call: Call) -> _Obj:
         name = call.params.get("name")
         args = call.params.get("arguments", {})
         handler = self._tools.get(name) if isinstance(name, str) else None
         if handler is None:
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
         if not isinstance(args, dict):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
-        tool: Callable[[_Call, _Obj], _Obj] = getattr(self, handler)
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+        tool: Callable[[Call, _Obj], _Obj] = getattr(self, handler)
         try:
             return tool(call, args)
-        except _BadArguments as exc:
+        except BadArguments as exc:
             # 2025-11-25 server/tools: input validation errors are tool execution errors (isError),
             # so that the model can correct itself.
-            return _text_result(f"invalid arguments for tool {name!r}: {exc}", is_error=True)
+            return text_result(f"invalid arguments for tool {name!r}: {exc}", is_error=True)
 
-    def _tool_echo(self, call: _Call, args: _Obj) -> _Obj:
-        return _text_result(_arg_str(args, "text") or "")
+    def _tool_echo(self, call: Call, args: _Obj) -> _Obj:
+        return text_result(arg_str(args, "text") or "")
 
-    def _tool_add(self, call: _Call, args: _Obj) -> _Obj:
-        total = _arg_number(args, "a") + _arg_number(args, "b")
+    def _tool_add(self, call: Call, args: _Obj) -> _Obj:
+        total = arg_number(args, "a") + arg_number(args, "b")
         if not math.isfinite(total):
-            raise _BadArguments("the sum is not a finite number")
-        result = _text_result(json.dumps(total))
-        if _since(call.revision, V2025_06_18):
+            raise BadArguments("the sum is not a finite number")
+        result = text_result(json.dumps(total))
+        if since(call.revision, V2025_06_18):
             result["structuredContent"] = {"sum": total}
         return result
 
-    def _tool_fail(self, call: _Call, args: _Obj) -> _Obj:
-        message = _arg_str(args, "message", required=False)
-        return _text_result("the tool failed" if message is None else message, is_error=True)
+    def _tool_fail(self, call: Call, args: _Obj) -> _Obj:
+        message = arg_str(args, "message", required=False)
+        return text_result("the tool failed" if message is None else message, is_error=True)
 
-    def _tool_slow(self, call: _Call, args: _Obj) -> _Obj:
-        seconds = _arg_number(args, "seconds")
+    def _tool_slow(self, call: Call, args: _Obj) -> _Obj:
+        seconds = arg_number(args, "seconds")
         if not 0 <= seconds <= MAX_SLOW_S:
-            raise _BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
-        steps = _arg_int(args, "steps", default=5, minimum=1, maximum=MAX_SLOW_STEPS)
+            raise BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
+        steps = arg_int(args, "steps", default=5, minimum=1, maximum=MAX_SLOW_STEPS)
         for step in range(1, steps + 1):
             if call.cancelled.wait(seconds / steps):
-                raise _Abandoned
+                raise Abandoned
             self._progress(call, step, steps, f"step {step} of {steps}")
-        return _text_result(f"done after {steps} steps")
+        return text_result(f"done after {steps} steps")
 
-    def _tool_big(self, call: _Call, args: _Obj) -> _Obj:
-        return _text_result("x" * _arg_int(args, "size", maximum=MAX_BIG_CHARS))
+    def _tool_big(self, call: Call, args: _Obj) -> _Obj:
+        return text_result("x" * arg_int(args, "size", maximum=MAX_BIG_CHARS))
 
-    def _tool_ask(self, call: _Call, args: _Obj) -> _Obj:
-        question = _arg_str(args, "question") or ""
+    def _tool_ask(self, call: Call, args: _Obj) -> _Obj:
+        question = arg_str(args, "question") or ""
         # 2025-06-18 introduced elicitation; 2025-11-25 added modes ("form" is the default) and
         # string defaults.
-        if not _since(call.revision, V2025_06_18) or not self._form_elicitation(call.caps):
+        if not since(call.revision, V2025_06_18) or not self._form_elicitation(call.caps):
             return self._missing_capability(call, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
         answer: _Obj = {"type": "string"}
         params: _Obj = {"message": question}
-        if _since(call.revision, V2025_11_25):
+        if since(call.revision, V2025_11_25):
             answer["default"] = "yes"
             params = {"mode": "form", **params}
         params["requestedSchema"] = {"type": "object", "properties": {"answer": answer}, "required": ["answer"]}
-        return self._with_input(call, args, "answer", {"method": "elicitation/create", "params": params}, _elicit_text)
+        return self._with_input(call, args, "answer", {"method": "elicitation/create", "params": params}, elicit_text)
 
-    def _tool_sample(self, call: _Call, args: _Obj) -> _Obj:
-        prompt = _arg_str(args, "prompt") or ""
+    def _tool_sample(self, call: Call, args: _Obj) -> _Obj:
+        prompt = arg_str(args, "prompt") or ""
         if not isinstance(call.caps.get("sampling"), dict):
             return self._missing_capability(call, "sampling", {"sampling": {}}, "client cannot sample")
         params: _Obj = {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100}
         return self._with_input(
-            call, args, "reply", {"method": "sampling/createMessage", "params": params}, _sample_text
+            call, args, "reply", {"method": "sampling/createMessage", "params": params}, sample_text
         )
 
-    def _tool_roots(self, call: _Call, args: _Obj) -> _Obj:
+    def _tool_roots(self, call: Call, args: _Obj) -> _Obj:
         if not isinstance(call.caps.get("roots"), dict):
             return self._missing_capability(call, "roots", {"roots": {}}, "client cannot list roots")
-        return self._with_input(call, args, "roots", {"method": "roots/list"}, _roots_text)
+        return self._with_input(call, args, "roots", {"method": "roots/list"}, roots_text)
 
-    def _tool_notify(self, call: _Call, args: _Obj) -> _Obj:
+    def _tool_notify(self, call: Call, args: _Obj) -> _Obj:
         self._log_to_client(call, "info", "the notify tool was called")
         # 2026-07-28: list_changed only on listen streams that asked for it; legacy: to the session.
         with self._lock:
@@ -1198,10 +1200,10 @@ class DemoServer:
             for listen in self._listens.values():
                 if listen.granted.get("toolsListChanged"):
                     self._notify("notifications/tools/list_changed", {"_meta": {META_SUBSCRIPTION_ID: listen.call.id}})
-        return _text_result("ok")
+        return text_result("ok")
 
-    def _tool_touch(self, call: _Call, args: _Obj) -> _Obj:
-        uri = _arg_str(args, "uri") or ""
+    def _tool_touch(self, call: Call, args: _Obj) -> _Obj:
+        uri = arg_str(args, "uri") or ""
         with self._lock:
             if self._revision is not None and uri in self._subscribed:
                 self._notify("notifications/resources/updated", {"uri": uri})
@@ -1210,13 +1212,13 @@ class DemoServer:
                     self._notify(
                         "notifications/resources/updated", {"uri": uri, "_meta": {META_SUBSCRIPTION_ID: listen.call.id}}
                     )
-        return _text_result("ok")
+        return text_result("ok")
 
-    def _tool_crash(self, call: _Call, args: _Obj) -> _Obj:
+    def _tool_crash(self, call: Call, args: _Obj) -> _Obj:
         sys.stderr.write(f"demo server: the crash tool was called, exiting with status {CRASH_EXIT_STATUS}\n")
         sys.stderr.flush()
         self._exit_process(CRASH_EXIT_STATUS)
-        raise _Abandoned  # only reached when exit_process returns (an embedding that does not exit)
+        raise Abandoned  # only reached when exit_process returns (an embedding that does not exit)
 
     # -- tool helpers -------------------------------------------------------------------------
 
@@ -1227,54 +1229,54 @@ class DemoServer:
         return isinstance(declared, dict) and (not declared or "form" in declared)
 
     @staticmethod
-    def _missing_capability(call: _Call, capability: str, required: _Obj, legacy_text: str) -> _Obj:
+    def _missing_capability(call: Call, capability: str, required: _Obj, legacy_text: str) -> _Obj:
         if call.era == "legacy":
-            return _text_result(legacy_text, is_error=True)
+            return text_result(legacy_text, is_error=True)
         # 2026-07-28 basic: "If processing a request requires a capability the client did not
         # include ..., the server MUST return a MissingRequiredClientCapabilityError (-32021)".
-        raise _RPCError(
+        raise ErrorAnswer(
             MISSING_CLIENT_CAPABILITY,
             f"Missing required client capability: {capability}",
             {"requiredCapabilities": required},
         )
 
-    def _with_input(self, call: _Call, args: _Obj, key: str, request: _Obj, interpret: Callable[[object], str]) -> _Obj:
+    def _with_input(self, call: Call, args: _Obj, key: str, request: _Obj, interpret: Callable[[object], str]) -> _Obj:
         """Get the client's answer to ``request`` the era's way, then turn it into the tool's text."""
         method = request["method"]
         if call.era == "legacy":
             response = self._ask_client(call, request)
             if response is None:
-                return _text_result(f"no answer to {method} within {self._input_timeout:g} s", is_error=True)
+                return text_result(f"no answer to {method} within {self._input_timeout:g} s", is_error=True)
             if "error" in response:
                 error = response["error"]
                 detail = error.get("message") if isinstance(error, dict) else None
-                return _text_result(f"{method} failed: {detail}", is_error=True)
+                return text_result(f"{method} failed: {detail}", is_error=True)
             try:
-                return _text_result(interpret(response.get("result")))
+                return text_result(interpret(response.get("result")))
             except ValueError as exc:
-                return _text_result(f"invalid {method} result: {exc}", is_error=True)
+                return text_result(f"invalid {method} result: {exc}", is_error=True)
         # 2026-07-28 basic/patterns/mrtr: the state travels in requestState; the retry carries the
         # answers in inputResponses. The state only names the call it belongs to, so tampering
         # can cause nothing worse than a failed request.
-        state = _b64_json({"tool": call.params.get("name"), "arguments": args})
+        state = b64_json({"tool": call.params.get("name"), "arguments": args})
         if "requestState" in call.params:
             if call.params["requestState"] != state:
-                raise _RPCError(INVALID_PARAMS, "Invalid params: 'requestState' does not belong to this tool call")
+                raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'requestState' does not belong to this tool call")
             responses = call.params.get("inputResponses")
             if isinstance(responses, dict) and key in responses:
                 try:
-                    return _text_result(interpret(responses[key]))
+                    return text_result(interpret(responses[key]))
                 except ValueError as exc:
-                    raise _RPCError(INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}]: {exc}") from None
+                    raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}]: {exc}") from None
         # First attempt, or a retry without the answer: ask (again), as the spec recommends.
-        raise _InputRequired({"resultType": "input_required", "inputRequests": {key: request}, "requestState": state})
+        raise InputRequired({"resultType": "input_required", "inputRequests": {key: request}, "requestState": state})
 
-    def _ask_client(self, call: _Call, request: _Obj) -> _Obj | None:
+    def _ask_client(self, call: Call, request: _Obj) -> _Obj | None:
         """Send a legacy server->client request and wait for the response (None on timeout)."""
         waiter = _Pending(call)
         with self._lock:
             if self._closed:
-                raise _Abandoned
+                raise Abandoned
             self._next_server_id += 1
             server_id = f"srv-{self._next_server_id}"
             self._pending[server_id] = waiter
@@ -1287,21 +1289,21 @@ class DemoServer:
             if not self.closed:
                 self._notify("notifications/cancelled", {"requestId": server_id, "reason": reason})
             if answered or call.cancelled.is_set():
-                raise _Abandoned
+                raise Abandoned
             return None
         finally:
             with self._lock:
                 self._pending.pop(server_id, None)
 
-    def _progress(self, call: _Call, progress: int, total: int, message: str) -> None:
+    def _progress(self, call: Call, progress: int, total: int, message: str) -> None:
         if call.progress_token is None or call.cancelled.is_set():
             return
         params: _Obj = {"progressToken": call.progress_token, "progress": progress, "total": total}
-        if _since(call.revision, V2025_03_26):  # 2024-11-05 progress had no message
+        if since(call.revision, V2025_03_26):  # 2024-11-05 progress had no message
             params["message"] = message
         self._notify("notifications/progress", params)
 
-    def _log_to_client(self, call: _Call, level: str, data: JSONValue) -> None:
+    def _log_to_client(self, call: Call, level: str, data: JSONValue) -> None:
         if call.era == "legacy":
             with self._lock:
                 threshold: str | None = self._log_level

@@ -59,9 +59,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from mcpwire.testing.demo_server import (
-    _PROMPTS,
-    _RESOURCES,
-    _TEMPLATES,
     CACHE_SCOPE,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -69,25 +66,28 @@ from mcpwire.testing.demo_server import (
     MAX_SLOW_S,
     META_SUBSCRIPTION_ID,
     MISSING_CLIENT_CAPABILITY,
+    PROMPTS,
     READ_TTL_MS,
+    RESOURCES,
+    TEMPLATES,
     V2025_03_26,
     V2025_06_18,
     V2025_11_25,
+    Abandoned,
+    BadArguments,
+    Call,
     DemoServer,
+    ErrorAnswer,
+    InputRequired,
     Message,
     RequestId,
-    _Abandoned,
-    _arg_number,
-    _arg_str,
-    _b64_json,
-    _BadArguments,
-    _Call,
-    _InputRequired,
-    _RPCError,
-    _since,
-    _text_result,
-    _unb64_json,
+    arg_number,
+    arg_str,
+    b64_json,
     page_of,
+    since,
+    text_result,
+    unb64_json,
 )
 from mcpwire.testing.skills import SKILLS_EXTENSION, SkillCatalogue, default_catalogue
 from mcpwire.testing.tasks import TASKS_EXTENSION, Job, TaskStore, declares_tasks
@@ -274,7 +274,7 @@ _FIXTURE_TOOLS: Final[dict[str, tuple[str, _Obj, str]]] = {
 }
 _CRASH_ANNOTATIONS: Final[_Obj] = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
 
-_FIXTURE_RESOURCES: Final[tuple[_Obj, ...]] = (
+FIXTURE_RESOURCES: Final[tuple[_Obj, ...]] = (
     {"uri": STATIC_TEXT_URI, "name": "static-text", "description": "A fixed text resource.", "mimeType": "text/plain"},
     {"uri": STATIC_BINARY_URI, "name": "static-binary", "description": "A 1x1 PNG image.", "mimeType": "image/png"},
     {
@@ -284,7 +284,7 @@ _FIXTURE_RESOURCES: Final[tuple[_Obj, ...]] = (
         "mimeType": "text/plain",
     },
 )
-_FIXTURE_TEMPLATES: Final[tuple[_Obj, ...]] = (
+FIXTURE_TEMPLATES: Final[tuple[_Obj, ...]] = (
     {
         "uriTemplate": TEMPLATE_URI,
         "name": "template-data",
@@ -292,7 +292,7 @@ _FIXTURE_TEMPLATES: Final[tuple[_Obj, ...]] = (
         "mimeType": "application/json",
     },
 )
-_FIXTURE_PROMPTS: Final[tuple[_Obj, ...]] = (
+FIXTURE_PROMPTS: Final[tuple[_Obj, ...]] = (
     {"name": "test_simple_prompt", "description": "A fixed prompt without arguments."},
     {
         "name": "test_prompt_with_arguments",
@@ -310,7 +310,7 @@ _FIXTURE_PROMPTS: Final[tuple[_Obj, ...]] = (
     {"name": "test_prompt_with_image", "description": "A prompt with an image."},
     {"name": "test_input_required_result_prompt", "description": "2026-07-28: a prompt that asks for context."},
 )
-_COMPLETIONS: Final[dict[tuple[str, str, str], tuple[str, ...]]] = {
+COMPLETIONS: Final[dict[tuple[str, str, str], tuple[str, ...]]] = {
     ("ref/prompt", "test_prompt_with_arguments", "arg1"): ("paris", "park", "party"),
     ("ref/resource", TEMPLATE_URI, "id"): ("123", "456"),
 }
@@ -318,32 +318,32 @@ _COMPLETIONS: Final[dict[tuple[str, str, str], tuple[str, ...]]] = {
 # -- MRTR requests of the 2026-07-28 fixture tools ------------------------------------------
 
 
-def _elicit(message: str, properties: _Obj, required: Sequence[str]) -> _Obj:
+def elicitation_request(message: str, properties: _Obj, required: Sequence[str]) -> _Obj:
     return {
         "method": "elicitation/create",
         "params": {"message": message, "requestedSchema": _schema(properties, required)},
     }
 
 
-def _sample(text: str, max_tokens: int) -> _Obj:
+def sampling_request(text: str, max_tokens: int) -> _Obj:
     return {
         "method": "sampling/createMessage",
         "params": {"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens},
     }
 
 
-_ASK_NAME: Final = _elicit("What is your name?", {"name": _STRING}, ["name"])
-_ASK_CAPITAL: Final = _sample("What is the capital of France?", 100)
-_ASK_ROOTS: Final[_Obj] = {"method": "roots/list", "params": {}}
-_ASK_CONFIRM: Final = _elicit("Please confirm", {"ok": {"type": "boolean"}}, ["ok"])
-_ASK_GREETING: Final = _sample("Generate a greeting", 50)
-_ASK_STEP1: Final = _elicit("Step 1: What is your name?", {"name": _STRING}, ["name"])
-_ASK_STEP2: Final = _elicit("Step 2: What is your favorite color?", {"color": _STRING}, ["color"])
-_ASK_CONTEXT: Final = _elicit("What context should the prompt use?", {"context": _STRING}, ["context"])
+ASK_NAME: Final = elicitation_request("What is your name?", {"name": _STRING}, ["name"])
+ASK_CAPITAL: Final = sampling_request("What is the capital of France?", 100)
+ASK_ROOTS: Final[_Obj] = {"method": "roots/list", "params": {}}
+ASK_CONFIRM: Final = elicitation_request("Please confirm", {"ok": {"type": "boolean"}}, ["ok"])
+ASK_GREETING: Final = sampling_request("Generate a greeting", 50)
+ASK_STEP1: Final = elicitation_request("Step 1: What is your name?", {"name": _STRING}, ["name"])
+ASK_STEP2: Final = elicitation_request("Step 2: What is your favorite color?", {"color": _STRING}, ["color"])
+ASK_CONTEXT: Final = elicitation_request("What context should the prompt use?", {"context": _STRING}, ["context"])
 #: inputRequests method -> the client capability it needs
-_NEEDS: Final = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
-_MODERN_ONLY_TEXT: Final = "this tool uses 2026-07-28 input requests; call it with protocol revision 2026-07-28"
-_TASKS_ONLY_TEXT: Final = (
+NEEDS: Final = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+MODERN_ONLY_TEXT: Final = "this tool uses 2026-07-28 input requests; call it with protocol revision 2026-07-28"
+TASKS_ONLY_TEXT: Final = (
     "this tool only runs as a task: call it with protocol revision 2026-07-28 and the "
     f"{TASKS_EXTENSION} extension in the request's client capabilities"
 )
@@ -353,7 +353,7 @@ JOB_STEP_S: Final = 0.1
 #: so that a client of the reference server meets their pagination (an entry is never split).
 SKILLS_PAGE_SIZE: Final = 1
 DIRECTORY_PAGE_SIZE: Final = 2
-_ASK_PROCEED: Final = _elicit("Proceed?", {"confirm": {"type": "boolean"}}, ["confirm"])
+ASK_PROCEED: Final = elicitation_request("Proceed?", {"confirm": {"type": "boolean"}}, ["confirm"])
 
 
 class EverythingServer(DemoServer):
@@ -402,7 +402,7 @@ class EverythingServer(DemoServer):
         # 2026-07-28 basic/patterns/mrtr: "Servers MUST reject state that fails verification";
         # the key lives as long as the process, which is the scope of the state it signs.
         self._state_key = os.urandom(32)
-        self._task_store = TaskStore(on_change=self._task_changed, fits=_answer_fits)
+        self._task_store = TaskStore(on_change=self._task_changed, fits=answer_fits)
         #: the skills served under skill:// (SEP-2640)
         self.skills: SkillCatalogue = default_catalogue()
 
@@ -411,7 +411,7 @@ class EverythingServer(DemoServer):
         self._task_store.close()
         super().close()
 
-    def _discover(self, call: _Call) -> _Obj:
+    def _discover(self, call: Call) -> _Obj:
         result = super()._discover(call)
         capabilities = dict(result.get("capabilities") or {})
         # CF-T20, CF-X01: SEP-2663 §Capability Negotiation ("an empty object indicates support")
@@ -424,21 +424,21 @@ class EverythingServer(DemoServer):
     def _tool_definitions(self, revision: str) -> list[_Obj]:
         return with_fixture_tools(super()._tool_definitions(revision), revision)
 
-    def _resources_list(self, call: _Call) -> _Obj:
-        resources = [*_RESOURCES, *_FIXTURE_RESOURCES, *self.skills.listed_resources()]
+    def _resources_list(self, call: Call) -> _Obj:
+        resources = [*RESOURCES, *FIXTURE_RESOURCES, *self.skills.listed_resources()]
         return self._paginated(call, "resources", resources)
 
-    def _templates_list(self, call: _Call) -> _Obj:
-        return self._paginated(call, "resourceTemplates", [*_TEMPLATES, *_FIXTURE_TEMPLATES])
+    def _templates_list(self, call: Call) -> _Obj:
+        return self._paginated(call, "resourceTemplates", [*TEMPLATES, *FIXTURE_TEMPLATES])
 
-    def _prompts_list(self, call: _Call) -> _Obj:
-        return self._paginated(call, "prompts", [*_PROMPTS, *_FIXTURE_PROMPTS])
+    def _prompts_list(self, call: Call) -> _Obj:
+        return self._paginated(call, "prompts", [*PROMPTS, *FIXTURE_PROMPTS])
 
     # -- resources, prompts, completion -------------------------------------------------------
 
-    def _resources_read(self, call: _Call) -> _Obj:
+    def _resources_read(self, call: Call) -> _Obj:
         uri = call.params.get("uri")
-        contents = _fixture_contents(uri) or self.skills.contents(uri) if isinstance(uri, str) else None
+        contents = fixture_contents(uri) or self.skills.contents(uri) if isinstance(uri, str) else None
         if contents is None:
             return super()._resources_read(call)
         result: _Obj = {"contents": [contents]}
@@ -446,11 +446,11 @@ class EverythingServer(DemoServer):
             result.update(ttlMs=0, cacheScope="public")
         return result
 
-    def _prompts_get(self, call: _Call) -> _Obj:
+    def _prompts_get(self, call: Call) -> _Obj:
         name = call.params.get("name")
         arguments = call.params.get("arguments") or {}
         if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'arguments' must map names to strings")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'arguments' must map names to strings")
 
         def text(value: str) -> _Obj:
             return {"role": "user", "content": {"type": "text", "text": value}}
@@ -460,14 +460,14 @@ class EverythingServer(DemoServer):
         if name == "test_prompt_with_arguments":
             missing = [a for a in ("arg1", "arg2") if a not in arguments]
             if missing:
-                raise _RPCError(INVALID_PARAMS, f"Invalid params: missing argument(s) {', '.join(missing)}")
+                raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: missing argument(s) {', '.join(missing)}")
             return {
                 "messages": [text(f"Prompt with arguments: arg1='{arguments['arg1']}', arg2='{arguments['arg2']}'")]
             }
         if name == "test_prompt_with_embedded_resource":
             uri = arguments.get("resourceUri")
             if uri is None:
-                raise _RPCError(INVALID_PARAMS, "Invalid params: missing argument resourceUri")
+                raise ErrorAnswer(INVALID_PARAMS, "Invalid params: missing argument resourceUri")
             resource = {"uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."}
             return {
                 "messages": [
@@ -481,39 +481,39 @@ class EverythingServer(DemoServer):
         if name == "test_input_required_result_prompt":
             if call.era == "legacy":
                 return {"messages": [text("Use the default context.")]}
-            answers = self._answers(call, {"user_context": _ASK_CONTEXT})
-            context = _elicited(answers["user_context"], "context")
+            answers = self._answers(call, {"user_context": ASK_CONTEXT})
+            context = elicited(answers["user_context"], "context")
             return {"description": "A prompt built from the user's context.", "messages": [text(f"Context: {context}")]}
         return super()._prompts_get(call)
 
-    def _complete(self, call: _Call) -> _Obj:
+    def _complete(self, call: Call) -> _Obj:
         ref, argument = call.params.get("ref"), call.params.get("argument")
         if isinstance(ref, dict) and isinstance(argument, dict):
             key = (str(ref.get("type")), str(ref.get("name") or ref.get("uri")), str(argument.get("name")))
             value = argument.get("value")
             known_prompt = ref.get("type") == "ref/prompt" and any(
-                p["name"] == ref.get("name") for p in _FIXTURE_PROMPTS
+                p["name"] == ref.get("name") for p in FIXTURE_PROMPTS
             )
             known_template = ref.get("type") == "ref/resource" and ref.get("uri") == TEMPLATE_URI
             if (known_prompt or known_template) and isinstance(value, str):
-                values = [v for v in _COMPLETIONS.get(key, ()) if v.startswith(value)]
+                values = [v for v in COMPLETIONS.get(key, ()) if v.startswith(value)]
                 return {"completion": {"values": values, "total": len(values), "hasMore": False}}
         return super()._complete(call)
 
     # -- fixture tools --------------------------------------------------------------------------
 
-    def _fx_simple_text(self, call: _Call, args: _Obj) -> _Obj:
-        return _text_result(SIMPLE_TEXT)
+    def _fx_simple_text(self, call: Call, args: _Obj) -> _Obj:
+        return text_result(SIMPLE_TEXT)
 
-    def _fx_image(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_image(self, call: Call, args: _Obj) -> _Obj:
         return {"content": [{"type": "image", "data": PNG_B64, "mimeType": "image/png"}]}
 
-    def _fx_audio(self, call: _Call, args: _Obj) -> _Obj:
-        if not _since(call.revision, V2025_03_26):  # audio content appeared in 2025-03-26
-            return _text_result("audio content needs protocol revision 2025-03-26 or later", is_error=True)
+    def _fx_audio(self, call: Call, args: _Obj) -> _Obj:
+        if not since(call.revision, V2025_03_26):  # audio content appeared in 2025-03-26
+            return text_result("audio content needs protocol revision 2025-03-26 or later", is_error=True)
         return {"content": [{"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"}]}
 
-    def _fx_embedded(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_embedded(self, call: Call, args: _Obj) -> _Obj:
         resource = {
             "uri": "test://embedded-resource",
             "mimeType": "text/plain",
@@ -521,7 +521,7 @@ class EverythingServer(DemoServer):
         }
         return {"content": [{"type": "resource", "resource": resource}]}
 
-    def _fx_mixed(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_mixed(self, call: Call, args: _Obj) -> _Obj:
         resource = {
             "uri": "test://mixed-content-resource",
             "mimeType": "application/json",
@@ -535,42 +535,44 @@ class EverythingServer(DemoServer):
             ]
         }
 
-    def _fx_logging(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_logging(self, call: Call, args: _Obj) -> _Obj:
         for n, message in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
             if n and call.cancelled.wait(LOG_STEP_S):
-                raise _Abandoned
+                raise Abandoned
             self._log_to_client(call, "info", message)
-        return _text_result("Tool with logging executed successfully")
+        return text_result("Tool with logging executed successfully")
 
-    def _fx_logging_short(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_logging_short(self, call: Call, args: _Obj) -> _Obj:
         self._log_to_client(call, "info", "the logging tool ran")
-        return _text_result("logged")
+        return text_result("logged")
 
-    def _fx_error(self, call: _Call, args: _Obj) -> _Obj:
-        return _text_result(ERROR_TEXT, is_error=True)
+    def _fx_error(self, call: Call, args: _Obj) -> _Obj:
+        return text_result(ERROR_TEXT, is_error=True)
 
-    def _fx_progress(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_progress(self, call: Call, args: _Obj) -> _Obj:
         for n, progress in enumerate((0, 50, 100)):
             if n and call.cancelled.wait(LOG_STEP_S):
-                raise _Abandoned
+                raise Abandoned
             self._progress(call, progress, 100, f"{progress}% done")
-        return _text_result("Tool with progress executed successfully")
+        return text_result("Tool with progress executed successfully")
 
-    def _fx_sampling(self, call: _Call, args: _Obj) -> _Obj:
-        prompt = _arg_str(args, "prompt") or ""
+    def _fx_sampling(self, call: Call, args: _Obj) -> _Obj:
+        prompt = arg_str(args, "prompt") or ""
         if not isinstance(call.caps.get("sampling"), dict):
             return self._missing_capability(call, "sampling", {"sampling": {}}, "client cannot sample")
-        return self._with_input(call, args, "reply", _sample(prompt, 100), _llm_text)
+        return self._with_input(call, args, "reply", sampling_request(prompt, 100), llm_text)
 
-    def _fx_elicitation(self, call: _Call, args: _Obj) -> _Obj:
-        message = _arg_str(args, "message") or ""
+    def _fx_elicitation(self, call: Call, args: _Obj) -> _Obj:
+        message = arg_str(args, "message") or ""
         properties = {
             "username": {"type": "string", "description": "User's response"},
             "email": {"type": "string", "description": "User's email address"},
         }
-        return self._elicit_tool(call, args, _elicit(message, properties, ["username", "email"]), "User response: ")
+        return self._elicit_tool(
+            call, args, elicitation_request(message, properties, ["username", "email"]), "User response: "
+        )
 
-    def _fx_elicitation_defaults(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_elicitation_defaults(self, call: Call, args: _Obj) -> _Obj:
         properties = {
             "name": {"type": "string", "default": "John Doe"},
             "age": {"type": "integer", "default": 30},
@@ -578,10 +580,10 @@ class EverythingServer(DemoServer):
             "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
             "verified": {"type": "boolean", "default": True},
         }
-        request = _elicit("Please review your information", properties, [])
+        request = elicitation_request("Please review your information", properties, [])
         return self._elicit_tool(call, args, request, "Elicitation completed: ")
 
-    def _fx_elicitation_enums(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_elicitation_enums(self, call: Call, args: _Obj) -> _Obj:
         titled = [
             {"const": f"value{i}", "title": t}
             for i, t in enumerate(("First Option", "Second Option", "Third Option"), 1)
@@ -601,49 +603,49 @@ class EverythingServer(DemoServer):
             "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
             "titledMulti": {"type": "array", "items": {"anyOf": choices}},
         }
-        request = _elicit("Please choose", properties, [])
+        request = elicitation_request("Please choose", properties, [])
         return self._elicit_tool(call, args, request, "Elicitation completed: ")
 
-    def _elicit_tool(self, call: _Call, args: _Obj, request: _Obj, prefix: str) -> _Obj:
-        if not _since(call.revision, V2025_06_18) or not self._form_elicitation(call.caps):
+    def _elicit_tool(self, call: Call, args: _Obj, request: _Obj, prefix: str) -> _Obj:
+        if not since(call.revision, V2025_06_18) or not self._form_elicitation(call.caps):
             return self._missing_capability(call, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
-        if _since(call.revision, V2025_11_25):
+        if since(call.revision, V2025_11_25):
             request = {**request, "params": {"mode": "form", **request["params"]}}
-        return self._with_input(call, args, "answer", request, lambda result: prefix + _action_text(result))
+        return self._with_input(call, args, "answer", request, lambda result: prefix + action_text(result))
 
-    def _fx_reconnection(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_reconnection(self, call: Call, args: _Obj) -> _Obj:
         # 2025-11-25 basic/transports (SSE polling): the server may close the connection after
         # the priming event without ending the stream; the result goes to the resumed stream.
         if self.stream_control is not None and call.era == "legacy":
             self.stream_control(call.id)
             if call.cancelled.wait(RECONNECT_PAUSE_S):
-                raise _Abandoned
-        return _text_result("reconnection test complete")
+                raise Abandoned
+        return text_result("reconnection test complete")
 
-    def _fx_json_schema(self, call: _Call, args: _Obj) -> _Obj:
-        return _text_result(json.dumps(args, sort_keys=True))
+    def _fx_json_schema(self, call: Call, args: _Obj) -> _Obj:
+        return text_result(json.dumps(args, sort_keys=True))
 
-    def _fx_header_param(self, call: _Call, args: _Obj) -> _Obj:
-        return _text_result(f"region: {_arg_str(args, 'region')}")
+    def _fx_header_param(self, call: Call, args: _Obj) -> _Obj:
+        return text_result(f"region: {arg_str(args, 'region')}")
 
-    def _fx_missing_capability(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_missing_capability(self, call: Call, args: _Obj) -> _Obj:
         if not isinstance(call.caps.get("sampling"), dict):
             return self._missing_capability(call, "sampling", {"sampling": {}}, "client cannot sample")
-        return self._with_input(call, args, "reply", _sample("Say anything.", 20), _llm_text)
+        return self._with_input(call, args, "reply", sampling_request("Say anything.", 20), llm_text)
 
-    def _fx_streaming_elicitation(self, call: _Call, args: _Obj) -> _Obj:
-        request = _elicit("Continue?", {"ok": {"type": "boolean"}}, ["ok"])
+    def _fx_streaming_elicitation(self, call: Call, args: _Obj) -> _Obj:
+        request = elicitation_request("Continue?", {"ok": {"type": "boolean"}}, ["ok"])
         return self._elicit_tool(call, args, request, "Streaming elicitation: ")
 
-    def _fx_trigger_tools(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_trigger_tools(self, call: Call, args: _Obj) -> _Obj:
         self._announce(call, "toolsListChanged", "notifications/tools/list_changed")
-        return _text_result("tools list change announced")
+        return text_result("tools list change announced")
 
-    def _fx_trigger_prompts(self, call: _Call, args: _Obj) -> _Obj:
+    def _fx_trigger_prompts(self, call: Call, args: _Obj) -> _Obj:
         self._announce(call, "promptsListChanged", "notifications/prompts/list_changed")
-        return _text_result("prompts list change announced")
+        return text_result("prompts list change announced")
 
-    def _announce(self, call: _Call, flag: str, method: str) -> None:
+    def _announce(self, call: Call, flag: str, method: str) -> None:
         # legacy: to the session (listChanged is advertised); 2026-07-28: only to the listen
         # streams that asked for this type, tagged with their subscription id.
         with self._lock:
@@ -655,61 +657,61 @@ class EverythingServer(DemoServer):
 
     # -- 2026-07-28 MRTR fixture tools ----------------------------------------------------------
 
-    def _ir_elicitation(self, call: _Call, args: _Obj) -> _Obj:
-        answers = self._answers(call, {"user_name": _ASK_NAME})
-        return _text_result(f"Hello, {_elicited(answers['user_name'], 'name')}!")
+    def _ir_elicitation(self, call: Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"user_name": ASK_NAME})
+        return text_result(f"Hello, {elicited(answers['user_name'], 'name')}!")
 
-    def _ir_sampling(self, call: _Call, args: _Obj) -> _Obj:
-        answers = self._answers(call, {"capital_question": _ASK_CAPITAL})
-        return _text_result(_llm_text(answers["capital_question"]))
+    def _ir_sampling(self, call: Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"capital_question": ASK_CAPITAL})
+        return text_result(llm_text(answers["capital_question"]))
 
-    def _ir_roots(self, call: _Call, args: _Obj) -> _Obj:
-        answers = self._answers(call, {"client_roots": _ASK_ROOTS})
-        return _text_result("roots: " + ", ".join(_root_uris(answers["client_roots"])))
+    def _ir_roots(self, call: Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"client_roots": ASK_ROOTS})
+        return text_result("roots: " + ", ".join(root_uris(answers["client_roots"])))
 
-    def _ir_request_state(self, call: _Call, args: _Obj) -> _Obj:
-        answers = self._answers(call, {"confirm": _ASK_CONFIRM}, state={"step": "confirm"})
-        return _text_result(f"state-ok: confirmed={_elicited_any(answers['confirm'], 'ok')}")
+    def _ir_request_state(self, call: Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"confirm": ASK_CONFIRM}, state={"step": "confirm"})
+        return text_result(f"state-ok: confirmed={elicited_any(answers['confirm'], 'ok')}")
 
-    def _ir_multiple(self, call: _Call, args: _Obj) -> _Obj:
-        asks = {"user_name": _ASK_NAME, "greeting": _ASK_GREETING, "client_roots": _ASK_ROOTS}
+    def _ir_multiple(self, call: Call, args: _Obj) -> _Obj:
+        asks = {"user_name": ASK_NAME, "greeting": ASK_GREETING, "client_roots": ASK_ROOTS}
         answers = self._answers(call, asks, state={"step": "all"})
-        name = _elicited(answers["user_name"], "name")
-        return _text_result(
-            f"{_llm_text(answers['greeting'])} {name}; roots: {', '.join(_root_uris(answers['client_roots']))}"
+        name = elicited(answers["user_name"], "name")
+        return text_result(
+            f"{llm_text(answers['greeting'])} {name}; roots: {', '.join(root_uris(answers['client_roots']))}"
         )
 
-    def _ir_multi_round(self, call: _Call, args: _Obj) -> _Obj:
+    def _ir_multi_round(self, call: Call, args: _Obj) -> _Obj:
         state = self._state(call)
         if "requestState" in call.params and state is None:
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
         if state is None or state.get("round") == 1:
-            first = self._answers(call, {"step1": _ASK_STEP1}, state={"round": 1})
-            name = _elicited(first["step1"], "name")
-            raise _InputRequired(self._input_required(call, {"step2": _ASK_STEP2}, {"round": 2, "name": name}))
-        second = self._answers(call, {"step2": _ASK_STEP2}, state={"round": 2, "name": state.get("name")})
-        return _text_result(f"{state.get('name')} likes {_elicited(second['step2'], 'color')}")
+            first = self._answers(call, {"step1": ASK_STEP1}, state={"round": 1})
+            name = elicited(first["step1"], "name")
+            raise InputRequired(self._input_required(call, {"step2": ASK_STEP2}, {"round": 2, "name": name}))
+        second = self._answers(call, {"step2": ASK_STEP2}, state={"round": 2, "name": state.get("name")})
+        return text_result(f"{state.get('name')} likes {elicited(second['step2'], 'color')}")
 
-    def _ir_tampered(self, call: _Call, args: _Obj) -> _Obj:
-        answers = self._answers(call, {"confirm": _ASK_CONFIRM}, state={"step": "confirm"})
-        return _text_result(f"verified state, confirmed={_elicited_any(answers['confirm'], 'ok')}")
+    def _ir_tampered(self, call: Call, args: _Obj) -> _Obj:
+        answers = self._answers(call, {"confirm": ASK_CONFIRM}, state={"step": "confirm"})
+        return text_result(f"verified state, confirmed={elicited_any(answers['confirm'], 'ok')}")
 
-    def _ir_capabilities(self, call: _Call, args: _Obj) -> _Obj:
+    def _ir_capabilities(self, call: Call, args: _Obj) -> _Obj:
         if call.era == "legacy":
-            return _text_result(_MODERN_ONLY_TEXT, is_error=True)
-        wanted = {"user_name": _ASK_NAME, "capital_question": _ASK_CAPITAL, "client_roots": _ASK_ROOTS}
+            return text_result(MODERN_ONLY_TEXT, is_error=True)
+        wanted = {"user_name": ASK_NAME, "capital_question": ASK_CAPITAL, "client_roots": ASK_ROOTS}
         # 2026-07-28 basic/patterns/mrtr: "Servers MUST NOT send an inputRequests that the client
         # has not declared support for in its capabilities."
-        asks = {k: v for k, v in wanted.items() if isinstance(call.caps.get(_NEEDS[v["method"]]), dict)}
+        asks = {k: v for k, v in wanted.items() if isinstance(call.caps.get(NEEDS[v["method"]]), dict)}
         if not asks:
-            return _text_result("the client declared no capability to ask with")
+            return text_result("the client declared no capability to ask with")
         answers = self._answers(call, asks, check_caps=False)
-        return _text_result(f"received {', '.join(sorted(answers))}")
+        return text_result(f"received {', '.join(sorted(answers))}")
 
     # -- MRTR helpers ---------------------------------------------------------------------------
 
     def _answers(
-        self, call: _Call, asks: dict[str, _Obj], *, state: _Obj | None = None, check_caps: bool = True
+        self, call: Call, asks: dict[str, _Obj], *, state: _Obj | None = None, check_caps: bool = True
     ) -> dict[str, object]:
         """The client's answers to ``asks`` (all of them), or raise the ``input_required`` result.
 
@@ -721,11 +723,11 @@ class EverythingServer(DemoServer):
             raise _LegacyCall
         if check_caps:
             for request in asks.values():
-                capability = _NEEDS[request["method"]]
+                capability = NEEDS[request["method"]]
                 if not isinstance(call.caps.get(capability), dict):
                     # 2026-07-28 basic/index §_meta: a request needing an undeclared capability
                     # gets a MissingRequiredClientCapabilityError.
-                    raise _RPCError(
+                    raise ErrorAnswer(
                         MISSING_CLIENT_CAPABILITY,
                         f"Missing required client capability: {capability}",
                         {"requiredCapabilities": {capability: {}}},
@@ -733,23 +735,23 @@ class EverythingServer(DemoServer):
         if state is not None and "requestState" in call.params:
             verified = self._state(call)
             if verified is None or {k: v for k, v in verified.items() if k != "tool"} != state:
-                raise _RPCError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+                raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
         # a retry that lost the state starts over: the answers cannot be trusted without it
         responses = _responses(call) if state is None or "requestState" in call.params else {}
         answers: dict[str, object] = {}
         missing: dict[str, _Obj] = {}
         for key, request in asks.items():
             answer = responses.get(key)
-            if _answer_fits(request["method"], answer):
+            if answer_fits(request["method"], answer):
                 answers[key] = answer
             else:
                 missing[key] = request
         if missing:
             # 2026-07-28 basic/patterns/mrtr: a retry without the requested answers is asked again.
-            raise _InputRequired(self._input_required(call, missing, state))
+            raise InputRequired(self._input_required(call, missing, state))
         return answers
 
-    def _input_required(self, call: _Call, asks: dict[str, _Obj], state: _Obj | None) -> _Obj:
+    def _input_required(self, call: Call, asks: dict[str, _Obj], state: _Obj | None) -> _Obj:
         result: _Obj = {"resultType": "input_required", "inputRequests": dict(asks)}
         if state is not None:
             result["requestState"] = self._sign({"tool": call.params.get("name"), **state})
@@ -758,20 +760,20 @@ class EverythingServer(DemoServer):
     def _sign(self, payload: _Obj) -> str:
         return sign_state(self._state_key, payload)
 
-    def _state(self, call: _Call) -> _Obj | None:
+    def _state(self, call: Call) -> _Obj | None:
         """The verified ``requestState`` of this call (None when absent or forged)."""
         return verify_state(self._state_key, call.params.get("requestState"), call.params.get("name"))
 
-    def _tools_call(self, call: _Call) -> _Obj:
+    def _tools_call(self, call: Call) -> _Obj:
         try:
             return super()._tools_call(call)
         except _LegacyCall:
-            return _text_result(_MODERN_ONLY_TEXT, is_error=True)
+            return text_result(MODERN_ONLY_TEXT, is_error=True)
 
     # -- the Tasks extension (SEP-2663) -----------------------------------------------------------
 
     def _run_job(
-        self, call: _Call, body: Callable[[Job], _Obj], *, required: bool = False, needs: Sequence[str] = ()
+        self, call: Call, body: Callable[[Job], _Obj], *, required: bool = False, needs: Sequence[str] = ()
     ) -> _Obj:
         """Run a tool's ``body`` as a task when the request declares the tasks extension, else
         inside this ``tools/call`` (``required``: never; the client must declare the extension).
@@ -786,7 +788,7 @@ class EverythingServer(DemoServer):
                 if not isinstance(call.caps.get(capability), dict):
                     # 2026-07-28 basic/patterns/mrtr: "Servers MUST NOT send an inputRequests that
                     # the client has not declared support for"; a task would have to.
-                    raise _RPCError(
+                    raise ErrorAnswer(
                         MISSING_CLIENT_CAPABILITY,
                         f"Missing required client capability: {capability}",
                         {"requiredCapabilities": {capability: {}}},
@@ -797,53 +799,53 @@ class EverythingServer(DemoServer):
             return {"resultType": "task", **created}
         if required:
             if call.era == "legacy":
-                return _text_result(_TASKS_ONLY_TEXT, is_error=True)
+                return text_result(TASKS_ONLY_TEXT, is_error=True)
             # SEP-2663: "If a server is unable to service a request to a client that does not
             # declare this extension capability without returning CreateTaskResult, the server
             # MUST return an error with the code -32021 ... indicating the required extension".
             message = f"Missing required client capability: extension {TASKS_EXTENSION}"
-            raise _RPCError(MISSING_CLIENT_CAPABILITY, message, _need_tasks())
-        if "elicitation" in needs and not (_since(call.revision, V2025_06_18) and self._form_elicitation(call.caps)):
+            raise ErrorAnswer(MISSING_CLIENT_CAPABILITY, message, need_tasks())
+        if "elicitation" in needs and not (since(call.revision, V2025_06_18) and self._form_elicitation(call.caps)):
             return self._missing_capability(call, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
         try:
             return body(_CallJob(self, call))
         except _NoAnswer as exc:
-            return _text_result(str(exc), is_error=True)
+            return text_result(str(exc), is_error=True)
 
-    def _require_tasks(self, call: _Call) -> None:
+    def _require_tasks(self, call: Call) -> None:
         if not declares_tasks(call.caps):
             # SEP-2663 §Protocol Errors: "Servers MUST return this error for non-declaring clients
             # issuing tasks/get, tasks/update, and tasks/cancel requests."
-            raise _RPCError(
+            raise ErrorAnswer(
                 MISSING_CLIENT_CAPABILITY,
                 f"Missing required client capability: extension {TASKS_EXTENSION} ({call.method} is part of it)",
-                _need_tasks(),
+                need_tasks(),
             )
 
-    def _tasks_get(self, call: _Call) -> _Obj:
+    def _tasks_get(self, call: Call) -> _Obj:
         self._require_tasks(call)
         # SEP-2663 §Task Polling: a DetailedTask; "The resultType field MUST be set to "complete""
         # (added by _decorate).
         return self._task_store.get(call.params.get("taskId"))
 
-    def _tasks_update(self, call: _Call) -> _Obj:
+    def _tasks_update(self, call: Call) -> _Obj:
         self._require_tasks(call)
         # CF-T23: answers by the keys of inputRequests; unknown keys are ignored
         self._task_store.update(call.params.get("taskId"), call.params.get("inputResponses"))
         return {}  # "On success, the server MUST acknowledge the request with an empty result."
 
-    def _tasks_cancel(self, call: _Call) -> _Obj:
+    def _tasks_cancel(self, call: Call) -> _Obj:
         self._require_tasks(call)
         self._task_store.cancel(call.params.get("taskId"))  # CF-T24: cooperative, ack only
         return {}  # "The server MUST acknowledge the request with an empty result."
 
-    def _listen_grants(self, call: _Call, wanted: _Obj) -> _Obj:
+    def _listen_grants(self, call: Call, wanted: _Obj) -> _Obj:
         grants = super()._listen_grants(call, wanted)
         task_ids = wanted.get("taskIds")
         if task_ids is None:
             return grants
         if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: 'taskIds' must be a list of strings")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'taskIds' must be a list of strings")
         # CF-T26, SEP-2663 §Task Status Notifications: "If a client requests task status
         # notifications but does not declare the io.modelcontextprotocol/tasks extension
         # capability, the server MUST return a JSON-RPC error specifying the missing capabilities".
@@ -861,117 +863,117 @@ class EverythingServer(DemoServer):
                 if task["taskId"] in listen.granted.get("taskIds", ()):
                     self._notify("notifications/tasks", {**task, "_meta": {META_SUBSCRIPTION_ID: listen.call.id}})
 
-    def _tk_greet(self, call: _Call, args: _Obj) -> _Obj:
-        return _text_result(f"Hello, {_arg_str(args, 'name')}!")
+    def _tk_greet(self, call: Call, args: _Obj) -> _Obj:
+        return text_result(f"Hello, {arg_str(args, 'name')}!")
 
-    def _tk_slow_compute(self, call: _Call, args: _Obj) -> _Obj:
-        seconds = _arg_number(args, "seconds")
+    def _tk_slow_compute(self, call: Call, args: _Obj) -> _Obj:
+        seconds = arg_number(args, "seconds")
         if not 0 <= seconds <= MAX_SLOW_S:
-            raise _BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
-        label = _arg_str(args, "label", required=False) or "slow_compute"
+            raise BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
+        label = arg_str(args, "label", required=False) or "slow_compute"
 
         def body(job: Job) -> _Obj:
             job.sleep(seconds)
-            return _text_result(f"{label}: done after {seconds:g} s")
+            return text_result(f"{label}: done after {seconds:g} s")
 
         return self._run_job(call, body)
 
-    def _tk_failing_job(self, call: _Call, args: _Obj) -> _Obj:
+    def _tk_failing_job(self, call: Call, args: _Obj) -> _Obj:
         def body(job: Job) -> _Obj:
             job.sleep(JOB_STEP_S)
             # a tool error, not a protocol error: the task ends `completed` with isError
-            return _text_result("the job failed: this fixture always ends with a tool error", is_error=True)
+            return text_result("the job failed: this fixture always ends with a tool error", is_error=True)
 
         return self._run_job(call, body, required=True)
 
-    def _tk_protocol_error_job(self, call: _Call, args: _Obj) -> _Obj:
+    def _tk_protocol_error_job(self, call: Call, args: _Obj) -> _Obj:
         def body(job: Job) -> _Obj:
             job.sleep(JOB_STEP_S)
-            raise _RPCError(INTERNAL_ERROR, "Internal error: the job crashed (this fixture always does)")
+            raise ErrorAnswer(INTERNAL_ERROR, "Internal error: the job crashed (this fixture always does)")
 
         return self._run_job(call, body, required=True)
 
-    def _tk_confirm_delete(self, call: _Call, args: _Obj) -> _Obj:
-        filename = _arg_str(args, "filename") or ""
-        ask = _elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
+    def _tk_confirm_delete(self, call: Call, args: _Obj) -> _Obj:
+        filename = arg_str(args, "filename") or ""
+        ask = elicitation_request(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
 
         def body(job: Job) -> _Obj:
             answer = job.ask({"confirm": ask})["confirm"]
-            if _elicited_any(answer, "confirm") is True:
-                return _text_result(f"{filename}: deletion confirmed (nothing was deleted: this is a fixture)")
-            return _text_result(f"{filename}: deletion not confirmed")
+            if elicited_any(answer, "confirm") is True:
+                return text_result(f"{filename}: deletion confirmed (nothing was deleted: this is a fixture)")
+            return text_result(f"{filename}: deletion not confirmed")
 
         return self._run_job(call, body, needs=("elicitation",))
 
-    def _tk_multi_input(self, call: _Call, args: _Obj) -> _Obj:
+    def _tk_multi_input(self, call: Call, args: _Obj) -> _Obj:
         def body(job: Job) -> _Obj:
             # both at once: as a task, two keys are outstanding and may be answered one by one
-            answers = job.ask({"name": _ASK_NAME, "confirm": _ASK_PROCEED})
-            name, proceed = _elicited(answers["name"], "name"), _elicited_any(answers["confirm"], "confirm")
-            return _text_result(f"name: {name}, proceed: {proceed}")
+            answers = job.ask({"name": ASK_NAME, "confirm": ASK_PROCEED})
+            name, proceed = elicited(answers["name"], "name"), elicited_any(answers["confirm"], "confirm")
+            return text_result(f"name: {name}, proceed: {proceed}")
 
         return self._run_job(call, body, needs=("elicitation",))
 
-    def _tk_tool_with_task(self, call: _Call, args: _Obj) -> _Obj:
+    def _tk_tool_with_task(self, call: Call, args: _Obj) -> _Obj:
         if call.era == "legacy":
-            return _text_result(_TASKS_ONLY_TEXT, is_error=True)
+            return text_result(TASKS_ONLY_TEXT, is_error=True)
         self._require_tasks(call)
         # CF-T27, SEP-2663 §Task Creation: MRTR exchanges "SHOULD [be resolved] synchronously before
         # responding with a CreateTaskResult": first input_required, then the task.
-        answers = self._answers(call, {"user_name": _ASK_NAME})
-        name = _elicited(answers["user_name"], "name")
+        answers = self._answers(call, {"user_name": ASK_NAME})
+        name = elicited(answers["user_name"], "name")
 
         def body(job: Job) -> _Obj:
             job.sleep(JOB_STEP_S)
-            return _text_result(f"Hello, {name}!")
+            return text_result(f"Hello, {name}!")
 
         return self._run_job(call, body, required=True)
 
     # -- the Skills extension (SEP-2640) ----------------------------------------------------------
 
-    def _skills_list(self, call: _Call) -> _Obj:
+    def _skills_list(self, call: Call) -> _Obj:
         # SEP-2640 §Enumeration: "Pagination mirrors the base protocol's list methods ... An
         # entry is atomic"; in 2026-07-28 with ttlMs and cacheScope.
         return self._extension_page(call, "skills", "skills", self.skills.entries(), SKILLS_PAGE_SIZE)
 
-    def _skills_get(self, call: _Call) -> _Obj:
+    def _skills_get(self, call: Call) -> _Obj:
         uri = call.params.get("uri")
         if not isinstance(uri, str):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: skills/get needs 'uri', a string")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: skills/get needs 'uri', a string")
         entry = self.skills.entry(uri)
         if entry is None:
             # SEP-2640 §Retrieval: "If the URI does not identify a skill the server serves, the
             # server MUST return error -32602 (Invalid params)".
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: {uri!r} is not the SKILL.md of a skill served here")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: {uri!r} is not the SKILL.md of a skill served here")
         # a single entry carries no cursor; ttlMs/cacheScope as on resources/read
         return {"skill": entry, "ttlMs": READ_TTL_MS, "cacheScope": CACHE_SCOPE}
 
-    def _directory_read(self, call: _Call) -> _Obj:
+    def _directory_read(self, call: Call) -> _Obj:
         uri = call.params.get("uri")
         if not isinstance(uri, str):
-            raise _RPCError(INVALID_PARAMS, "Invalid params: resources/directory/read needs 'uri', a string")
+            raise ErrorAnswer(INVALID_PARAMS, "Invalid params: resources/directory/read needs 'uri', a string")
         children = self.skills.children(uri)
         if children is None:
             # SEP-2640 §resources/directory/read: "If the URI does not exist, or exists but is not a
             # directory resource, the server MUST return error -32602 (Invalid params)".
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: {uri!r} is not a directory resource", {"uri": uri})
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: {uri!r} is not a directory resource", {"uri": uri})
         # "Pagination mirrors resources/list: when the result includes nextCursor, the client
         # passes it back as cursor to retrieve the next page."
         return self._extension_page(call, f"directory {uri}", "resources", children, DIRECTORY_PAGE_SIZE)
 
-    def _extension_page(self, call: _Call, scope: str, key: str, items: Sequence[_Obj], size: int) -> _Obj:
+    def _extension_page(self, call: Call, scope: str, key: str, items: Sequence[_Obj], size: int) -> _Obj:
         """One page of an extension's list: ``size`` items (``--page-size`` wins when set); a
         cursor is valid only for the list (``scope``) that issued it, else -32602."""
         result = page_of(items, call.params.get("cursor"), key, {"scope": scope}, self._page_size or size)
         if result is None:
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: invalid cursor for {call.method}")
         return {**result, "ttlMs": LIST_TTL_MS, "cacheScope": CACHE_SCOPE}
 
 
 def with_fixture_tools(tools: list[_Obj], revision: str) -> list[_Obj]:
     """``tools`` (the demo's) followed by the fixture tools, annotated from 2025-03-26 on."""
     tools = [*tools, *({"name": n, "description": d, "inputSchema": s} for n, (d, s, _) in _FIXTURE_TOOLS.items())]
-    if _since(revision, V2025_03_26):  # tool annotations appeared in 2025-03-26
+    if since(revision, V2025_03_26):  # tool annotations appeared in 2025-03-26
         for tool in tools:
             tool["annotations"] = dict(_CRASH_ANNOTATIONS if tool["name"] == "crash" else _READ_ONLY)
     return tools
@@ -979,7 +981,7 @@ def with_fixture_tools(tools: list[_Obj], revision: str) -> list[_Obj]:
 
 def sign_state(key: bytes, payload: _Obj) -> str:
     """An HMAC-protected ``requestState`` for ``payload``."""
-    body = _b64_json(payload)
+    body = b64_json(payload)
     return f"{body}.{hmac.new(key, body.encode(), hashlib.sha256).hexdigest()}"
 
 
@@ -990,13 +992,13 @@ def verify_state(key: bytes, state: object, tool: object) -> _Obj | None:
     body, mac = state.split(".")
     if not hmac.compare_digest(mac, hmac.new(key, body.encode(), hashlib.sha256).hexdigest()):
         return None
-    payload = _unb64_json(body)
+    payload = unb64_json(body)
     if not isinstance(payload, dict) or payload.get("tool") != tool:
         return None
     return payload
 
 
-def _need_tasks() -> _Obj:
+def need_tasks() -> _Obj:
     """The data of a -32021 error that names the tasks extension."""
     return {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
@@ -1014,13 +1016,13 @@ class _CallJob:
 
     __slots__ = ("_call", "_server")
 
-    def __init__(self, server: EverythingServer, call: _Call) -> None:
+    def __init__(self, server: EverythingServer, call: Call) -> None:
         self._server = server
         self._call = call
 
     def sleep(self, seconds: float) -> None:
         if self._call.cancelled.wait(seconds):
-            raise _Abandoned
+            raise Abandoned
 
     def ask(self, asks: Mapping[str, _Obj]) -> dict[str, object]:
         call = self._call
@@ -1028,7 +1030,7 @@ class _CallJob:
             return self._server._answers(call, dict(asks))
         answers: dict[str, object] = {}
         for name, request in asks.items():
-            if request["method"] == "elicitation/create" and _since(call.revision, V2025_11_25):
+            if request["method"] == "elicitation/create" and since(call.revision, V2025_11_25):
                 request = {**request, "params": {"mode": "form", **request["params"]}}
             response = self._server._ask_client(call, request)
             if response is None:
@@ -1045,7 +1047,7 @@ class _LegacyCall(Exception):
     """A 2026-07-28-only fixture tool was called in the legacy era."""
 
 
-def _fixture_contents(uri: str) -> _Obj | None:
+def fixture_contents(uri: str) -> _Obj | None:
     if uri == STATIC_TEXT_URI:
         return {"uri": uri, "mimeType": "text/plain", "text": STATIC_TEXT}
     if uri == STATIC_BINARY_URI:
@@ -1063,17 +1065,17 @@ def _fixture_contents(uri: str) -> _Obj | None:
     return None
 
 
-def _responses(call: _Call) -> dict[str, object]:
+def _responses(call: Call) -> dict[str, object]:
     responses = call.params.get("inputResponses")
     if responses is None and "inputResponses" not in call.params:
         return {}
     if not isinstance(responses, dict):
         # 2026-07-28 basic/patterns/mrtr: malformed input is a protocol error.
-        raise _RPCError(INVALID_PARAMS, "Invalid params: 'inputResponses' must be an object")
+        raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'inputResponses' must be an object")
     return responses
 
 
-def _answer_fits(method: str, answer: object) -> bool:
+def answer_fits(method: str, answer: object) -> bool:
     if not isinstance(answer, dict):
         return False
     if method == "elicitation/create":
@@ -1083,18 +1085,18 @@ def _answer_fits(method: str, answer: object) -> bool:
     return isinstance(answer.get("roots"), list)
 
 
-def _elicited(answer: object, field: str) -> str:
-    value = _elicited_any(answer, field)
+def elicited(answer: object, field: str) -> str:
+    value = elicited_any(answer, field)
     return value if isinstance(value, str) else str(value)
 
 
-def _elicited_any(answer: object, field: str) -> object:
+def elicited_any(answer: object, field: str) -> object:
     if isinstance(answer, dict) and answer.get("action") == "accept" and isinstance(answer.get("content"), dict):
         return answer["content"].get(field, "")
     return f"({answer.get('action') if isinstance(answer, dict) else 'no answer'})"
 
 
-def _llm_text(result: object) -> str:
+def llm_text(result: object) -> str:
     content = result.get("content") if isinstance(result, dict) else None
     blocks = content if isinstance(content, list) else [content]
     texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
@@ -1103,18 +1105,18 @@ def _llm_text(result: object) -> str:
     return "LLM response: " + "".join(texts)
 
 
-def _action_text(result: object) -> str:
+def action_text(result: object) -> str:
     if not isinstance(result, dict) or result.get("action") not in ("accept", "decline", "cancel"):
         raise ValueError("an ElicitResult needs action accept, decline or cancel")
     return f"action={result['action']}, content={json.dumps(result.get('content', {}), sort_keys=True)}"
 
 
-def _root_uris(result: object) -> list[str]:
+def root_uris(result: object) -> list[str]:
     roots = result.get("roots") if isinstance(result, dict) else None
     return [r["uri"] for r in roots or [] if isinstance(r, dict) and isinstance(r.get("uri"), str)]
 
 
-def _parse_listen(value: str) -> tuple[str, int]:
+def parse_listen(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
     try:
         number = int(port)

@@ -55,7 +55,7 @@ from mcpwire.testing.demo_server import (
     DemoServer,
     Message,
     RequestId,
-    _decode_json,
+    decode_json,
     encode_message,
 )
 
@@ -339,7 +339,7 @@ class McpHttpServer(http.server.ThreadingHTTPServer):
         self.modern.server.close()
 
 
-class _Reject(Exception):
+class Reject(Exception):
     def __init__(self, status: int, code: int | None, message: str, request_id: RequestId | None = None) -> None:
         super().__init__(message)
         self.status = status
@@ -424,7 +424,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
         host = self.headers.get("Host", "")
         hostname = urllib.parse.urlsplit(f"//{host}").hostname or ""
         if hostname not in LOOPBACK and f"[{hostname}]" not in LOOPBACK:
-            self._reject(_Reject(403, -32600, f"Forbidden: Host {host!r} is not a loopback address"))
+            self._reject(Reject(403, -32600, f"Forbidden: Host {host!r} is not a loopback address"))
             return False
         origin = self.headers.get("Origin")
         if origin is not None:
@@ -432,7 +432,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             if origin_host not in LOOPBACK:
                 # 2025-11-25 basic/transports: "If the Origin header is present and invalid,
                 # servers MUST respond with HTTP 403 Forbidden."
-                self._reject(_Reject(403, -32600, f"Forbidden: Origin {origin!r} is not allowed"))
+                self._reject(Reject(403, -32600, f"Forbidden: Origin {origin!r} is not allowed"))
                 return False
         return True
 
@@ -449,7 +449,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
         self.wfile.flush()
 
-    def _reject(self, reject: _Reject, headers: dict[str, str] | None = None) -> None:
+    def _reject(self, reject: Reject, headers: dict[str, str] | None = None) -> None:
         body = None if reject.code is None else _error_body(reject.request_id, reject.code, reject.message)
         self._send_json(reject.status, body, headers)
 
@@ -474,10 +474,10 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
                 data += self.rfile.read(size)
                 self.rfile.readline()
                 if len(data) > MAX_BODY_BYTES:
-                    raise _Reject(413, None, "request body too large")
+                    raise Reject(413, None, "request body too large")
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:
-            raise _Reject(413, None, "request body too large")
+            raise Reject(413, None, "request body too large")
         return self.rfile.read(length)
 
     def _client_gone(self) -> bool:
@@ -602,16 +602,16 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             if not self._allowed():
                 return
             try:
-                message = _decode_json(raw.decode("utf-8"))
+                message = decode_json(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError) as exc:
-                raise _Reject(400, -32700, f"Parse error: {exc}") from None
+                raise Reject(400, -32700, f"Parse error: {exc}") from None
             if path.path == MESSAGES_PATH:
                 self._post_sse_transport(path.query, message)
             elif self._is_modern(message):
                 self._post_modern(message)
             else:
                 self._post_legacy(message)
-        except _Reject as reject:
+        except Reject as reject:
             self.close_connection = reject.status >= 413
             self._reject(reject)
 
@@ -628,7 +628,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             return
         try:
             self._get_legacy()
-        except _Reject as reject:
+        except Reject as reject:
             self._reject(reject)
 
     def do_DELETE(self) -> None:
@@ -643,12 +643,12 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
                 # 2026-07-28 streamable-http §Earlier Streamable HTTP Revisions: 405 for DELETE.
                 self._plain(405, "no sessions in 2026-07-28", {"Allow": "POST"})
             else:
-                self._reject(_Reject(400, -32600, "Bad Request: DELETE needs an Mcp-Session-Id header"))
+                self._reject(Reject(400, -32600, "Bad Request: DELETE needs an Mcp-Session-Id header"))
             return
         if self.server.end_session(session_id):
             self._send_json(200, None)
         else:
-            self._reject(_Reject(404, -32600, "Session not found"))
+            self._reject(Reject(404, -32600, "Session not found"))
 
     def do_PUT(self) -> None:
         self._plain(405, "method not allowed", {"Allow": "GET, POST, DELETE"})
@@ -670,10 +670,10 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
 
     def _post_modern(self, message: object) -> None:
         if not isinstance(message, dict):
-            raise _Reject(400, -32600, "Invalid Request: a 2026-07-28 POST carries exactly one JSON-RPC message")
+            raise Reject(400, -32600, "Invalid Request: a 2026-07-28 POST carries exactly one JSON-RPC message")
         request_id = message.get("id") if _hashable(message.get("id")) else None
         if "method" not in message:
-            raise _Reject(400, -32600, "Invalid Request: clients do not send JSON-RPC responses", request_id)
+            raise Reject(400, -32600, "Invalid Request: clients do not send JSON-RPC responses", request_id)
         if "id" not in message:
             # 2026-07-28 §Sending Messages: an accepted notification gets 202 and no body.
             self._send_json(202, None)
@@ -703,9 +703,9 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
         self._check_method_header(message, request_id)
         # the _meta rules (basic/index §_meta): a request missing a required field is -32602 + 400
         if not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str):
-            raise _Reject(400, -32602, f"Invalid params: _meta must carry {META_VERSION!r}", request_id)
+            raise Reject(400, -32602, f"Invalid params: _meta must carry {META_VERSION!r}", request_id)
         if not isinstance(meta.get(META_CAPS), dict):
-            raise _Reject(400, -32602, f"Invalid params: _meta must carry {META_CAPS!r}, an object", request_id)
+            raise Reject(400, -32602, f"Invalid params: _meta must carry {META_CAPS!r}, an object", request_id)
         self._check_name_header(message, request_id)
         if message.get("method") == "tools/call" and isinstance(params, dict):
             self._check_param_headers(params, request_id)
@@ -713,9 +713,9 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
     def _check_version_match(self, meta: Any, request_id: RequestId | None) -> None:
         version = self.headers.get("MCP-Protocol-Version")
         if version is None:
-            raise _Reject(400, -32020, "Header mismatch: the MCP-Protocol-Version header is missing", request_id)
+            raise Reject(400, -32020, "Header mismatch: the MCP-Protocol-Version header is missing", request_id)
         if isinstance(meta, dict) and META_VERSION in meta and meta[META_VERSION] != version.strip():
-            raise _Reject(
+            raise Reject(
                 400,
                 -32020,
                 f"Header mismatch: MCP-Protocol-Version {version!r} does not match _meta {meta[META_VERSION]!r}",
@@ -726,9 +726,9 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
         method = message.get("method")
         header_method = self.headers.get("Mcp-Method")
         if header_method is None:
-            raise _Reject(400, -32020, "Header mismatch: the Mcp-Method header is missing", request_id)
+            raise Reject(400, -32020, "Header mismatch: the Mcp-Method header is missing", request_id)
         if header_method.strip(" \t") != method:
-            raise _Reject(
+            raise Reject(
                 400, -32020, f"Header mismatch: Mcp-Method {header_method!r} does not match {method!r}", request_id
             )
 
@@ -739,13 +739,13 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             return
         name = self.headers.get("Mcp-Name")
         if name is None:
-            raise _Reject(400, -32020, "Header mismatch: the Mcp-Name header is missing", request_id)
+            raise Reject(400, -32020, "Header mismatch: the Mcp-Name header is missing", request_id)
         try:
             decoded = _decode_header_value(name)
         except ValueError as exc:
-            raise _Reject(400, -32020, f"Header mismatch: Mcp-Name {exc}", request_id) from None
+            raise Reject(400, -32020, f"Header mismatch: Mcp-Name {exc}", request_id) from None
         if decoded != params[key]:
-            raise _Reject(400, -32020, f"Header mismatch: Mcp-Name {name!r} does not match {params[key]!r}", request_id)
+            raise Reject(400, -32020, f"Header mismatch: Mcp-Name {name!r} does not match {params[key]!r}", request_id)
 
     def _check_param_headers(self, params: _Obj, request_id: RequestId | None) -> None:
         tool = next(
@@ -768,13 +768,13 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             if value is None:
                 continue  # "Server MUST NOT expect the header"
             if sent is None:
-                raise _Reject(400, -32020, f"Header mismatch: Mcp-Param-{header} is missing", request_id)
+                raise Reject(400, -32020, f"Header mismatch: Mcp-Param-{header} is missing", request_id)
             try:
                 decoded = _decode_header_value(sent)
             except ValueError as exc:
-                raise _Reject(400, -32020, f"Header mismatch: Mcp-Param-{header} {exc}", request_id) from None
+                raise Reject(400, -32020, f"Header mismatch: Mcp-Param-{header} {exc}", request_id) from None
             if decoded != _header_text(value):
-                raise _Reject(
+                raise Reject(
                     400, -32020, f"Header mismatch: Mcp-Param-{header} {sent!r} does not match {value!r}", request_id
                 )
 
@@ -787,13 +787,13 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
                 # 2025-11-25 transports: "Servers that require a session ID SHOULD respond to
                 # requests without an MCP-Session-Id header (other than initialization) with
                 # HTTP 400 Bad Request."
-                raise _Reject(400, -32600, "Bad Request: no Mcp-Session-Id header; send initialize first")
+                raise Reject(400, -32600, "Bad Request: no Mcp-Session-Id header; send initialize first")
             return None
         with self.server.lock:
             session = self.server.sessions.get(session_id)
         if session is None:
             # "...it MUST respond to requests containing that session ID with HTTP 404 Not Found."
-            raise _Reject(404, -32600, "Session not found")
+            raise Reject(404, -32600, "Session not found")
         return session
 
     def _check_version_header(self, session: _Session) -> None:
@@ -804,7 +804,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
         if version not in LEGACY_REVISIONS:
             # 2025-11-25 transports: "If the server receives a request with an invalid or
             # unsupported MCP-Protocol-Version, it MUST respond with 400 Bad Request."
-            raise _Reject(400, -32600, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+            raise Reject(400, -32600, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
 
     def _post_legacy(self, message: object) -> None:
         if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
@@ -818,7 +818,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             self._post_batch(session, message)
             return
         if not isinstance(message, dict):
-            raise _Reject(400, -32600, "Invalid Request: the body must be a JSON-RPC message")
+            raise Reject(400, -32600, "Invalid Request: the body must be a JSON-RPC message")
         if "method" not in message or "id" not in message:
             # a notification or a response: "202 Accepted with no body"
             session.server.handle_message(message)
@@ -826,7 +826,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             return
         if not _hashable(message.get("id")):
             session.server.handle_message(message)  # the engine answers the invalid id itself
-            raise _Reject(400, -32600, "Invalid Request: the id must be a string or an integer")
+            raise Reject(400, -32600, "Invalid Request: the id must be a string or an integer")
         sse_ok = self.legacy_sse and ("text/event-stream" in accept or "*/*" in accept)
         stream = session.new_stream(sse_events=sse_ok)
         session.register(message["id"], stream)
@@ -851,7 +851,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
 
     def _post_batch(self, session: _Session, items: list[Any]) -> None:
         if session.revision != V2025_03_26:
-            raise _Reject(400, -32600, "Invalid Request: JSON-RPC batches exist only in protocol revision 2025-03-26")
+            raise Reject(400, -32600, "Invalid Request: JSON-RPC batches exist only in protocol revision 2025-03-26")
         requests = [m for m in items if isinstance(m, dict) and "method" in m and "id" in m]
         if not requests:
             session.server.handle_message(items)
@@ -866,7 +866,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
 
     def _initialize(self, message: _Obj) -> None:
         if self.headers.get("Mcp-Session-Id") is not None:
-            raise _Reject(400, -32600, "Bad Request: initialize opens a session; do not send Mcp-Session-Id")
+            raise Reject(400, -32600, "Bad Request: initialize opens a session; do not send Mcp-Session-Id")
         session = self.server.new_session()
         stream = _Stream(0)
         session.register(message["id"], stream)
@@ -891,13 +891,13 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
         assert session is not None
         self._check_version_header(session)
         if "text/event-stream" not in self.headers.get("Accept", ""):
-            raise _Reject(406, -32600, "Not Acceptable: GET needs Accept: text/event-stream")
+            raise Reject(406, -32600, "Not Acceptable: GET needs Accept: text/event-stream")
         last = self.headers.get("Last-Event-ID")
         if last is not None:
             number, _, seq = last.strip().partition(".")
             stream = session.stream_number(int(number)) if number.isdigit() else None
             if stream is None or not seq.isdigit():
-                raise _Reject(404, -32600, f"Not Found: no stream for Last-Event-ID {last!r}")
+                raise Reject(404, -32600, f"Not Found: no stream for Last-Event-ID {last!r}")
             # 2025-11-25 transports: replay only the messages of the disconnected stream
             self._answer(stream, modern=False, sse_now=True, cursor=max(int(seq), 0))
             return
@@ -907,7 +907,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
                 session.standalone = _Stream(0)
                 standalone = session.standalone
         if busy:
-            raise _Reject(409, -32600, "Conflict: the session already has a GET stream")
+            raise Reject(409, -32600, "Conflict: the session already has a GET stream")
         try:
             self._answer(standalone, modern=False, sse_now=True)
         finally:
@@ -936,7 +936,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
         with self.server.lock:
             session = self.server.sessions.get(session_id)
         if session is None:
-            raise _Reject(404, -32600, "Session not found")
+            raise Reject(404, -32600, "Session not found")
         messages = message if isinstance(message, list) else [message]
         stream = session.standalone or _Stream(0)
         with session.lock:

@@ -41,43 +41,43 @@ from ..protocol.serving import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, RESOUR
 from ..protocol.versions import MODERN_REVISIONS, V2025_03_26, V2025_06_18
 from ..server import InputRequired, JSONObject, RequestContext, RequestError, Server, StreamableHTTPApp, serve_stdio
 from .demo_server import (
-    _GREET_NAMES,
-    _ITEM_IDS,
-    _PROMPTS,
-    _RESOURCES,
-    _TEMPLATES,
     BLOB_URI,
     CACHE_SCOPE,
+    GREET_NAMES,
     HELLO_URI,
     INSTRUCTIONS,
+    ITEM_IDS,
     ITEMS_TEMPLATE,
     LIST_TTL_MS,
+    PROMPTS,
     READ_TTL_MS,
-    _BadArguments,
-    _read_resource,
-    _text_result,
-    _tool_list,
+    RESOURCES,
+    TEMPLATES,
+    BadArguments,
     page_of,
+    read_resource,
+    text_result,
+    tool_list,
 )
 from .everything import (
-    _ASK_CONTEXT,
-    _COMPLETIONS,
-    _FIXTURE_PROMPTS,
-    _FIXTURE_RESOURCES,
-    _FIXTURE_TEMPLATES,
-    _MODERN_ONLY_TEXT,
-    _NEEDS,
-    _TASKS_ONLY_TEXT,
+    ASK_CONTEXT,
+    COMPLETIONS,
     DIRECTORY_PAGE_SIZE,
+    FIXTURE_PROMPTS,
+    FIXTURE_RESOURCES,
+    FIXTURE_TEMPLATES,
+    MODERN_ONLY_TEXT,
+    NEEDS,
     PNG_B64,
     SIMPLE_PROMPT,
     SKILLS_PAGE_SIZE,
+    TASKS_ONLY_TEXT,
     TEMPLATE_URI,
-    _answer_fits,
-    _elicited,
-    _fixture_contents,
-    _need_tasks,
-    _parse_listen,
+    answer_fits,
+    elicited,
+    fixture_contents,
+    need_tasks,
+    parse_listen,
     sign_state,
     verify_state,
     with_fixture_tools,
@@ -117,7 +117,7 @@ class ReferenceServer(Server):
         self.page_size = page_size
         self.skills: SkillCatalogue = default_catalogue()
         self._state_key = os.urandom(32)
-        self.tasks = TaskStore(background, on_change=self._task_changed, fits=_answer_fits)
+        self.tasks = TaskStore(background, on_change=self._task_changed, fits=answer_fits)
         self._tool_schemas = {t["name"]: t["inputSchema"] for t in self.tool_definitions(_MODERN)}
         for method, handler in (
             ("tools/list", self._tools_list),
@@ -176,7 +176,7 @@ class ReferenceServer(Server):
 
     def tool_definitions(self, revision: str) -> list[JSONObject]:
         """Every tool as listed in ``revision``."""
-        return with_fixture_tools(_tool_list(revision), revision)
+        return with_fixture_tools(tool_list(revision), revision)
 
     def _page(self, ctx: RequestContext, kind: str, items: Sequence[JSONObject]) -> JSONObject:
         result = page_of(items, ctx.params.get("cursor"), kind, {"list": kind}, self.page_size)
@@ -190,13 +190,13 @@ class ReferenceServer(Server):
         return self._page(ctx, "tools", self.tool_definitions(ctx.revision))
 
     async def _resources_list(self, ctx: RequestContext) -> JSONObject:
-        return self._page(ctx, "resources", [*_RESOURCES, *_FIXTURE_RESOURCES, *self.skills.listed_resources()])
+        return self._page(ctx, "resources", [*RESOURCES, *FIXTURE_RESOURCES, *self.skills.listed_resources()])
 
     async def _templates_list(self, ctx: RequestContext) -> JSONObject:
-        return self._page(ctx, "resourceTemplates", [*_TEMPLATES, *_FIXTURE_TEMPLATES])
+        return self._page(ctx, "resourceTemplates", [*TEMPLATES, *FIXTURE_TEMPLATES])
 
     async def _prompts_list(self, ctx: RequestContext) -> JSONObject:
-        return self._page(ctx, "prompts", [*_PROMPTS, *_FIXTURE_PROMPTS])
+        return self._page(ctx, "prompts", [*PROMPTS, *FIXTURE_PROMPTS])
 
     # -- tools -------------------------------------------------------------------------------------
 
@@ -210,12 +210,12 @@ class ReferenceServer(Server):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
         try:
             return await tool(self, ctx, args)
-        except _BadArguments as exc:
+        except BadArguments as exc:
             # 2025-11-25 server/tools: input validation errors are tool execution errors (isError),
             # so that the model can correct itself.
-            return _text_result(f"invalid arguments for tool {name!r}: {exc}", is_error=True)
+            return text_result(f"invalid arguments for tool {name!r}: {exc}", is_error=True)
         except ModernOnly:
-            return _text_result(_MODERN_ONLY_TEXT, is_error=True)
+            return text_result(MODERN_ONLY_TEXT, is_error=True)
 
     # -- resources, prompts, completion ----------------------------------------------------------
 
@@ -223,7 +223,7 @@ class ReferenceServer(Server):
         uri = ctx.params.get("uri")
         if not isinstance(uri, str):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
-        contents = _fixture_contents(uri) or self.skills.contents(uri) or _read_resource(uri)
+        contents = fixture_contents(uri) or self.skills.contents(uri) or read_resource(uri)
         if contents is None:
             if not ctx.modern:
                 raise RequestError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
@@ -273,7 +273,7 @@ class ReferenceServer(Server):
         if name == "test_input_required_result_prompt":
             if not ctx.modern:
                 return {"messages": [_user("Use the default context.")]}
-            context = _elicited(self.answers(ctx, {"user_context": _ASK_CONTEXT})["user_context"], "context")
+            context = elicited(self.answers(ctx, {"user_context": ASK_CONTEXT})["user_context"], "context")
             return {
                 "description": "A prompt built from the user's context.",
                 "messages": [_user(f"Context: {context}")],
@@ -289,17 +289,17 @@ class ReferenceServer(Server):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'argument' needs string 'name' and 'value'")
         kind, target = ref.get("type"), ref.get("name") if ref.get("type") == "ref/prompt" else ref.get("uri")
         candidates: tuple[str, ...]
-        fixture = any(p["name"] == target for p in _FIXTURE_PROMPTS) if kind == "ref/prompt" else target == TEMPLATE_URI
+        fixture = any(p["name"] == target for p in FIXTURE_PROMPTS) if kind == "ref/prompt" else target == TEMPLATE_URI
         if fixture:
-            candidates = _COMPLETIONS.get((str(kind), str(target), arg_name), ())
+            candidates = COMPLETIONS.get((str(kind), str(target), arg_name), ())
         elif kind == "ref/prompt":
             if target not in ("greet", "plain"):
                 raise RequestError(INVALID_PARAMS, f"Invalid params: unknown prompt {target!r}")
-            candidates = _GREET_NAMES if (target, arg_name) == ("greet", "name") else ()
+            candidates = GREET_NAMES if (target, arg_name) == ("greet", "name") else ()
         elif kind == "ref/resource":
             if target not in (ITEMS_TEMPLATE, HELLO_URI, BLOB_URI):
                 raise RequestError(INVALID_PARAMS, f"Invalid params: unknown resource {target!r}")
-            candidates = _ITEM_IDS if (target, arg_name) == (ITEMS_TEMPLATE, "id") else ()
+            candidates = ITEM_IDS if (target, arg_name) == (ITEMS_TEMPLATE, "id") else ()
         else:
             raise RequestError(INVALID_PARAMS, "Invalid params: 'ref.type' must be 'ref/prompt' or 'ref/resource'")
         values = [c for c in candidates if c.startswith(value)]
@@ -330,7 +330,7 @@ class ReferenceServer(Server):
             raise ModernOnly
         if check_caps:
             for request in asks.values():
-                capability = _NEEDS[str(request["method"])]
+                capability = NEEDS[str(request["method"])]
                 if not isinstance(ctx.client_capabilities.get(capability), dict):
                     # 2026-07-28 basic/index §_meta: a request needing an undeclared capability
                     # gets a MissingRequiredClientCapabilityError.
@@ -349,7 +349,7 @@ class ReferenceServer(Server):
         missing: dict[str, JSONObject] = {}
         for key, request in asks.items():
             answer = responses.get(key)
-            if _answer_fits(str(request["method"]), answer):
+            if answer_fits(str(request["method"]), answer):
                 answers[key] = answer
             else:
                 missing[key] = request
@@ -402,21 +402,21 @@ class ReferenceServer(Server):
             return {"resultType": "task", **created}
         if required:
             if not ctx.modern:
-                return _text_result(_TASKS_ONLY_TEXT, is_error=True)
+                return text_result(TASKS_ONLY_TEXT, is_error=True)
             # SEP-2663: "If a server is unable to service a request to a client that does not
             # declare this extension capability without returning CreateTaskResult, the server MUST
             # return an error with the code -32021 ... indicating the required extension".
             raise RequestError(
                 MISSING_CLIENT_CAPABILITY,
                 f"Missing required client capability: extension {TASKS_EXTENSION}",
-                _need_tasks(),
+                need_tasks(),
             )
         if "elicitation" in needs and not (ctx.since(V2025_06_18) and form_elicitation(caps)):
             return missing_capability(ctx, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
         try:
             return await body(CallJob(self, ctx))
         except NoAnswer as exc:
-            return _text_result(str(exc), is_error=True)
+            return text_result(str(exc), is_error=True)
 
     def require_tasks(self, ctx: RequestContext) -> None:
         if not declares_tasks(ctx.client_capabilities):
@@ -425,7 +425,7 @@ class ReferenceServer(Server):
             raise RequestError(
                 MISSING_CLIENT_CAPABILITY,
                 f"Missing required client capability: extension {TASKS_EXTENSION} ({ctx.method} is part of it)",
-                _need_tasks(),
+                need_tasks(),
             )
 
     async def _tasks_get(self, ctx: RequestContext) -> JSONObject:
@@ -546,9 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m mcpwire.testing.everything", description="The mcpwire reference MCP server (stdio or HTTP)."
     )
     parser.add_argument("--page-size", type=int, default=0, metavar="N", help="items per list page (0 = one page)")
-    parser.add_argument(
-        "--http", type=_parse_listen, metavar="[HOST:]PORT", help="serve Streamable HTTP (port 0 = any)"
-    )
+    parser.add_argument("--http", type=parse_listen, metavar="[HOST:]PORT", help="serve Streamable HTTP (port 0 = any)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     options = parser.parse_args(argv)
     logging.basicConfig(

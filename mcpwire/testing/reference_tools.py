@@ -30,42 +30,42 @@ from .demo_server import (
     MAX_BIG_CHARS,
     MAX_SLOW_S,
     MAX_SLOW_STEPS,
-    _arg_int,
-    _arg_number,
-    _arg_str,
-    _b64_json,
-    _BadArguments,
-    _elicit_text,
-    _roots_text,
-    _sample_text,
-    _text_result,
+    BadArguments,
+    arg_int,
+    arg_number,
+    arg_str,
+    b64_json,
+    elicit_text,
+    roots_text,
+    sample_text,
+    text_result,
 )
 from .everything import (
-    _ASK_CAPITAL,
-    _ASK_CONFIRM,
-    _ASK_GREETING,
-    _ASK_NAME,
-    _ASK_PROCEED,
-    _ASK_ROOTS,
-    _ASK_STEP1,
-    _ASK_STEP2,
-    _MODERN_ONLY_TEXT,
-    _NEEDS,
-    _TASKS_ONLY_TEXT,
+    ASK_CAPITAL,
+    ASK_CONFIRM,
+    ASK_GREETING,
+    ASK_NAME,
+    ASK_PROCEED,
+    ASK_ROOTS,
+    ASK_STEP1,
+    ASK_STEP2,
     ERROR_TEXT,
     JOB_STEP_S,
     LOG_STEP_S,
+    MODERN_ONLY_TEXT,
+    NEEDS,
     PNG_B64,
     RECONNECT_PAUSE_S,
     SIMPLE_TEXT,
+    TASKS_ONLY_TEXT,
     WAV_B64,
-    _action_text,
-    _elicit,
-    _elicited,
-    _elicited_any,
-    _llm_text,
-    _root_uris,
-    _sample,
+    action_text,
+    elicitation_request,
+    elicited,
+    elicited_any,
+    llm_text,
+    root_uris,
+    sampling_request,
 )
 from .reference_tasks import Job
 
@@ -101,7 +101,7 @@ def missing_capability(ctx: RequestContext, capability: str, required: JSONObjec
     ..., the server MUST return a MissingRequiredClientCapabilityError (-32021)".
     """
     if not ctx.modern:
-        return _text_result(legacy_text, is_error=True)
+        return text_result(legacy_text, is_error=True)
     raise RequestError(
         MISSING_CLIENT_CAPABILITY,
         f"Missing required client capability: {capability}",
@@ -124,19 +124,19 @@ async def ask_one(
         try:
             result = await ctx.request(method, request.get("params"), timeout=ctx.connection.input_timeout)  # type: ignore[arg-type]
         except ClientRequestError as exc:
-            return _text_result(str(exc), is_error=True)
+            return text_result(str(exc), is_error=True)
         try:
-            return _text_result(interpret(result))
+            return text_result(interpret(result))
         except ValueError as exc:
-            return _text_result(f"invalid {method} result: {exc}", is_error=True)
-    state = _b64_json({"tool": ctx.params.get("name"), "arguments": args})
+            return text_result(f"invalid {method} result: {exc}", is_error=True)
+    state = b64_json({"tool": ctx.params.get("name"), "arguments": args})
     if "requestState" in ctx.params:
         if ctx.params["requestState"] != state:
             raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' does not belong to this tool call")
         responses = ctx.params.get("inputResponses")
         if isinstance(responses, dict) and key in responses:
             try:
-                return _text_result(interpret(responses[key]))
+                return text_result(interpret(responses[key]))
             except ValueError as exc:
                 raise RequestError(INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}]: {exc}") from None
     raise InputRequired({key: request}, state)
@@ -179,41 +179,41 @@ class CallJob:
 
 
 async def echo(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    return _text_result(_arg_str(args, "text") or "")
+    return text_result(arg_str(args, "text") or "")
 
 
 async def add(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    total = _arg_number(args, "a") + _arg_number(args, "b")
+    total = arg_number(args, "a") + arg_number(args, "b")
     if not math.isfinite(total):
-        raise _BadArguments("the sum is not a finite number")
-    result = _text_result(json.dumps(total))
+        raise BadArguments("the sum is not a finite number")
+    result = text_result(json.dumps(total))
     if ctx.since(V2025_06_18):  # 2025-06-18 server/tools: structuredContent appears
         result["structuredContent"] = {"sum": total}
     return result
 
 
 async def fail(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    message = _arg_str(args, "message", required=False)
-    return _text_result("the tool failed" if message is None else message, is_error=True)
+    message = arg_str(args, "message", required=False)
+    return text_result("the tool failed" if message is None else message, is_error=True)
 
 
 async def slow(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    seconds = _arg_number(args, "seconds")
+    seconds = arg_number(args, "seconds")
     if not 0 <= seconds <= MAX_SLOW_S:
-        raise _BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
-    steps = _arg_int(args, "steps", default=5, minimum=1, maximum=MAX_SLOW_STEPS)
+        raise BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
+    steps = arg_int(args, "steps", default=5, minimum=1, maximum=MAX_SLOW_STEPS)
     for step in range(1, steps + 1):
         await trio.sleep(seconds / steps)
         await ctx.progress(step, steps, f"step {step} of {steps}")
-    return _text_result(f"done after {steps} steps")
+    return text_result(f"done after {steps} steps")
 
 
 async def big(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    return _text_result("x" * _arg_int(args, "size", maximum=MAX_BIG_CHARS))
+    return text_result("x" * arg_int(args, "size", maximum=MAX_BIG_CHARS))
 
 
 async def ask(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    question = _arg_str(args, "question") or ""
+    question = arg_str(args, "question") or ""
     # 2025-06-18 introduced elicitation; 2025-11-25 added modes ("form" is the default) and
     # string defaults.
     if not ctx.since(V2025_06_18) or not form_elicitation(ctx.client_capabilities):
@@ -224,32 +224,32 @@ async def ask(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JS
         answer["default"] = "yes"
         params = {"mode": "form", **params}
     params["requestedSchema"] = {"type": "object", "properties": {"answer": answer}, "required": ["answer"]}
-    return await ask_one(ctx, args, "answer", {"method": "elicitation/create", "params": params}, _elicit_text)
+    return await ask_one(ctx, args, "answer", {"method": "elicitation/create", "params": params}, elicit_text)
 
 
 async def sample(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    prompt = _arg_str(args, "prompt") or ""
+    prompt = arg_str(args, "prompt") or ""
     if not isinstance(ctx.client_capabilities.get("sampling"), dict):
         return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
     params: JSONObject = {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100}
-    return await ask_one(ctx, args, "reply", {"method": "sampling/createMessage", "params": params}, _sample_text)
+    return await ask_one(ctx, args, "reply", {"method": "sampling/createMessage", "params": params}, sample_text)
 
 
 async def roots(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not isinstance(ctx.client_capabilities.get("roots"), dict):
         return missing_capability(ctx, "roots", {"roots": {}}, "client cannot list roots")
-    return await ask_one(ctx, args, "roots", {"method": "roots/list"}, _roots_text)
+    return await ask_one(ctx, args, "roots", {"method": "roots/list"}, roots_text)
 
 
 async def notify(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ctx.log("info", "the notify tool was called", logger="demo")
     await ref.list_changed("tools", origin=ctx)
-    return _text_result("ok")
+    return text_result("ok")
 
 
 async def touch(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    await ref.resource_updated(_arg_str(args, "uri") or "", origin=ctx)
-    return _text_result("ok")
+    await ref.resource_updated(arg_str(args, "uri") or "", origin=ctx)
+    return text_result("ok")
 
 
 async def crash(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
@@ -262,7 +262,7 @@ async def crash(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> 
 
 
 async def simple_text(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    return _text_result(SIMPLE_TEXT)
+    return text_result(SIMPLE_TEXT)
 
 
 async def image(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
@@ -271,7 +271,7 @@ async def image(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> 
 
 async def audio(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not ctx.since(V2025_03_26):  # audio content appeared in 2025-03-26
-        return _text_result("audio content needs protocol revision 2025-03-26 or later", is_error=True)
+        return text_result("audio content needs protocol revision 2025-03-26 or later", is_error=True)
     return {"content": [{"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"}]}
 
 
@@ -304,16 +304,16 @@ async def logging_tool(ref: ReferenceServer, ctx: RequestContext, args: JSONObje
         if n:
             await trio.sleep(LOG_STEP_S)
         await ctx.log("info", message, logger="demo")
-    return _text_result("Tool with logging executed successfully")
+    return text_result("Tool with logging executed successfully")
 
 
 async def logging_short(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ctx.log("info", "the logging tool ran", logger="demo")
-    return _text_result("logged")
+    return text_result("logged")
 
 
 async def error(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    return _text_result(ERROR_TEXT, is_error=True)
+    return text_result(ERROR_TEXT, is_error=True)
 
 
 async def progress(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
@@ -321,14 +321,14 @@ async def progress(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) 
         if n:
             await trio.sleep(LOG_STEP_S)
         await ctx.progress(done, 100, f"{done}% done")
-    return _text_result("Tool with progress executed successfully")
+    return text_result("Tool with progress executed successfully")
 
 
 async def sampling(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    prompt = _arg_str(args, "prompt") or ""
+    prompt = arg_str(args, "prompt") or ""
     if not isinstance(ctx.client_capabilities.get("sampling"), dict):
         return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
-    return await ask_one(ctx, args, "reply", _sample(prompt, 100), _llm_text)
+    return await ask_one(ctx, args, "reply", sampling_request(prompt, 100), llm_text)
 
 
 async def _elicit_tool(ctx: RequestContext, args: JSONObject, request: JSONObject, prefix: str) -> JSONObject:
@@ -336,16 +336,18 @@ async def _elicit_tool(ctx: RequestContext, args: JSONObject, request: JSONObjec
         return missing_capability(ctx, "elicitation", {"elicitation": {"form": {}}}, "client cannot elicit")
     if ctx.since(V2025_11_25):
         request = {**request, "params": {"mode": "form", **request["params"]}}  # type: ignore[dict-item]
-    return await ask_one(ctx, args, "answer", request, lambda result: prefix + _action_text(result))
+    return await ask_one(ctx, args, "answer", request, lambda result: prefix + action_text(result))
 
 
 async def elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    message = _arg_str(args, "message") or ""
+    message = arg_str(args, "message") or ""
     properties = {
         "username": {"type": "string", "description": "User's response"},
         "email": {"type": "string", "description": "User's email address"},
     }
-    return await _elicit_tool(ctx, args, _elicit(message, properties, ["username", "email"]), "User response: ")
+    return await _elicit_tool(
+        ctx, args, elicitation_request(message, properties, ["username", "email"]), "User response: "
+    )
 
 
 async def elicitation_defaults(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
@@ -356,7 +358,7 @@ async def elicitation_defaults(ref: ReferenceServer, ctx: RequestContext, args: 
         "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
         "verified": {"type": "boolean", "default": True},
     }
-    request = _elicit("Please review your information", properties, [])
+    request = elicitation_request("Please review your information", properties, [])
     return await _elicit_tool(ctx, args, request, "Elicitation completed: ")
 
 
@@ -378,7 +380,9 @@ async def elicitation_enums(ref: ReferenceServer, ctx: RequestContext, args: JSO
         "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
         "titledMulti": {"type": "array", "items": {"anyOf": choices}},
     }
-    return await _elicit_tool(ctx, args, _elicit("Please choose", properties, []), "Elicitation completed: ")
+    return await _elicit_tool(
+        ctx, args, elicitation_request("Please choose", properties, []), "Elicitation completed: "
+    )
 
 
 async def reconnection(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
@@ -387,67 +391,67 @@ async def reconnection(ref: ReferenceServer, ctx: RequestContext, args: JSONObje
     if not ctx.modern:
         ctx.drop_connection()
         await trio.sleep(RECONNECT_PAUSE_S)
-    return _text_result("reconnection test complete")
+    return text_result("reconnection test complete")
 
 
 async def json_schema(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    return _text_result(json.dumps(args, sort_keys=True))
+    return text_result(json.dumps(args, sort_keys=True))
 
 
 async def header_param(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    return _text_result(f"region: {_arg_str(args, 'region')}")
+    return text_result(f"region: {arg_str(args, 'region')}")
 
 
 async def missing_capability_tool(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not isinstance(ctx.client_capabilities.get("sampling"), dict):
         return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
-    return await ask_one(ctx, args, "reply", _sample("Say anything.", 20), _llm_text)
+    return await ask_one(ctx, args, "reply", sampling_request("Say anything.", 20), llm_text)
 
 
 async def streaming_elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    request = _elicit("Continue?", {"ok": {"type": "boolean"}}, ["ok"])
+    request = elicitation_request("Continue?", {"ok": {"type": "boolean"}}, ["ok"])
     return await _elicit_tool(ctx, args, request, "Streaming elicitation: ")
 
 
 async def trigger_tools(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ref.list_changed("tools", origin=ctx)
-    return _text_result("tools list change announced")
+    return text_result("tools list change announced")
 
 
 async def trigger_prompts(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ref.list_changed("prompts", origin=ctx)
-    return _text_result("prompts list change announced")
+    return text_result("prompts list change announced")
 
 
 # -- 2026-07-28 MRTR fixtures ------------------------------------------------------------------
 
 
 async def ir_elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    answers = ref.answers(ctx, {"user_name": _ASK_NAME})
-    return _text_result(f"Hello, {_elicited(answers['user_name'], 'name')}!")
+    answers = ref.answers(ctx, {"user_name": ASK_NAME})
+    return text_result(f"Hello, {elicited(answers['user_name'], 'name')}!")
 
 
 async def ir_sampling(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    answers = ref.answers(ctx, {"capital_question": _ASK_CAPITAL})
-    return _text_result(_llm_text(answers["capital_question"]))
+    answers = ref.answers(ctx, {"capital_question": ASK_CAPITAL})
+    return text_result(llm_text(answers["capital_question"]))
 
 
 async def ir_roots(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    answers = ref.answers(ctx, {"client_roots": _ASK_ROOTS})
-    return _text_result("roots: " + ", ".join(_root_uris(answers["client_roots"])))
+    answers = ref.answers(ctx, {"client_roots": ASK_ROOTS})
+    return text_result("roots: " + ", ".join(root_uris(answers["client_roots"])))
 
 
 async def ir_request_state(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    answers = ref.answers(ctx, {"confirm": _ASK_CONFIRM}, state={"step": "confirm"})
-    return _text_result(f"state-ok: confirmed={_elicited_any(answers['confirm'], 'ok')}")
+    answers = ref.answers(ctx, {"confirm": ASK_CONFIRM}, state={"step": "confirm"})
+    return text_result(f"state-ok: confirmed={elicited_any(answers['confirm'], 'ok')}")
 
 
 async def ir_multiple(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    asks = {"user_name": _ASK_NAME, "greeting": _ASK_GREETING, "client_roots": _ASK_ROOTS}
+    asks = {"user_name": ASK_NAME, "greeting": ASK_GREETING, "client_roots": ASK_ROOTS}
     answers = ref.answers(ctx, asks, state={"step": "all"})
-    name = _elicited(answers["user_name"], "name")
-    return _text_result(
-        f"{_llm_text(answers['greeting'])} {name}; roots: {', '.join(_root_uris(answers['client_roots']))}"
+    name = elicited(answers["user_name"], "name")
+    return text_result(
+        f"{llm_text(answers['greeting'])} {name}; roots: {', '.join(root_uris(answers['client_roots']))}"
     )
 
 
@@ -456,48 +460,48 @@ async def ir_multi_round(ref: ReferenceServer, ctx: RequestContext, args: JSONOb
     if "requestState" in ctx.params and state is None:
         raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
     if state is None or state.get("round") == 1:
-        first = ref.answers(ctx, {"step1": _ASK_STEP1}, state={"round": 1})
-        name = _elicited(first["step1"], "name")
-        raise ref.input_required(ctx, {"step2": _ASK_STEP2}, {"round": 2, "name": name})
-    second = ref.answers(ctx, {"step2": _ASK_STEP2}, state={"round": 2, "name": state.get("name")})
-    return _text_result(f"{state.get('name')} likes {_elicited(second['step2'], 'color')}")
+        first = ref.answers(ctx, {"step1": ASK_STEP1}, state={"round": 1})
+        name = elicited(first["step1"], "name")
+        raise ref.input_required(ctx, {"step2": ASK_STEP2}, {"round": 2, "name": name})
+    second = ref.answers(ctx, {"step2": ASK_STEP2}, state={"round": 2, "name": state.get("name")})
+    return text_result(f"{state.get('name')} likes {elicited(second['step2'], 'color')}")
 
 
 async def ir_tampered(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    answers = ref.answers(ctx, {"confirm": _ASK_CONFIRM}, state={"step": "confirm"})
-    return _text_result(f"verified state, confirmed={_elicited_any(answers['confirm'], 'ok')}")
+    answers = ref.answers(ctx, {"confirm": ASK_CONFIRM}, state={"step": "confirm"})
+    return text_result(f"verified state, confirmed={elicited_any(answers['confirm'], 'ok')}")
 
 
 async def ir_capabilities(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not ctx.modern:
-        return _text_result(_MODERN_ONLY_TEXT, is_error=True)
-    wanted = {"user_name": _ASK_NAME, "capital_question": _ASK_CAPITAL, "client_roots": _ASK_ROOTS}
+        return text_result(MODERN_ONLY_TEXT, is_error=True)
+    wanted = {"user_name": ASK_NAME, "capital_question": ASK_CAPITAL, "client_roots": ASK_ROOTS}
     # 2026-07-28 basic/patterns/mrtr: "Servers MUST NOT send an inputRequests that the client has
     # not declared support for in its capabilities."
     caps = ctx.client_capabilities
-    asks = {k: v for k, v in wanted.items() if isinstance(caps.get(_NEEDS[str(v["method"])]), dict)}
+    asks = {k: v for k, v in wanted.items() if isinstance(caps.get(NEEDS[str(v["method"])]), dict)}
     if not asks:
-        return _text_result("the client declared no capability to ask with")
+        return text_result("the client declared no capability to ask with")
     answers = ref.answers(ctx, asks, check_caps=False)
-    return _text_result(f"received {', '.join(sorted(answers))}")
+    return text_result(f"received {', '.join(sorted(answers))}")
 
 
 # -- the Tasks extension's fixtures (SEP-2663) -------------------------------------------------
 
 
 async def greet(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    return _text_result(f"Hello, {_arg_str(args, 'name')}!")
+    return text_result(f"Hello, {arg_str(args, 'name')}!")
 
 
 async def slow_compute(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    seconds = _arg_number(args, "seconds")
+    seconds = arg_number(args, "seconds")
     if not 0 <= seconds <= MAX_SLOW_S:
-        raise _BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
-    label = _arg_str(args, "label", required=False) or "slow_compute"
+        raise BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
+    label = arg_str(args, "label", required=False) or "slow_compute"
 
     async def body(job: Job) -> JSONObject:
         await job.sleep(seconds)
-        return _text_result(f"{label}: done after {seconds:g} s")
+        return text_result(f"{label}: done after {seconds:g} s")
 
     return await ref.run_job(ctx, body)
 
@@ -506,7 +510,7 @@ async def failing_job(ref: ReferenceServer, ctx: RequestContext, args: JSONObjec
     async def body(job: Job) -> JSONObject:
         await job.sleep(JOB_STEP_S)
         # a tool error, not a protocol error: the task ends `completed` with isError
-        return _text_result("the job failed: this fixture always ends with a tool error", is_error=True)
+        return text_result("the job failed: this fixture always ends with a tool error", is_error=True)
 
     return await ref.run_job(ctx, body, required=True)
 
@@ -520,14 +524,14 @@ async def protocol_error_job(ref: ReferenceServer, ctx: RequestContext, args: JS
 
 
 async def confirm_delete(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
-    filename = _arg_str(args, "filename") or ""
-    question = _elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
+    filename = arg_str(args, "filename") or ""
+    question = elicitation_request(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
 
     async def body(job: Job) -> JSONObject:
         answer = (await job.ask({"confirm": question}))["confirm"]
-        if _elicited_any(answer, "confirm") is True:
-            return _text_result(f"{filename}: deletion confirmed (nothing was deleted: this is a fixture)")
-        return _text_result(f"{filename}: deletion not confirmed")
+        if elicited_any(answer, "confirm") is True:
+            return text_result(f"{filename}: deletion confirmed (nothing was deleted: this is a fixture)")
+        return text_result(f"{filename}: deletion not confirmed")
 
     return await ref.run_job(ctx, body, needs=("elicitation",))
 
@@ -535,24 +539,24 @@ async def confirm_delete(ref: ReferenceServer, ctx: RequestContext, args: JSONOb
 async def multi_input(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     async def body(job: Job) -> JSONObject:
         # both at once: as a task, two keys are outstanding and may be answered one by one
-        answers = await job.ask({"name": _ASK_NAME, "confirm": _ASK_PROCEED})
-        name, proceed = _elicited(answers["name"], "name"), _elicited_any(answers["confirm"], "confirm")
-        return _text_result(f"name: {name}, proceed: {proceed}")
+        answers = await job.ask({"name": ASK_NAME, "confirm": ASK_PROCEED})
+        name, proceed = elicited(answers["name"], "name"), elicited_any(answers["confirm"], "confirm")
+        return text_result(f"name: {name}, proceed: {proceed}")
 
     return await ref.run_job(ctx, body, needs=("elicitation",))
 
 
 async def tool_with_task(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not ctx.modern:
-        return _text_result(_TASKS_ONLY_TEXT, is_error=True)
+        return text_result(TASKS_ONLY_TEXT, is_error=True)
     ref.require_tasks(ctx)
     # CF-T27, SEP-2663 §Task Creation: MRTR exchanges "SHOULD [be resolved] synchronously before
     # responding with a CreateTaskResult": first input_required, then the task.
-    name = _elicited(ref.answers(ctx, {"user_name": _ASK_NAME})["user_name"], "name")
+    name = elicited(ref.answers(ctx, {"user_name": ASK_NAME})["user_name"], "name")
 
     async def body(job: Job) -> JSONObject:
         await job.sleep(JOB_STEP_S)
-        return _text_result(f"Hello, {name}!")
+        return text_result(f"Hello, {name}!")
 
     return await ref.run_job(ctx, body, required=True)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
-from mcpwire.testing.demo_server import INTERNAL_ERROR, INVALID_PARAMS, _RPCError
+from mcpwire.testing.demo_server import INTERNAL_ERROR, INVALID_PARAMS, ErrorAnswer
 
 __all__ = [
     "MAX_TASKS",
@@ -189,7 +189,7 @@ class TaskStore:
         ``resultType``: the caller adds it).
 
         Raises:
-            _RPCError: the server is closing (-32603).
+            ErrorAnswer: the server is closing (-32603).
         """
         now = _now()
         task = _Task(
@@ -202,7 +202,7 @@ class TaskStore:
         dropped: list[_Task] = []
         with self._cond:
             if self._closed:
-                raise _RPCError(INTERNAL_ERROR, "Internal error: the server is closing")
+                raise ErrorAnswer(INTERNAL_ERROR, "Internal error: the server is closing")
             dropped = self._expire()
             while len(self._tasks) >= self._max:
                 dropped.append(self._tasks.pop(next(iter(self._tasks))))
@@ -218,7 +218,7 @@ class TaskStore:
         """The task as a ``DetailedTask`` (SEP-2663 §Task Polling).
 
         Raises:
-            _RPCError: -32602 for a taskId that is not a string or names no (live) task.
+            ErrorAnswer: -32602 for a taskId that is not a string or names no (live) task.
         """
         with self._cond:
             return self._detailed(self._find(task_id, "tasks/get"))
@@ -231,19 +231,19 @@ class TaskStore:
         partial set of responses".
 
         Raises:
-            _RPCError: -32602 for an unknown task, ``inputResponses`` that is not an object, or
+            ErrorAnswer: -32602 for an unknown task, ``inputResponses`` that is not an object, or
                 an answer that does not fit the request of its key (nothing is applied then).
         """
         changed = None
         with self._cond:
             task = self._find(task_id, "tasks/update")
             if not isinstance(responses, dict):
-                raise _RPCError(INVALID_PARAMS, "Invalid params: 'inputResponses' must be an object")
+                raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'inputResponses' must be an object")
             accepted = {k: v for k, v in responses.items() if k in task.outstanding}
             for key, answer in accepted.items():
                 method = str(task.outstanding[key].get("method"))
                 if not self._fits(method, answer):
-                    raise _RPCError(
+                    raise ErrorAnswer(
                         INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}] is not a valid {method} result"
                     )
             for key, answer in accepted.items():
@@ -259,7 +259,7 @@ class TaskStore:
         """Cancel the task; a terminal task is left as it is (the ack is the same).
 
         Raises:
-            _RPCError: -32602 for an unknown task.
+            ErrorAnswer: -32602 for an unknown task.
         """
         changed = None
         with self._cond:
@@ -293,7 +293,7 @@ class TaskStore:
             result = body(_TaskJob(self, task))
         except JobCancelled:
             return
-        except _RPCError as exc:
+        except ErrorAnswer as exc:
             # SEP-2663 §Task Execution Errors: a JSON-RPC error during execution is `failed`,
             # with the error inlined and a statusMessage with diagnostic information.
             error: _Obj = {"code": exc.code, "message": exc.message}
@@ -345,12 +345,12 @@ class TaskStore:
 
     def _find(self, task_id: object, method: str) -> _Task:
         if not isinstance(task_id, str):
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: {method} needs 'taskId', a string")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: {method} needs 'taskId', a string")
         self._cancel_all(self._expire())
         task = self._tasks.get(task_id)
         if task is None:
             # SEP-2663 §Protocol Errors: "Invalid or nonexistent taskId: -32602 (Invalid params)"
-            raise _RPCError(INVALID_PARAMS, f"Invalid params: no task {task_id!r} (unknown or expired)")
+            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: no task {task_id!r} (unknown or expired)")
         return task
 
     @staticmethod

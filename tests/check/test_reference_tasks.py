@@ -26,7 +26,7 @@ import pytest
 import trio
 from _targets import http_server, reference_argv
 
-from mcpwire.testing.demo_server import _RPCError
+from mcpwire.testing.demo_server import ErrorAnswer
 from mcpwire.testing.tasks import TASKS_EXTENSION, Job, JobCancelled, TaskStore
 
 MODERN = "2026-07-28"
@@ -417,7 +417,9 @@ def test_an_update_with_one_malformed_answer_applies_nothing() -> None:
     task_id = store.start("t", body)["taskId"]
     keys = sorted(changes.next("input_required")["inputRequests"])
     assert keys == ["a-1", "b-2"]
-    with pytest.raises(_RPCError, match=r"^Invalid params: inputResponses\['b-2'\] is not a valid elicitation/create"):
+    with pytest.raises(
+        ErrorAnswer, match=r"^Invalid params: inputResponses\['b-2'\] is not a valid elicitation/create"
+    ):
         store.update(task_id, {"a-1": {"action": "accept"}, "b-2": {"action": "maybe"}})
     assert sorted(store.get(task_id)["inputRequests"]) == keys
     store.update(task_id, {"a-1": {"action": "accept"}})
@@ -447,11 +449,11 @@ def test_tasks_expire_after_their_ttl_and_the_oldest_make_room() -> None:
     clock.now += 0.3
     third = store.start("t", forever)["taskId"]  # max_tasks=2: the oldest goes, and stops
     assert stopped.acquire(timeout=READ_TIMEOUT_S)
-    with pytest.raises(_RPCError, match=r"^Invalid params: no task '.+' \(unknown or expired\)$"):
+    with pytest.raises(ErrorAnswer, match=r"^Invalid params: no task '.+' \(unknown or expired\)$"):
         store.get(first)
     assert store.known([first, second, third]) == [second, third]
     clock.now += 0.8  # 1.1 s after the second was created, 0.8 s after the third
-    with pytest.raises(_RPCError, match=r"unknown or expired"):
+    with pytest.raises(ErrorAnswer, match=r"unknown or expired"):
         store.get(second)
     assert stopped.acquire(timeout=READ_TIMEOUT_S)
     assert store.get(third)["ttlMs"] == 1000
@@ -467,7 +469,7 @@ def test_a_body_that_fails_after_cancellation_stays_cancelled() -> None:
     def body(job: Job) -> dict[str, Any]:
         release.wait(READ_TIMEOUT_S)
         done.set()
-        raise _RPCError(-32603, "too late")
+        raise ErrorAnswer(-32603, "too late")
 
     task_id = store.start("t", body)["taskId"]
     store.cancel(task_id)
