@@ -40,6 +40,27 @@ import trio
 from ..protocol.serving import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, RESOURCE_NOT_FOUND
 from ..protocol.versions import MODERN_REVISIONS, V2025_03_26, V2025_06_18
 from ..server import InputRequired, JSONObject, RequestContext, RequestError, Server, StreamableHTTPApp, serve_stdio
+from .catalogue import (
+    COMPLETIONS,
+    DIRECTORY_PAGE_SIZE,
+    FIXTURE_PROMPTS,
+    FIXTURE_RESOURCES,
+    FIXTURE_TEMPLATES,
+    MODERN_ONLY_TEXT,
+    NEEDS,
+    SKILLS_PAGE_SIZE,
+    TASKS_ONLY_TEXT,
+    TEMPLATE_URI,
+    MissingPromptArguments,
+    answer_fits,
+    fixture_contents,
+    fixture_prompt,
+    need_tasks,
+    parse_listen,
+    sign_state,
+    verify_state,
+    with_fixture_tools,
+)
 from .demo_server import (
     BLOB_URI,
     CACHE_SCOPE,
@@ -58,29 +79,6 @@ from .demo_server import (
     read_resource,
     text_result,
     tool_list,
-)
-from .everything import (
-    ASK_CONTEXT,
-    COMPLETIONS,
-    DIRECTORY_PAGE_SIZE,
-    FIXTURE_PROMPTS,
-    FIXTURE_RESOURCES,
-    FIXTURE_TEMPLATES,
-    MODERN_ONLY_TEXT,
-    NEEDS,
-    PNG_B64,
-    SIMPLE_PROMPT,
-    SKILLS_PAGE_SIZE,
-    TASKS_ONLY_TEXT,
-    TEMPLATE_URI,
-    answer_fits,
-    elicited,
-    fixture_contents,
-    need_tasks,
-    parse_listen,
-    sign_state,
-    verify_state,
-    with_fixture_tools,
 )
 from .reference_tasks import Body, Job, TaskStore, declares_tasks
 from .reference_tools import TOOLS, CallJob, ModernOnly, NoAnswer, form_elicitation, missing_capability
@@ -251,34 +249,10 @@ class ReferenceServer(Server):
 
     def _prompt_messages(self, ctx: RequestContext, name: object, arguments: dict[str, str]) -> JSONObject | None:
         """The fixture prompts (None for another name)."""
-        if name == "test_simple_prompt":
-            return {"messages": [_user(SIMPLE_PROMPT)]}
-        if name == "test_prompt_with_arguments":
-            missing = [a for a in ("arg1", "arg2") if a not in arguments]
-            if missing:
-                raise RequestError(INVALID_PARAMS, f"Invalid params: missing argument(s) {', '.join(missing)}")
-            return {
-                "messages": [_user(f"Prompt with arguments: arg1='{arguments['arg1']}', arg2='{arguments['arg2']}'")]
-            }
-        if name == "test_prompt_with_embedded_resource":
-            uri = arguments.get("resourceUri")
-            if uri is None:
-                raise RequestError(INVALID_PARAMS, "Invalid params: missing argument resourceUri")
-            resource = {"uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."}
-            embedded = {"role": "user", "content": {"type": "resource", "resource": resource}}
-            return {"messages": [embedded, _user("Please process the embedded resource above.")]}
-        if name == "test_prompt_with_image":
-            picture = {"role": "user", "content": {"type": "image", "data": PNG_B64, "mimeType": "image/png"}}
-            return {"messages": [picture, _user("Please analyze the image above.")]}
-        if name == "test_input_required_result_prompt":
-            if not ctx.modern:
-                return {"messages": [_user("Use the default context.")]}
-            context = elicited(self.answers(ctx, {"user_context": ASK_CONTEXT})["user_context"], "context")
-            return {
-                "description": "A prompt built from the user's context.",
-                "messages": [_user(f"Context: {context}")],
-            }
-        return None
+        try:
+            return fixture_prompt(name, arguments, modern=ctx.modern, ask=lambda asks: self.answers(ctx, dict(asks)))
+        except MissingPromptArguments as exc:
+            raise RequestError(INVALID_PARAMS, str(exc)) from None
 
     async def _complete(self, ctx: RequestContext) -> JSONObject:
         ref, argument = ctx.params.get("ref"), ctx.params.get("argument")

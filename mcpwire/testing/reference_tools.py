@@ -25,22 +25,7 @@ import trio
 from ..protocol.serving import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from ..protocol.versions import V2025_03_26, V2025_06_18, V2025_11_25
 from ..server import ClientRequestError, InputRequired, JSONObject, RequestContext, RequestError
-from .demo_server import (
-    CRASH_EXIT_STATUS,
-    MAX_BIG_CHARS,
-    MAX_SLOW_S,
-    MAX_SLOW_STEPS,
-    BadArguments,
-    arg_int,
-    arg_number,
-    arg_str,
-    b64_json,
-    elicit_text,
-    roots_text,
-    sample_text,
-    text_result,
-)
-from .everything import (
+from .catalogue import (
     ASK_CAPITAL,
     ASK_CONFIRM,
     ASK_GREETING,
@@ -66,6 +51,21 @@ from .everything import (
     llm_text,
     root_uris,
     sampling_request,
+)
+from .demo_server import (
+    CRASH_EXIT_STATUS,
+    MAX_BIG_CHARS,
+    MAX_SLOW_S,
+    MAX_SLOW_STEPS,
+    BadArguments,
+    arg_int,
+    arg_number,
+    arg_str,
+    b64_json,
+    elicit_text,
+    roots_text,
+    sample_text,
+    text_result,
 )
 from .reference_tasks import Job
 
