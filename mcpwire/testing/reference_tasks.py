@@ -21,11 +21,9 @@ client that never polls cannot grow the server without bound.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Final, Protocol
 
 import trio
@@ -38,7 +36,12 @@ from .tasks import (
     TASK_TTL_MS,
     TASKS_EXTENSION,
     TERMINAL,
+    BadTaskRequest,
+    TaskState,
+    accepted_inputs,
     declares_tasks,
+    live_task,
+    now_iso,
     task_snapshot,
 )
 
@@ -61,27 +64,8 @@ class Job(Protocol):
         """The client's answers to ``asks`` (name -> server-to-client request), by name."""
 
 
-def _now() -> str:
-    # SEP-2663 Task.createdAt / lastUpdatedAt: ISO 8601 timestamps.
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 @dataclass(slots=True, eq=False)
-class _Task:
-    task_id: str
-    tool: str
-    created_at: str
-    created: float
-    last_updated_at: str
-    status: str = "working"
-    status_message: str = "working"
-    result: JSONObject | None = None
-    error: JSONObject | None = None
-    #: input key -> the request it stands for, while unanswered
-    outstanding: dict[str, JSONObject] = field(default_factory=dict)
-    #: input key -> the client's answer, until the body takes it
-    answers: dict[str, object] = field(default_factory=dict)
-    issued: int = 0
+class _Task(TaskState):
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     answered: trio.Event = field(default_factory=trio.Event)
 
@@ -133,14 +117,7 @@ class TaskStore:
         """
         if self._closed:
             raise RequestError(INTERNAL_ERROR, "Internal error: the server is closing")
-        now = _now()
-        task = _Task(
-            task_id=secrets.token_urlsafe(18),  # SEP-2663 §Security: unguessable task IDs
-            tool=tool,
-            created_at=now,
-            created=self._clock(),
-            last_updated_at=now,
-        )
+        task = _Task.new(tool, self._clock())
         self._expire()
         while len(self._tasks) >= self._max:
             self._tasks.pop(next(iter(self._tasks))).scope.cancel()
@@ -168,15 +145,10 @@ class TaskStore:
                 or an answer that does not fit the request of its key (nothing is applied then).
         """
         task = self._find(task_id, "tasks/update")
-        if not isinstance(responses, dict):
-            raise RequestError(INVALID_PARAMS, "Invalid params: 'inputResponses' must be an object")
-        accepted = {k: v for k, v in responses.items() if k in task.outstanding}
-        for key, answer in accepted.items():
-            method = str(task.outstanding[key].get("method"))
-            if not self._fits(method, answer):
-                raise RequestError(
-                    INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}] is not a valid {method} result"
-                )
+        try:
+            accepted = accepted_inputs(task, responses, self._fits)
+        except BadTaskRequest as exc:
+            raise RequestError(INVALID_PARAMS, str(exc)) from None
         for key, answer in accepted.items():
             del task.outstanding[key]
             task.answers[key] = answer
@@ -263,14 +235,11 @@ class TaskStore:
     # -- helpers -------------------------------------------------------------------------------
 
     def _find(self, task_id: object, method: str) -> _Task:
-        if not isinstance(task_id, str):
-            raise RequestError(INVALID_PARAMS, f"Invalid params: {method} needs 'taskId', a string")
         self._expire()
-        task = self._tasks.get(task_id)
-        if task is None:
-            # SEP-2663 §Protocol Errors: "Invalid or nonexistent taskId: -32602 (Invalid params)"
-            raise RequestError(INVALID_PARAMS, f"Invalid params: no task {task_id!r} (unknown or expired)")
-        return task
+        try:
+            return live_task(self._tasks, task_id, method)
+        except BadTaskRequest as exc:
+            raise RequestError(INVALID_PARAMS, str(exc)) from None
 
     def _expire(self) -> None:
         limit = self._clock() - self._ttl_ms / 1000
@@ -279,7 +248,7 @@ class TaskStore:
             task.scope.cancel()
 
     async def _set(self, task: _Task, status: str, message: str) -> None:
-        task.status, task.status_message, task.last_updated_at = status, message, _now()
+        task.status, task.status_message, task.last_updated_at = status, message, now_iso()
         snapshot = self._detailed(task)  # taken now: published in the order the changes happened
         async with self._publishing:
             try:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, Self, TypeVar
 
 from mcpwire.testing.demo_server import INTERNAL_ERROR, INVALID_PARAMS, ErrorAnswer
 
@@ -42,12 +42,19 @@ __all__ = [
     "TERMINAL",
     "Job",
     "JobCancelled",
+    "BadTaskRequest",
+    "TaskState",
     "TaskStore",
+    "accepted_inputs",
     "declares_tasks",
+    "live_task",
+    "now_iso",
+    "task_snapshot",
 ]
 
 _log = logging.getLogger(__name__)
 _Obj = dict[str, Any]
+TaskT = TypeVar("TaskT", bound="TaskState")
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 #: Time-to-live of a task from its creation (SEP-2663 Task.ttlMs, integer milliseconds).
@@ -73,20 +80,77 @@ def declares_tasks(capabilities: Mapping[str, Any]) -> bool:
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
 
 
-class TaskRecord(Protocol):
-    """What a task snapshot is made of (the stores keep more: their own means to wait and cancel)."""
+def now_iso() -> str:
+    """Now, as SEP-2663 Task.createdAt / lastUpdatedAt: an ISO 8601 timestamp (UTC, milliseconds)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(slots=True, eq=False)
+class TaskState:
+    """One task as both stores keep it (each adds its own means to wait and to cancel)."""
 
     task_id: str
-    status: str
-    status_message: str
+    tool: str
     created_at: str
+    created: float
     last_updated_at: str
-    result: _Obj | None
-    error: _Obj | None
-    outstanding: dict[str, _Obj]
+    status: str = "working"
+    status_message: str = "working"
+    result: _Obj | None = None
+    error: _Obj | None = None
+    #: input key -> the request it stands for, while unanswered
+    outstanding: dict[str, _Obj] = field(default_factory=dict)
+    #: input key -> the client's answer, until the body takes it
+    answers: dict[str, object] = field(default_factory=dict)
+    issued: int = 0
+
+    @classmethod
+    def new(cls, tool: str, created: float) -> Self:
+        """A new ``working`` task of ``tool``, created at ``created`` (the store's clock)."""
+        now = now_iso()
+        # SEP-2663 §Security: unguessable task IDs
+        return cls(task_id=secrets.token_urlsafe(18), tool=tool, created_at=now, created=created, last_updated_at=now)
 
 
-def task_snapshot(task: TaskRecord, ttl_ms: int, poll_interval_ms: int, *, detailed: bool = True) -> _Obj:
+class BadTaskRequest(Exception):
+    """A ``tasks/*`` request naming no live task, or with unusable ``inputResponses``: each store
+    answers it with -32602 and this message."""
+
+
+def live_task(tasks: Mapping[str, TaskT], task_id: object, method: str) -> TaskT:
+    """The live task ``task_id`` names (expired ones already dropped).
+
+    Raises:
+        BadTaskRequest: the id is not a string, or names no live task.
+    """
+    if not isinstance(task_id, str):
+        raise BadTaskRequest(f"Invalid params: {method} needs 'taskId', a string")
+    task = tasks.get(task_id)
+    if task is None:
+        # SEP-2663 §Protocol Errors: "Invalid or nonexistent taskId: -32602 (Invalid params)"
+        raise BadTaskRequest(f"Invalid params: no task {task_id!r} (unknown or expired)")
+    return task
+
+
+def accepted_inputs(task: TaskState, responses: object, fits: Callable[[str, object], bool]) -> dict[str, object]:
+    """The answers of ``inputResponses`` to keys outstanding for the task (SEP-2663 §Task Update
+    Requests: "A server SHOULD ignore any inputResponses responses mapped to a key that is not
+    currently outstanding"); nothing is applied here.
+
+    Raises:
+        BadTaskRequest: ``inputResponses`` is not an object, or an answer does not fit its request.
+    """
+    if not isinstance(responses, dict):
+        raise BadTaskRequest("Invalid params: 'inputResponses' must be an object")
+    accepted = {k: v for k, v in responses.items() if k in task.outstanding}
+    for key, answer in accepted.items():
+        method = str(task.outstanding[key].get("method"))
+        if not fits(method, answer):
+            raise BadTaskRequest(f"Invalid params: inputResponses[{key!r}] is not a valid {method} result")
+    return accepted
+
+
+def task_snapshot(task: TaskState, ttl_ms: int, poll_interval_ms: int, *, detailed: bool = True) -> _Obj:
     """The task as a ``Task`` (``detailed=False``: a ``CreateTaskResult``) or a ``DetailedTask``."""
     out: _Obj = {
         "taskId": task.task_id,
@@ -123,27 +187,8 @@ class Job(Protocol):
         """The client's answers to ``asks`` (name -> server-to-client request), by name."""
 
 
-def _now() -> str:
-    # SEP-2663 Task.createdAt / lastUpdatedAt: ISO 8601 timestamps.
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@dataclass(slots=True)
-class _Task:
-    task_id: str
-    tool: str
-    created_at: str
-    created: float
-    last_updated_at: str
-    status: str = "working"
-    status_message: str = "working"
-    result: _Obj | None = None
-    error: _Obj | None = None
-    #: input key -> the request it stands for, while unanswered
-    outstanding: dict[str, _Obj] = field(default_factory=dict)
-    #: input key -> the client's answer, until the body takes it
-    answers: dict[str, object] = field(default_factory=dict)
-    issued: int = 0
+@dataclass(slots=True, eq=False)
+class _Task(TaskState):
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
@@ -191,14 +236,7 @@ class TaskStore:
         Raises:
             ErrorAnswer: the server is closing (-32603).
         """
-        now = _now()
-        task = _Task(
-            task_id=secrets.token_urlsafe(18),  # SEP-2663 §Security: unguessable task IDs
-            tool=tool,
-            created_at=now,
-            created=self._clock(),
-            last_updated_at=now,
-        )
+        task = _Task.new(tool, self._clock())
         dropped: list[_Task] = []
         with self._cond:
             if self._closed:
@@ -237,15 +275,10 @@ class TaskStore:
         changed = None
         with self._cond:
             task = self._find(task_id, "tasks/update")
-            if not isinstance(responses, dict):
-                raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'inputResponses' must be an object")
-            accepted = {k: v for k, v in responses.items() if k in task.outstanding}
-            for key, answer in accepted.items():
-                method = str(task.outstanding[key].get("method"))
-                if not self._fits(method, answer):
-                    raise ErrorAnswer(
-                        INVALID_PARAMS, f"Invalid params: inputResponses[{key!r}] is not a valid {method} result"
-                    )
+            try:
+                accepted = accepted_inputs(task, responses, self._fits)
+            except BadTaskRequest as exc:
+                raise ErrorAnswer(INVALID_PARAMS, str(exc)) from None
             for key, answer in accepted.items():
                 del task.outstanding[key]
                 task.answers[key] = answer
@@ -344,14 +377,11 @@ class TaskStore:
     # -- helpers (under the lock) -----------------------------------------------------------------
 
     def _find(self, task_id: object, method: str) -> _Task:
-        if not isinstance(task_id, str):
-            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: {method} needs 'taskId', a string")
         self._cancel_all(self._expire())
-        task = self._tasks.get(task_id)
-        if task is None:
-            # SEP-2663 §Protocol Errors: "Invalid or nonexistent taskId: -32602 (Invalid params)"
-            raise ErrorAnswer(INVALID_PARAMS, f"Invalid params: no task {task_id!r} (unknown or expired)")
-        return task
+        try:
+            return live_task(self._tasks, task_id, method)
+        except BadTaskRequest as exc:
+            raise ErrorAnswer(INVALID_PARAMS, str(exc)) from None
 
     @staticmethod
     def _cancel_all(tasks: list[_Task]) -> None:
@@ -367,7 +397,7 @@ class TaskStore:
 
     def _set(self, task: _Task, status: str, message: str) -> _Obj:
         """Change the status (under the lock); the caller must :meth:`_publish` the snapshot."""
-        task.status, task.status_message, task.last_updated_at = status, message, _now()
+        task.status, task.status_message, task.last_updated_at = status, message, now_iso()
         # taken before the lock is released: changes are published in the order they happened
         self._publishing.acquire()
         return self._detailed(task)
