@@ -7,8 +7,9 @@ runs the reference server, which is built on :mod:`mcpwire.server` (:mod:`mcpwir
 This module keeps :class:`EverythingServer`, the same server on the standard-library engine of
 :mod:`mcpwire.testing.demo_server` and :mod:`mcpwire.testing.http_server`: the checker's broken
 fixtures (``tests/check/fixtures``) subclass it to break one rule each, and it needs nothing but
-the standard library. What both engines serve (the fixture tools, resources, prompts, completions
-and their contents) is :mod:`mcpwire.testing.catalogue`.
+the standard library (over HTTP, also :mod:`mcpwire.protocol.serving`). What both engines serve
+(the fixture tools, resources, prompts, completions and their contents) is
+:mod:`mcpwire.testing.catalogue`.
 
 Theory of operation: the protocol engine is :class:`mcpwire.testing.demo_server.DemoServer`
 (both eras, tools, resources, templates, prompts, completion, logging, pagination,

@@ -1,4 +1,4 @@
-"""Streamable HTTP (both eras) and HTTP+SSE (2024-11-05) for the bundled servers, stdlib only.
+"""Streamable HTTP (both eras) and HTTP+SSE (2024-11-05) for the bundled servers, on the stdlib.
 
     python -m mcpwire.testing.everything --http 127.0.0.1:0
 
@@ -22,6 +22,9 @@ creates one (``Mcp-Session-Id``, one engine per session), DELETE ends it (later 
 stream (event ids are ``<stream>.<n>``; 2025-11-25 streams start with a priming event and a
 ``retry`` field). ``/sse`` + ``/messages`` serve the 2024-11-05 HTTP+SSE transport.
 
+The header rules' tables and value decoding are the server side's own
+(:mod:`mcpwire.protocol.serving`); everything else here is the standard library.
+
 Which request a notification or server request belongs to comes from
 :data:`~mcpwire.testing.demo_server.CURRENT_REQUEST`, set by the engine while a handler runs.
 Every request must come with a loopback ``Host`` and, if present, a loopback ``Origin`` (403
@@ -30,8 +33,6 @@ otherwise: DNS-rebinding protection, 2025-11-25 basic/transports §Security Warn
 
 from __future__ import annotations
 
-import base64
-import binascii
 import http.server
 import json
 import logging
@@ -46,6 +47,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final, TypeGuard
 
+from mcpwire.protocol.serving import MODERN_STATUS, NAME_FIELDS, decode_header_value
 from mcpwire.testing.demo_server import (
     CURRENT_REQUEST,
     LEGACY_REVISIONS,
@@ -86,7 +88,6 @@ META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CAPS: Final = "io.modelcontextprotocol/clientCapabilities"
 META_SUBSCRIPTION: Final = "io.modelcontextprotocol/subscriptionId"
 MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
-_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.S)
 _TCHAR = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
@@ -355,38 +356,6 @@ def _error_body(request_id: RequestId | None, code: int, message: str, data: Any
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-#: 2026-07-28 §Standard Headers: the body field that Mcp-Name mirrors, by method; SEP-2663
-#: §Streamable HTTP: Routing Headers adds the tasks methods (CF-T25: "the client MUST set the
-#: Mcp-Name header ... to the value of params.taskId").
-_NAME_FIELDS: Final = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
-#: 2026-07-28 error codes and the HTTP status that carries them.
-_MODERN_STATUS: Final = {-32601: 404, -32700: 400, -32600: 400, -32020: 400, -32021: 400, -32022: 400}
-
-
-def _decode_header_value(value: str) -> str:
-    """A header value with the base64 sentinel decoded (2026-07-28 §Value Encoding).
-
-    Raises:
-        ValueError: the sentinel's payload is not valid base64 of UTF-8.
-    """
-    value = value.strip(" \t")
-    match = _SENTINEL.match(value)
-    if match is None:
-        return value
-    payload = match.group(1)
-    try:
-        return base64.b64decode(payload, validate=True).decode("utf-8")
-    except (binascii.Error, ValueError):
-        raise ValueError(f"{value!r} is not valid base64") from None
-
-
 def _header_text(value: object) -> str | None:
     """The header form of an argument value (string, integer, boolean), or None."""
     if isinstance(value, bool):
@@ -407,7 +376,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
     #: answer legacy requests with SSE when the client accepts it and the revision resumes streams
     legacy_sse = True
     #: 2026-07-28 error code -> the HTTP status that carries it
-    modern_status: ClassVar[Mapping[int, int]] = _MODERN_STATUS
+    modern_status: ClassVar[Mapping[int, int]] = MODERN_STATUS
 
     def setup(self) -> None:
         super().setup()
@@ -734,14 +703,14 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
 
     def _check_name_header(self, message: _Obj, request_id: RequestId | None) -> None:
         params = message.get("params")
-        key = _NAME_FIELDS.get(str(message.get("method")))
+        key = NAME_FIELDS.get(str(message.get("method")))
         if key is None or not isinstance(params, dict) or not isinstance(params.get(key), str):
             return
         name = self.headers.get("Mcp-Name")
         if name is None:
             raise Reject(400, -32020, "Header mismatch: the Mcp-Name header is missing", request_id)
         try:
-            decoded = _decode_header_value(name)
+            decoded = decode_header_value(name)
         except ValueError as exc:
             raise Reject(400, -32020, f"Header mismatch: Mcp-Name {exc}", request_id) from None
         if decoded != params[key]:
@@ -770,7 +739,7 @@ class McpHttpHandler(http.server.BaseHTTPRequestHandler):
             if sent is None:
                 raise Reject(400, -32020, f"Header mismatch: Mcp-Param-{header} is missing", request_id)
             try:
-                decoded = _decode_header_value(sent)
+                decoded = decode_header_value(sent)
             except ValueError as exc:
                 raise Reject(400, -32020, f"Header mismatch: Mcp-Param-{header} {exc}", request_id) from None
             if decoded != _header_text(value):
