@@ -23,7 +23,15 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from mcpwire.testing.demo_server import V2025_03_26, b64_json, since, unb64_json
+from mcpwire.testing.demo_server import (
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
+    V2025_03_26,
+    JSONValue,
+    b64_json,
+    since,
+    unb64_json,
+)
 from mcpwire.testing.tasks import TASKS_EXTENSION
 
 __all__ = [
@@ -32,8 +40,10 @@ __all__ = [
     "SIMPLE_TEXT",
     "STATIC_TEXT_URI",
     "MissingPromptArguments",
+    "Refused",
     "fixture_contents",
     "fixture_prompt",
+    "sort_answers",
     "with_fixture_tools",
 ]
 
@@ -439,3 +449,59 @@ def fixture_prompt(
         context = elicited(ask({"user_context": ASK_CONTEXT})["user_context"], "context")
         return {"description": "A prompt built from the user's context.", "messages": [text(f"Context: {context}")]}
     return None
+
+
+class Refused(Exception):
+    """A request to answer with a JSON-RPC error (each engine raises it as its own error class)."""
+
+    def __init__(self, code: int, message: str, data: JSONValue = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def sort_answers(
+    asks: Mapping[str, _Obj],
+    capabilities: Mapping[str, object],
+    params: Mapping[str, object],
+    *,
+    state: _Obj | None,
+    verify: Callable[[], _Obj | None],
+    responses: Callable[[], Mapping[str, object]],
+    check_caps: bool = True,
+) -> tuple[dict[str, object], dict[str, _Obj]]:
+    """2026-07-28 MRTR: the client's answers to ``asks`` in a request (``params``), and the asks
+    still missing; ``verify()`` gives the request's verified ``requestState`` (None when absent or
+    forged), ``responses()`` its ``inputResponses``.
+
+    Raises:
+        Refused: -32021 for an ask of a capability the client did not declare (``check_caps``);
+            -32602 for a ``requestState`` that fails verification against ``state``.
+    """
+    if check_caps:
+        for request in asks.values():
+            capability = NEEDS[str(request["method"])]
+            if not isinstance(capabilities.get(capability), dict):
+                # 2026-07-28 basic/index §_meta: a request needing an undeclared capability
+                # gets a MissingRequiredClientCapabilityError.
+                raise Refused(
+                    MISSING_CLIENT_CAPABILITY,
+                    f"Missing required client capability: {capability}",
+                    {"requiredCapabilities": {capability: {}}},
+                )
+    if state is not None and "requestState" in params:
+        verified = verify()
+        if verified is None or {k: v for k, v in verified.items() if k != "tool"} != state:
+            raise Refused(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+    # a retry that lost the state starts over: the answers cannot be trusted without it
+    given = responses() if state is None or "requestState" in params else {}
+    answers: dict[str, object] = {}
+    missing: dict[str, _Obj] = {}
+    for key, request in asks.items():
+        answer = given.get(key)
+        if answer_fits(str(request["method"]), answer):
+            answers[key] = answer
+        else:
+            missing[key] = request
+    return answers, missing

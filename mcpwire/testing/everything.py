@@ -81,6 +81,7 @@ from mcpwire.testing.catalogue import (
     TEMPLATE_URI,
     WAV_B64,
     MissingPromptArguments,
+    Refused,
     action_text,
     answer_fits,
     elicitation_request,
@@ -93,6 +94,7 @@ from mcpwire.testing.catalogue import (
     root_uris,
     sampling_request,
     sign_state,
+    sort_answers,
     verify_state,
     with_fixture_tools,
 )
@@ -474,31 +476,18 @@ class EverythingServer(DemoServer):
         """
         if call.era == "legacy":
             raise _LegacyCall
-        if check_caps:
-            for request in asks.values():
-                capability = NEEDS[request["method"]]
-                if not isinstance(call.caps.get(capability), dict):
-                    # 2026-07-28 basic/index §_meta: a request needing an undeclared capability
-                    # gets a MissingRequiredClientCapabilityError.
-                    raise ErrorAnswer(
-                        MISSING_CLIENT_CAPABILITY,
-                        f"Missing required client capability: {capability}",
-                        {"requiredCapabilities": {capability: {}}},
-                    )
-        if state is not None and "requestState" in call.params:
-            verified = self._state(call)
-            if verified is None or {k: v for k, v in verified.items() if k != "tool"} != state:
-                raise ErrorAnswer(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
-        # a retry that lost the state starts over: the answers cannot be trusted without it
-        responses = _responses(call) if state is None or "requestState" in call.params else {}
-        answers: dict[str, object] = {}
-        missing: dict[str, _Obj] = {}
-        for key, request in asks.items():
-            answer = responses.get(key)
-            if answer_fits(request["method"], answer):
-                answers[key] = answer
-            else:
-                missing[key] = request
+        try:
+            answers, missing = sort_answers(
+                asks,
+                call.caps,
+                call.params,
+                state=state,
+                verify=lambda: self._state(call),
+                responses=lambda: _responses(call),
+                check_caps=check_caps,
+            )
+        except Refused as exc:
+            raise ErrorAnswer(exc.code, exc.message, exc.data) from None
         if missing:
             # 2026-07-28 basic/patterns/mrtr: a retry without the requested answers is asked again.
             raise InputRequired(self._input_required(call, missing, state))

@@ -47,17 +47,18 @@ from .catalogue import (
     FIXTURE_RESOURCES,
     FIXTURE_TEMPLATES,
     MODERN_ONLY_TEXT,
-    NEEDS,
     SKILLS_PAGE_SIZE,
     TASKS_ONLY_TEXT,
     TEMPLATE_URI,
     MissingPromptArguments,
+    Refused,
     answer_fits,
     fixture_contents,
     fixture_prompt,
     need_tasks,
     parse_listen,
     sign_state,
+    sort_answers,
     verify_state,
     with_fixture_tools,
 )
@@ -302,31 +303,18 @@ class ReferenceServer(Server):
         """
         if not ctx.modern:
             raise ModernOnly
-        if check_caps:
-            for request in asks.values():
-                capability = NEEDS[str(request["method"])]
-                if not isinstance(ctx.client_capabilities.get(capability), dict):
-                    # 2026-07-28 basic/index §_meta: a request needing an undeclared capability
-                    # gets a MissingRequiredClientCapabilityError.
-                    raise RequestError(
-                        MISSING_CLIENT_CAPABILITY,
-                        f"Missing required client capability: {capability}",
-                        {"requiredCapabilities": {capability: {}}},
-                    )
-        if state is not None and "requestState" in ctx.params:
-            verified = self.verified_state(ctx)
-            if verified is None or {k: v for k, v in verified.items() if k != "tool"} != state:
-                raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
-        # a retry that lost the state starts over: the answers cannot be trusted without it
-        responses = ctx.input_responses if state is None or "requestState" in ctx.params else {}
-        answers: dict[str, object] = {}
-        missing: dict[str, JSONObject] = {}
-        for key, request in asks.items():
-            answer = responses.get(key)
-            if answer_fits(str(request["method"]), answer):
-                answers[key] = answer
-            else:
-                missing[key] = request
+        try:
+            answers, missing = sort_answers(
+                asks,
+                ctx.client_capabilities,
+                ctx.params,
+                state=state,
+                verify=lambda: self.verified_state(ctx),
+                responses=lambda: ctx.input_responses,
+                check_caps=check_caps,
+            )
+        except Refused as exc:
+            raise RequestError(exc.code, exc.message, exc.data) from None
         if missing:
             # 2026-07-28 basic/patterns/mrtr: a retry without the requested answers is asked again.
             raise self.input_required(ctx, missing, state)
