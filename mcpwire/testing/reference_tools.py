@@ -17,8 +17,8 @@ import json
 import math
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Final, Protocol
 
 import trio
 
@@ -67,14 +67,41 @@ from .demo_server import (
     sample_text,
     text_result,
 )
-from .reference_tasks import Job
+from .reference_tasks import Body, Job
 
-if TYPE_CHECKING:
-    from .reference import ReferenceServer
+__all__ = ["TOOLS", "ModernOnly", "Reference", "NoAnswer", "ask_one", "form_elicitation", "missing_capability"]
 
-__all__ = ["TOOLS", "ModernOnly", "NoAnswer", "ask_one", "form_elicitation", "missing_capability"]
 
-Tool = Callable[["ReferenceServer", RequestContext, JSONObject], Awaitable[JSONObject]]
+class Reference(Protocol):
+    """What the tools use of the :class:`~mcpwire.testing.reference.ReferenceServer` that runs them."""
+
+    def answers(
+        self,
+        ctx: RequestContext,
+        asks: dict[str, JSONObject],
+        *,
+        state: JSONObject | None = None,
+        check_caps: bool = True,
+    ) -> dict[str, object]: ...
+
+    def input_required(
+        self, ctx: RequestContext, asks: dict[str, JSONObject], state: JSONObject | None
+    ) -> InputRequired: ...
+
+    def verified_state(self, ctx: RequestContext) -> JSONObject | None: ...
+
+    def require_tasks(self, ctx: RequestContext) -> None: ...
+
+    async def run_job(
+        self, ctx: RequestContext, body: Body, *, required: bool = False, needs: Sequence[str] = ()
+    ) -> JSONObject: ...
+
+    async def list_changed(self, kind: str, *, origin: RequestContext | None = None) -> None: ...
+
+    async def resource_updated(self, uri: str, *, origin: RequestContext | None = None) -> None: ...
+
+
+Tool = Callable[[Reference, RequestContext, JSONObject], Awaitable[JSONObject]]
 
 
 class ModernOnly(Exception):
@@ -151,7 +178,7 @@ class CallJob:
 
     __slots__ = ("_ctx", "_ref")
 
-    def __init__(self, ref: ReferenceServer, ctx: RequestContext) -> None:
+    def __init__(self, ref: Reference, ctx: RequestContext) -> None:
         self._ref = ref
         self._ctx = ctx
 
@@ -178,11 +205,11 @@ class CallJob:
 # -- the demo tools ------------------------------------------------------------------------------
 
 
-async def echo(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def echo(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     return text_result(arg_str(args, "text") or "")
 
 
-async def add(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def add(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     total = arg_number(args, "a") + arg_number(args, "b")
     if not math.isfinite(total):
         raise BadArguments("the sum is not a finite number")
@@ -192,12 +219,12 @@ async def add(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JS
     return result
 
 
-async def fail(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def fail(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     message = arg_str(args, "message", required=False)
     return text_result("the tool failed" if message is None else message, is_error=True)
 
 
-async def slow(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def slow(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     seconds = arg_number(args, "seconds")
     if not 0 <= seconds <= MAX_SLOW_S:
         raise BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
@@ -208,11 +235,11 @@ async def slow(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> J
     return text_result(f"done after {steps} steps")
 
 
-async def big(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def big(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     return text_result("x" * arg_int(args, "size", maximum=MAX_BIG_CHARS))
 
 
-async def ask(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ask(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     question = arg_str(args, "question") or ""
     # 2025-06-18 introduced elicitation; 2025-11-25 added modes ("form" is the default) and
     # string defaults.
@@ -227,7 +254,7 @@ async def ask(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JS
     return await ask_one(ctx, args, "answer", {"method": "elicitation/create", "params": params}, elicit_text)
 
 
-async def sample(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def sample(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     prompt = arg_str(args, "prompt") or ""
     if not isinstance(ctx.client_capabilities.get("sampling"), dict):
         return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
@@ -235,24 +262,24 @@ async def sample(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) ->
     return await ask_one(ctx, args, "reply", {"method": "sampling/createMessage", "params": params}, sample_text)
 
 
-async def roots(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def roots(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not isinstance(ctx.client_capabilities.get("roots"), dict):
         return missing_capability(ctx, "roots", {"roots": {}}, "client cannot list roots")
     return await ask_one(ctx, args, "roots", {"method": "roots/list"}, roots_text)
 
 
-async def notify(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def notify(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ctx.log("info", "the notify tool was called", logger="demo")
     await ref.list_changed("tools", origin=ctx)
     return text_result("ok")
 
 
-async def touch(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def touch(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ref.resource_updated(arg_str(args, "uri") or "", origin=ctx)
     return text_result("ok")
 
 
-async def crash(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def crash(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     sys.stderr.write(f"reference server: the crash tool was called, exiting with status {CRASH_EXIT_STATUS}\n")
     sys.stderr.flush()
     os._exit(CRASH_EXIT_STATUS)
@@ -261,21 +288,21 @@ async def crash(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> 
 # -- the official runner's fixtures ------------------------------------------------------------
 
 
-async def simple_text(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def simple_text(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     return text_result(SIMPLE_TEXT)
 
 
-async def image(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def image(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     return {"content": [{"type": "image", "data": PNG_B64, "mimeType": "image/png"}]}
 
 
-async def audio(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def audio(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not ctx.since(V2025_03_26):  # audio content appeared in 2025-03-26
         return text_result("audio content needs protocol revision 2025-03-26 or later", is_error=True)
     return {"content": [{"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"}]}
 
 
-async def embedded(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def embedded(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     resource = {
         "uri": "test://embedded-resource",
         "mimeType": "text/plain",
@@ -284,7 +311,7 @@ async def embedded(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) 
     return {"content": [{"type": "resource", "resource": resource}]}
 
 
-async def mixed(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def mixed(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     resource = {
         "uri": "test://mixed-content-resource",
         "mimeType": "application/json",
@@ -299,7 +326,7 @@ async def mixed(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> 
     }
 
 
-async def logging_tool(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def logging_tool(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     for n, message in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
         if n:
             await trio.sleep(LOG_STEP_S)
@@ -307,16 +334,16 @@ async def logging_tool(ref: ReferenceServer, ctx: RequestContext, args: JSONObje
     return text_result("Tool with logging executed successfully")
 
 
-async def logging_short(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def logging_short(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ctx.log("info", "the logging tool ran", logger="demo")
     return text_result("logged")
 
 
-async def error(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def error(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     return text_result(ERROR_TEXT, is_error=True)
 
 
-async def progress(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def progress(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     for n, done in enumerate((0, 50, 100)):
         if n:
             await trio.sleep(LOG_STEP_S)
@@ -324,7 +351,7 @@ async def progress(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) 
     return text_result("Tool with progress executed successfully")
 
 
-async def sampling(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def sampling(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     prompt = arg_str(args, "prompt") or ""
     if not isinstance(ctx.client_capabilities.get("sampling"), dict):
         return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
@@ -339,7 +366,7 @@ async def _elicit_tool(ctx: RequestContext, args: JSONObject, request: JSONObjec
     return await ask_one(ctx, args, "answer", request, lambda result: prefix + action_text(result))
 
 
-async def elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def elicitation(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     message = arg_str(args, "message") or ""
     properties = {
         "username": {"type": "string", "description": "User's response"},
@@ -350,7 +377,7 @@ async def elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObjec
     )
 
 
-async def elicitation_defaults(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def elicitation_defaults(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     properties = {
         "name": {"type": "string", "default": "John Doe"},
         "age": {"type": "integer", "default": 30},
@@ -362,7 +389,7 @@ async def elicitation_defaults(ref: ReferenceServer, ctx: RequestContext, args: 
     return await _elicit_tool(ctx, args, request, "Elicitation completed: ")
 
 
-async def elicitation_enums(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def elicitation_enums(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     titled = [
         {"const": f"value{i}", "title": t} for i, t in enumerate(("First Option", "Second Option", "Third Option"), 1)
     ]
@@ -385,7 +412,7 @@ async def elicitation_enums(ref: ReferenceServer, ctx: RequestContext, args: JSO
     )
 
 
-async def reconnection(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def reconnection(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     # 2025-11-25 basic/transports (SSE polling): the server may close the connection after the
     # priming event without ending the stream; the result goes to the resumed stream.
     if not ctx.modern:
@@ -394,31 +421,31 @@ async def reconnection(ref: ReferenceServer, ctx: RequestContext, args: JSONObje
     return text_result("reconnection test complete")
 
 
-async def json_schema(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def json_schema(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     return text_result(json.dumps(args, sort_keys=True))
 
 
-async def header_param(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def header_param(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     return text_result(f"region: {arg_str(args, 'region')}")
 
 
-async def missing_capability_tool(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def missing_capability_tool(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not isinstance(ctx.client_capabilities.get("sampling"), dict):
         return missing_capability(ctx, "sampling", {"sampling": {}}, "client cannot sample")
     return await ask_one(ctx, args, "reply", sampling_request("Say anything.", 20), llm_text)
 
 
-async def streaming_elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def streaming_elicitation(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     request = elicitation_request("Continue?", {"ok": {"type": "boolean"}}, ["ok"])
     return await _elicit_tool(ctx, args, request, "Streaming elicitation: ")
 
 
-async def trigger_tools(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def trigger_tools(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ref.list_changed("tools", origin=ctx)
     return text_result("tools list change announced")
 
 
-async def trigger_prompts(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def trigger_prompts(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     await ref.list_changed("prompts", origin=ctx)
     return text_result("prompts list change announced")
 
@@ -426,27 +453,27 @@ async def trigger_prompts(ref: ReferenceServer, ctx: RequestContext, args: JSONO
 # -- 2026-07-28 MRTR fixtures ------------------------------------------------------------------
 
 
-async def ir_elicitation(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ir_elicitation(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     answers = ref.answers(ctx, {"user_name": ASK_NAME})
     return text_result(f"Hello, {elicited(answers['user_name'], 'name')}!")
 
 
-async def ir_sampling(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ir_sampling(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     answers = ref.answers(ctx, {"capital_question": ASK_CAPITAL})
     return text_result(llm_text(answers["capital_question"]))
 
 
-async def ir_roots(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ir_roots(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     answers = ref.answers(ctx, {"client_roots": ASK_ROOTS})
     return text_result("roots: " + ", ".join(root_uris(answers["client_roots"])))
 
 
-async def ir_request_state(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ir_request_state(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     answers = ref.answers(ctx, {"confirm": ASK_CONFIRM}, state={"step": "confirm"})
     return text_result(f"state-ok: confirmed={elicited_any(answers['confirm'], 'ok')}")
 
 
-async def ir_multiple(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ir_multiple(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     asks = {"user_name": ASK_NAME, "greeting": ASK_GREETING, "client_roots": ASK_ROOTS}
     answers = ref.answers(ctx, asks, state={"step": "all"})
     name = elicited(answers["user_name"], "name")
@@ -455,7 +482,7 @@ async def ir_multiple(ref: ReferenceServer, ctx: RequestContext, args: JSONObjec
     )
 
 
-async def ir_multi_round(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ir_multi_round(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     state = ref.verified_state(ctx)
     if "requestState" in ctx.params and state is None:
         raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
@@ -467,12 +494,12 @@ async def ir_multi_round(ref: ReferenceServer, ctx: RequestContext, args: JSONOb
     return text_result(f"{state.get('name')} likes {elicited(second['step2'], 'color')}")
 
 
-async def ir_tampered(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ir_tampered(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     answers = ref.answers(ctx, {"confirm": ASK_CONFIRM}, state={"step": "confirm"})
     return text_result(f"verified state, confirmed={elicited_any(answers['confirm'], 'ok')}")
 
 
-async def ir_capabilities(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def ir_capabilities(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not ctx.modern:
         return text_result(MODERN_ONLY_TEXT, is_error=True)
     wanted = {"user_name": ASK_NAME, "capital_question": ASK_CAPITAL, "client_roots": ASK_ROOTS}
@@ -489,11 +516,11 @@ async def ir_capabilities(ref: ReferenceServer, ctx: RequestContext, args: JSONO
 # -- the Tasks extension's fixtures (SEP-2663) -------------------------------------------------
 
 
-async def greet(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def greet(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     return text_result(f"Hello, {arg_str(args, 'name')}!")
 
 
-async def slow_compute(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def slow_compute(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     seconds = arg_number(args, "seconds")
     if not 0 <= seconds <= MAX_SLOW_S:
         raise BadArguments(f"'seconds' must be from 0 to {MAX_SLOW_S:g}")
@@ -506,7 +533,7 @@ async def slow_compute(ref: ReferenceServer, ctx: RequestContext, args: JSONObje
     return await ref.run_job(ctx, body)
 
 
-async def failing_job(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def failing_job(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     async def body(job: Job) -> JSONObject:
         await job.sleep(JOB_STEP_S)
         # a tool error, not a protocol error: the task ends `completed` with isError
@@ -515,7 +542,7 @@ async def failing_job(ref: ReferenceServer, ctx: RequestContext, args: JSONObjec
     return await ref.run_job(ctx, body, required=True)
 
 
-async def protocol_error_job(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def protocol_error_job(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     async def body(job: Job) -> JSONObject:
         await job.sleep(JOB_STEP_S)
         raise RequestError(INTERNAL_ERROR, "Internal error: the job crashed (this fixture always does)")
@@ -523,7 +550,7 @@ async def protocol_error_job(ref: ReferenceServer, ctx: RequestContext, args: JS
     return await ref.run_job(ctx, body, required=True)
 
 
-async def confirm_delete(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def confirm_delete(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     filename = arg_str(args, "filename") or ""
     question = elicitation_request(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])
 
@@ -536,7 +563,7 @@ async def confirm_delete(ref: ReferenceServer, ctx: RequestContext, args: JSONOb
     return await ref.run_job(ctx, body, needs=("elicitation",))
 
 
-async def multi_input(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def multi_input(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     async def body(job: Job) -> JSONObject:
         # both at once: as a task, two keys are outstanding and may be answered one by one
         answers = await job.ask({"name": ASK_NAME, "confirm": ASK_PROCEED})
@@ -546,7 +573,7 @@ async def multi_input(ref: ReferenceServer, ctx: RequestContext, args: JSONObjec
     return await ref.run_job(ctx, body, needs=("elicitation",))
 
 
-async def tool_with_task(ref: ReferenceServer, ctx: RequestContext, args: JSONObject) -> JSONObject:
+async def tool_with_task(ref: Reference, ctx: RequestContext, args: JSONObject) -> JSONObject:
     if not ctx.modern:
         return text_result(TASKS_ONLY_TEXT, is_error=True)
     ref.require_tasks(ctx)
