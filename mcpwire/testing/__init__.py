@@ -5,7 +5,9 @@ with tools, resources, prompts, completion, logging, progress, subscriptions and
 ``python -m mcpwire.testing.everything`` is the reference server of ``mcpwire check``: the demo
 server's catalogue plus the official conformance runner's fixture names and the 2026-07-28 Tasks
 and Skills extensions, built on :mod:`mcpwire.server` (:mod:`mcpwire.testing.reference`), over
-stdio or, with ``--http [HOST:]PORT``, over Streamable HTTP (both eras) and HTTP+SSE.
+stdio or, with ``--http [HOST:]PORT``, over Streamable HTTP (both eras) and HTTP+SSE. What it
+serves (the fixture tools, resources, prompts and their contents) is
+:mod:`~mcpwire.testing.catalogue`, which both engines serve.
 
 The standard-library engine (:mod:`~mcpwire.testing.demo_server`,
 :class:`~mcpwire.testing.everything.EverythingServer`, :mod:`~mcpwire.testing.http_server`,
