@@ -14,6 +14,7 @@ import pytest
 from _targets import fixture_argv
 from mcpwire.conformance.cli import main
 from mcpwire.conformance.evidence import ExchangeEntry, Redactor, WireRecord, collect
+from mcpwire.conformance.model import SkipKind
 from mcpwire.conformance.report import (
     JSON_SCHEMA,
     SCHEMA_VERSION,
@@ -357,19 +358,33 @@ def test_terminal_groups_by_check_sorted_by_area_and_id_with_reasons_shared_acro
 def test_skipped_checks_are_counted_by_reason_with_the_option_that_runs_them() -> None:
     off = "tool calls are off (enable with --call-tools read-only|all or --call-tool NAME)"
     results = [
-        *(_result(f"SV-3{i}", "2025-11-25", "skipped", message=off) for i in range(3)),
-        _result("SV-13", "2025-11-25", "skipped", message="applies to the modern era only"),
-        _result("SV-12", "2026-07-28", "skipped", message="applies to the legacy era only"),
-        _result("LG-01", "2025-11-25", "skipped", message="the server does not advertise logging"),
+        *(_result(f"SV-3{i}", "2025-11-25", "skipped", message=off, skipped_for=SkipKind.TOOLS_OFF) for i in range(3)),
+        _result(
+            "SV-13", "2025-11-25", "skipped", message="applies to the modern era only", skipped_for=SkipKind.REVISION
+        ),
+        _result(
+            "SV-12", "2026-07-28", "skipped", message="applies to the legacy era only", skipped_for=SkipKind.REVISION
+        ),
+        _result(
+            "LG-01",
+            "2025-11-25",
+            "skipped",
+            message="the server does not advertise logging",
+            skipped_for=SkipKind.CAPABILITY,
+            skip_detail=("logging",),
+        ),
+        # a skip the runner gave no kind is counted by its own message, whatever it says
+        _result("SV-40", "2025-11-25", "skipped", message="applies to revisions 2025-06-18..2025-11-25 only"),
         _result("SV-01", "2025-11-25", "pass"),
     ]
     lines = to_terminal(Run("s", [Probe("2025-11-25", True)], ["2025-11-25"], results)).splitlines()
-    at = lines.index("skipped: 6 (--json says why for each)")
-    assert lines[at + 1 : at + 4] == [
+    at = lines.index("skipped: 7 (--json says why for each)")
+    assert lines[at + 1 : at + 5] == [
         "     3  tool calls are off: run with --call-tools read-only (tools annotated readOnlyHint), "
         "--call-tools all, or --call-tool NAME to run them",
         "     2  not defined in the revision",
         "     1  the server does not advertise what they test (logging)",
+        "     1  applies to revisions 2025-06-18..2025-11-25 only",
     ]
 
 
