@@ -89,8 +89,10 @@ def test_servers_page_updates_live_and_acts(page: Any, serve: Serve) -> None:
     row(page, "time").get_by_role("button", name="Enable time").click()
     row(page, "time").locator(".status-connected").wait_for(timeout=30_000)
     row(page, "memory").get_by_role("button", name="Restart memory").click()
-    page.locator("#servers .notice", has_text="memory is restarting").wait_for()
+    # the action's notice stays while the live table reloads on the restart's status changes
+    page.locator("#servers-notice", has_text="memory is restarting").wait_for()
     row(page, "memory").locator(".status-connected").wait_for(timeout=30_000)
+    assert page.locator("#servers-notice").inner_text() == "memory is restarting"
     with api(serve) as client:
         assert client.get("/api/v1/servers/memory").json()["restarts"] >= 1
     assert page.evaluate("window.__notReloaded") is True
