@@ -37,12 +37,12 @@ from .tasks import (
     TASKS_EXTENSION,
     TERMINAL,
     BadTaskRequest,
+    TaskBook,
     TaskState,
     accepted_inputs,
     declares_tasks,
     live_task,
     now_iso,
-    task_snapshot,
 )
 
 __all__ = ["TASKS_EXTENSION", "Job", "TaskJob", "TaskStore", "declares_tasks"]
@@ -70,7 +70,7 @@ class _Task(TaskState):
     answered: trio.Event = field(default_factory=trio.Event)
 
 
-class TaskStore:
+class TaskStore(TaskBook[_Task]):
     """The tasks of one server.
 
     Args:
@@ -93,18 +93,10 @@ class TaskStore:
         max_tasks: int = MAX_TASKS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if ttl_ms <= 0 or poll_interval_ms <= 0 or max_tasks <= 0:
-            raise ValueError("ttl_ms, poll_interval_ms and max_tasks must be positive")
+        super().__init__(fits=fits, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, max_tasks=max_tasks, clock=clock)
         self._nursery = nursery
         self._on_change = on_change
-        self._fits = fits
-        self._ttl_ms = ttl_ms
-        self._poll_ms = poll_interval_ms
-        self._max = max_tasks
-        self._clock = clock
-        self._tasks: dict[str, _Task] = {}
         self._publishing = trio.Lock()  # changes go out in the order they happened
-        self._closed = False
 
     # -- the four operations -------------------------------------------------------------------
 
@@ -242,9 +234,7 @@ class TaskStore:
             raise RequestError(INVALID_PARAMS, str(exc)) from None
 
     def _expire(self) -> None:
-        limit = self._clock() - self._ttl_ms / 1000
-        for task in [t for t in self._tasks.values() if t.created < limit]:
-            del self._tasks[task.task_id]
+        for task in self._take_expired():
             task.scope.cancel()
 
     async def _set(self, task: _Task, status: str, message: str) -> None:
@@ -255,12 +245,6 @@ class TaskStore:
                 await self._on_change(snapshot)
             except Exception:
                 log.exception("publishing a change of task %s failed", task.task_id)
-
-    def _base(self, task: _Task) -> JSONObject:
-        return task_snapshot(task, self._ttl_ms, self._poll_ms, detailed=False)
-
-    def _detailed(self, task: _Task) -> JSONObject:
-        return task_snapshot(task, self._ttl_ms, self._poll_ms)
 
 
 class TaskJob:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol, Self, TypeVar
+from typing import Any, Final, Generic, Protocol, Self, TypeVar
 
 from mcpwire.testing.demo_server import INTERNAL_ERROR, INVALID_PARAMS, ErrorAnswer
 
@@ -43,6 +43,7 @@ __all__ = [
     "Job",
     "JobCancelled",
     "BadTaskRequest",
+    "TaskBook",
     "TaskState",
     "TaskStore",
     "accepted_inputs",
@@ -173,6 +174,48 @@ def task_snapshot(task: TaskState, ttl_ms: int, poll_interval_ms: int, *, detail
     return out
 
 
+class TaskBook(Generic[TaskT]):
+    """What both task stores keep alike: their limits, the tasks by id (oldest first), expiry and
+    the two snapshots of a task; each store adds its own way to run, wait, cancel and publish.
+
+    Raises:
+        ValueError: a limit that is not positive.
+    """
+
+    def __init__(
+        self,
+        *,
+        fits: Callable[[str, object], bool],
+        ttl_ms: int,
+        poll_interval_ms: int,
+        max_tasks: int,
+        clock: Callable[[], float],
+    ) -> None:
+        if ttl_ms <= 0 or poll_interval_ms <= 0 or max_tasks <= 0:
+            raise ValueError("ttl_ms, poll_interval_ms and max_tasks must be positive")
+        self._fits = fits
+        self._ttl_ms = ttl_ms
+        self._poll_ms = poll_interval_ms
+        self._max = max_tasks
+        self._clock = clock
+        self._tasks: dict[str, TaskT] = {}
+        self._closed = False
+
+    def _take_expired(self) -> list[TaskT]:
+        """Drops the tasks past their time-to-live; returns them (the caller cancels them)."""
+        limit = self._clock() - self._ttl_ms / 1000
+        gone = [t for t in self._tasks.values() if t.created < limit]
+        for task in gone:
+            del self._tasks[task.task_id]
+        return gone
+
+    def _base(self, task: TaskState) -> _Obj:
+        return task_snapshot(task, self._ttl_ms, self._poll_ms, detailed=False)
+
+    def _detailed(self, task: TaskState) -> _Obj:
+        return task_snapshot(task, self._ttl_ms, self._poll_ms)
+
+
 class JobCancelled(Exception):
     """The task was cancelled (or the server is closing): the body stops, nobody is answered."""
 
@@ -192,7 +235,7 @@ class _Task(TaskState):
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
-class TaskStore:
+class TaskStore(TaskBook[_Task]):
     """The tasks of one engine.
 
     Args:
@@ -214,18 +257,10 @@ class TaskStore:
         max_tasks: int = MAX_TASKS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if ttl_ms <= 0 or poll_interval_ms <= 0 or max_tasks <= 0:
-            raise ValueError("ttl_ms, poll_interval_ms and max_tasks must be positive")
+        super().__init__(fits=fits, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms, max_tasks=max_tasks, clock=clock)
         self._on_change = on_change
-        self._fits = fits
-        self._ttl_ms = ttl_ms
-        self._poll_ms = poll_interval_ms
-        self._max = max_tasks
-        self._clock = clock
         self._cond = threading.Condition()
         self._publishing = threading.Lock()  # taken under _cond, released after on_change
-        self._tasks: dict[str, _Task] = {}
-        self._closed = False
 
     # -- the four operations ----------------------------------------------------------------
 
@@ -241,7 +276,7 @@ class TaskStore:
         with self._cond:
             if self._closed:
                 raise ErrorAnswer(INTERNAL_ERROR, "Internal error: the server is closing")
-            dropped = self._expire()
+            dropped = self._take_expired()
             while len(self._tasks) >= self._max:
                 dropped.append(self._tasks.pop(next(iter(self._tasks))))
             self._tasks[task.task_id] = task
@@ -308,7 +343,7 @@ class TaskStore:
     def known(self, task_ids: Iterable[str]) -> list[str]:
         """The ids among ``task_ids`` that name live tasks, in the given order."""
         with self._cond:
-            self._cancel_all(self._expire())
+            self._cancel_all(self._take_expired())
             return [t for t in task_ids if t in self._tasks]
 
     def close(self) -> None:
@@ -377,7 +412,7 @@ class TaskStore:
     # -- helpers (under the lock) -----------------------------------------------------------------
 
     def _find(self, task_id: object, method: str) -> _Task:
-        self._cancel_all(self._expire())
+        self._cancel_all(self._take_expired())
         try:
             return live_task(self._tasks, task_id, method)
         except BadTaskRequest as exc:
@@ -387,13 +422,6 @@ class TaskStore:
     def _cancel_all(tasks: list[_Task]) -> None:
         for task in tasks:
             task.cancel.set()
-
-    def _expire(self) -> list[_Task]:
-        limit = self._clock() - self._ttl_ms / 1000
-        gone = [t for t in self._tasks.values() if t.created < limit]
-        for task in gone:
-            del self._tasks[task.task_id]
-        return gone
 
     def _set(self, task: _Task, status: str, message: str) -> _Obj:
         """Change the status (under the lock); the caller must :meth:`_publish` the snapshot."""
@@ -410,12 +438,6 @@ class TaskStore:
             _log.exception("publishing a change of task %s failed", changed.get("taskId"))
         finally:
             self._publishing.release()
-
-    def _base(self, task: _Task) -> _Obj:
-        return task_snapshot(task, self._ttl_ms, self._poll_ms, detailed=False)
-
-    def _detailed(self, task: _Task) -> _Obj:
-        return task_snapshot(task, self._ttl_ms, self._poll_ms)
 
 
 class _TaskJob:
