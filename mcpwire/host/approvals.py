@@ -271,7 +271,12 @@ class ApprovalQueue:
 
     def _changed(self, approval: Approval, *, local: bool = False) -> None:
         if self._notified.get(approval.id, 0) >= approval.version:
-            return  # seen already (a poll returns our own saves too), or an older copy
+            # seen already (a poll returns our own saves too), or an older copy; a poll that ran
+            # while our own save was in flight told only the listeners of every change: those of
+            # this queue's own changes (the audit record of a decision made here) hear it now
+            if local:
+                self._tell(approval, local_only=True)
+            return
         self._notified[approval.id] = approval.version
         self._notified.move_to_end(approval.id)
         if len(self._notified) > NOTIFIED_KEPT:
@@ -281,8 +286,12 @@ class ApprovalQueue:
         event = self._events.pop(approval.id, None)
         if event is not None:
             event.set()
-        for listener, local_only in list(self._listeners):
-            if local_only and not local:
+        self._tell(approval, local_only=None if local else False)
+
+    def _tell(self, approval: Approval, *, local_only: bool | None) -> None:
+        """Calls the listeners whose ``local_only`` is the one given (None: every listener)."""
+        for listener, only_local in list(self._listeners):
+            if local_only is not None and only_local != local_only:
                 continue
             try:
                 listener(approval)

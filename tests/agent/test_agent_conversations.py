@@ -1,4 +1,4 @@
-"""Conversations of ``POST /api/v1/agent/runs`` in the service's store, for real: hypercorn on a
+"""Conversations of ``POST /api/v1/agent/runs`` in the service's store, for real: the service's HTTP server on a
 loopback port, a store on SQLite and on PostgreSQL, server-memory as the tools and a scripted provider. A run keeps its
 conversation (messages, preset, run ids, outcome); a later run continues it by id, the provider
 being sent the stored messages then the new prompt; ``GET /api/v1/agent/conversations`` lists and
@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 from _pg import PostgresServer, running_postgres
 
 from mcpwire.protocol.sse import SSEDecoder
+from mcpwire.server.http import serve_http
 from mcpwire.service.agent_conversations import CONVERSATIONS_PATH
 from mcpwire.service.agent_runs import AGENT_RUNS_PATH, agent_routes
 from mcpwire.service.app import build_app
@@ -35,7 +36,6 @@ from mcpwire.service.settings import Settings
 from mcpwire.service.store import Store, open_store
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
-hypercorn = pytest.importorskip("hypercorn.trio")
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 async def _service(
     folder: Path, llm: FakeLLM, db_url: str | None = None
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
-    from hypercorn.config import Config
-
     preset = {"provider": "openai", "model": "fake-model", "base_url": llm.base_url + "/v1", "servers": ["memory"]}
     config = folder / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"memory": memory_server(folder)}, "presets": {"mem": preset}}))
@@ -68,13 +66,9 @@ async def _service(
         host = service_host(loaded.config, store, settings)
         routes = agent_routes(host, config, store)
         app = build_app(host, store, settings, sources=loaded.sources, rows=[], extra_routes=routes)
-        hconfig = Config()
-        hconfig.bind = ["127.0.0.1:0"]
-        hconfig.graceful_timeout = 2.0
-        hconfig.accesslog = None
         async with host, trio.open_nursery() as nursery:
             shutdown = trio.Event()
-            serve = functools.partial(hypercorn.serve, app, hconfig, shutdown_trigger=shutdown.wait)
+            serve = functools.partial(serve_http, app, drain_timeout_s=2.0, shutdown_trigger=shutdown.wait)
             binds = await nursery.start(serve)
             async with httpx.AsyncClient(base_url=binds[0], timeout=60) as client:
                 with trio.fail_after(60):

@@ -1,4 +1,4 @@
-"""``POST /api/v1/agent/runs`` in the service, for real: hypercorn on a loopback port, a SQLite
+"""``POST /api/v1/agent/runs`` in the service, for real: the service's HTTP server on a loopback port, a SQLite
 store behind the host's approvals and audit, server-memory as the tools and a scripted provider.
 The run's events come back as server-sent events; its approval of a destructive call is in the
 service's queue (with the run's id) and a decision through ``POST /api/v1/approvals/{id}`` resumes
@@ -21,6 +21,7 @@ from _agent_servers import memory_server
 from _agent_wire import openai_request, openai_stream
 
 from mcpwire.protocol.sse import SSEDecoder
+from mcpwire.server.http import serve_http
 from mcpwire.service.agent_runs import AGENT_RUNS_PATH, agent_routes
 from mcpwire.service.app import build_app
 from mcpwire.service.bridge import service_host
@@ -29,13 +30,10 @@ from mcpwire.service.settings import Settings
 from mcpwire.service.store import open_store
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
-hypercorn = pytest.importorskip("hypercorn.trio")
 
 
 @asynccontextmanager
 async def _service(folder: Path, config: Path) -> AsyncIterator[httpx.AsyncClient]:
-    from hypercorn.config import Config
-
     settings = Settings(port=0, rate_limit=0)
     store = await open_store(f"sqlite:///{folder / 'service.db'}")
     try:
@@ -43,13 +41,9 @@ async def _service(folder: Path, config: Path) -> AsyncIterator[httpx.AsyncClien
         host = service_host(loaded.config, store, settings)
         routes = agent_routes(host, config)
         app = build_app(host, store, settings, sources=loaded.sources, rows=[], extra_routes=routes)
-        hconfig = Config()
-        hconfig.bind = ["127.0.0.1:0"]
-        hconfig.graceful_timeout = 2.0
-        hconfig.accesslog = None
         async with host, trio.open_nursery() as nursery:
             shutdown = trio.Event()
-            serve = functools.partial(hypercorn.serve, app, hconfig, shutdown_trigger=shutdown.wait)
+            serve = functools.partial(serve_http, app, drain_timeout_s=2.0, shutdown_trigger=shutdown.wait)
             binds = await nursery.start(serve)
             async with httpx.AsyncClient(base_url=binds[0], timeout=60) as client:
                 with trio.fail_after(60):

@@ -455,3 +455,46 @@ async def test_a_decision_in_another_process_releases_the_call(tmp_path: Path) -
             )
             with pytest.raises(ApprovalDenied, match=r"was denied by other: from the other process"):
                 await host.call_tool("d__echo", {"text": "no"})
+
+
+class _SlowSaves(MemoryApprovals):
+    """A shared backend whose saves are seen (by ``changed_since``) before ``save`` returns, as a
+    database's commit is seen by another connection's poll while the saver waits for its answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved = trio.Event()
+        self.polled = trio.Event()
+
+    async def save(self, approval: Approval) -> None:
+        await super().save(approval)
+        if approval.state is not ApprovalState.PENDING:
+            self.saved.set()
+            await self.polled.wait()  # the poll runs before the saver hears back
+
+
+async def test_a_decision_seen_first_by_a_poll_still_reaches_the_local_listeners(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A poll (a waiter's, on a shared backend) that reads our own decision while its save is in
+    flight tells the listeners of every change; the listeners of this queue's own changes (the
+    host's audit record of the decision) must hear it too, once."""
+    backend = _SlowSaves()
+    queue = ApprovalQueue(backend, poll_interval=0.5)
+    every: list[str] = []
+    own: list[str] = []
+    queue.on_change(lambda a: every.append(a.state.value))
+    queue.on_change(lambda a: own.append(a.state.value), local_only=True)
+    a = await _open(queue)
+
+    async def poller() -> None:
+        await backend.saved.wait()
+        assert [x.state for x in await queue.poll()] == [ApprovalState.APPROVED]
+        backend.polled.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(poller)
+        decided = await queue.decide(a.id, approve=True, by="ops")
+    assert decided.state is ApprovalState.APPROVED
+    assert every == ["pending", "approved"]
+    assert own == ["pending", "approved"]

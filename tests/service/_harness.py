@@ -1,5 +1,6 @@
-"""The service under test, for real: a store, a host with real servers, the app under hypercorn's
-trio worker on a loopback port, and an httpx client speaking HTTP to it."""
+"""The service under test, for real: a store, a host with real servers, the app under the service's
+HTTP server (:func:`mcpwire.server.http.serve_http`, the built-in one) on a loopback port, and an
+httpx client speaking HTTP to it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,9 @@ from typing import Any
 
 import httpx
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 
 from mcpwire.host import Host
+from mcpwire.server.http import serve_http
 from mcpwire.service.app import build_app
 from mcpwire.service.bridge import service_host
 from mcpwire.service.runner import load_servers
@@ -63,13 +63,11 @@ async def running_service(
         host = service_host(loaded.config, store, settings, **dict(host_options or {}))
         app = build_app(host, store, settings, sources=loaded.sources, rows=rows, base_path=loaded.base_path)
         service: Service = app.state.service
-        hconfig = Config()
-        hconfig.bind = [f"{settings.host}:{settings.port}"]
-        hconfig.graceful_timeout = 2.0
-        hconfig.accesslog = None
         async with host, trio.open_nursery() as nursery:
             shutdown = trio.Event()
-            binds = await nursery.start(functools.partial(serve, app, hconfig, shutdown_trigger=shutdown.wait))
+            where = {"host": settings.host, "port": settings.port}
+            serve = functools.partial(serve_http, app, **where, drain_timeout_s=2.0, shutdown_trigger=shutdown.wait)
+            binds = await nursery.start(serve)
             url = binds[0]
             async with httpx.AsyncClient(base_url=url, headers=dict(headers or {}), timeout=30) as client:
                 if wait_ready:

@@ -103,7 +103,10 @@ async def test_sigkill_during_a_burst_loses_nothing_acknowledged(
         for approval_id, state in acked_decisions.items():
             stored = (await svc.client.get(f"/api/v1/approvals/{approval_id}")).json()
             assert stored["state"] == state, (approval_id, stored)
-            assert decisions.get(approval_id) == state, f"no audit record of the decision on {approval_id}"
+            assert decisions.get(approval_id) == state, (
+                f"no audit record of the decision on {approval_id}",
+                [r for r in records if r.get("record", {}).get("approval_id") == approval_id],
+            )
 
 
 async def _all_audit(client: httpx.AsyncClient) -> list[dict[str, Any]]:
