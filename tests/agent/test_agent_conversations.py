@@ -7,49 +7,28 @@ shows them; a closed stream leaves a ``cancelled`` conversation."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import trio
 from _agent_fake_llm import FakeLLM
 from _agent_servers import memory_server
 from _agent_wire import openai_stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
-from _pg import PostgresServer, running_postgres
+from _harness import running_service
 
 from mcpwire.protocol.sse import SSEDecoder
-from mcpwire.server.http import serve_http
 from mcpwire.service.agent_conversations import CONVERSATIONS_PATH
 from mcpwire.service.agent_runs import AGENT_RUNS_PATH, agent_routes
-from mcpwire.service.app import build_app
-from mcpwire.service.bridge import service_host
-from mcpwire.service.runner import load_servers
-from mcpwire.service.settings import Settings
-from mcpwire.service.store import Store, open_store
+from mcpwire.service.store import Store
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    with running_postgres() as server:
-        yield server
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'service.db'}"
-    server: PostgresServer = request.getfixturevalue("postgres")
-    return server.create_database()
 
 
 @asynccontextmanager
@@ -59,28 +38,9 @@ async def _service(
     preset = {"provider": "openai", "model": "fake-model", "base_url": llm.base_url + "/v1", "servers": ["memory"]}
     config = folder / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"memory": memory_server(folder)}, "presets": {"mem": preset}}))
-    settings = Settings(port=0, rate_limit=0)
-    store = await open_store(db_url or f"sqlite:///{folder / 'service.db'}")
-    try:
-        loaded = load_servers(str(config), [])
-        host = service_host(loaded.config, store, settings)
-        routes = agent_routes(host, config, store)
-        app = build_app(host, store, settings, sources=loaded.sources, rows=[], extra_routes=routes)
-        async with host, trio.open_nursery() as nursery:
-            shutdown = trio.Event()
-            serve = functools.partial(serve_http, app, drain_timeout_s=2.0, shutdown_trigger=shutdown.wait)
-            binds = await nursery.start(serve)
-            async with httpx.AsyncClient(base_url=binds[0], timeout=60) as client:
-                with trio.fail_after(60):
-                    while (await client.get("/readyz")).status_code != 200:  # noqa: ASYNC110
-                        await trio.sleep(0.05)
-                try:
-                    yield client, store
-                finally:
-                    app.state.service.begin_shutdown()
-                    shutdown.set()
-    finally:
-        await store.aclose()
+    url = db_url or f"sqlite:///{folder / 'service.db'}"
+    async with running_service(url, config, routes=lambda host, store: agent_routes(host, config, store)) as running:
+        yield running.client, running.store
 
 
 async def _run(client: httpx.AsyncClient, body: dict[str, Any]) -> list[tuple[str, Any]]:

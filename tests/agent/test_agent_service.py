@@ -6,8 +6,8 @@ it. Bad requests are problems naming what was wrong."""
 
 from __future__ import annotations
 
-import functools
 import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,47 +15,24 @@ from typing import Any
 
 import httpx
 import pytest
-import trio
 from _agent_fake_llm import FakeLLM
 from _agent_servers import memory_server
 from _agent_wire import openai_request, openai_stream
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
+from _harness import running_service
+
 from mcpwire.protocol.sse import SSEDecoder
-from mcpwire.server.http import serve_http
 from mcpwire.service.agent_runs import AGENT_RUNS_PATH, agent_routes
-from mcpwire.service.app import build_app
-from mcpwire.service.bridge import service_host
-from mcpwire.service.runner import load_servers
-from mcpwire.service.settings import Settings
-from mcpwire.service.store import open_store
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 
 @asynccontextmanager
 async def _service(folder: Path, config: Path) -> AsyncIterator[httpx.AsyncClient]:
-    settings = Settings(port=0, rate_limit=0)
-    store = await open_store(f"sqlite:///{folder / 'service.db'}")
-    try:
-        loaded = load_servers(str(config), [])
-        host = service_host(loaded.config, store, settings)
-        routes = agent_routes(host, config)
-        app = build_app(host, store, settings, sources=loaded.sources, rows=[], extra_routes=routes)
-        async with host, trio.open_nursery() as nursery:
-            shutdown = trio.Event()
-            serve = functools.partial(serve_http, app, drain_timeout_s=2.0, shutdown_trigger=shutdown.wait)
-            binds = await nursery.start(serve)
-            async with httpx.AsyncClient(base_url=binds[0], timeout=60) as client:
-                with trio.fail_after(60):
-                    while (await client.get("/readyz")).status_code != 200:  # noqa: ASYNC110
-                        await trio.sleep(0.05)
-                try:
-                    yield client
-                finally:
-                    app.state.service.begin_shutdown()
-                    shutdown.set()
-    finally:
-        await store.aclose()
+    url = f"sqlite:///{folder / 'service.db'}"
+    async with running_service(url, config, routes=lambda host, store: agent_routes(host, config)) as running:
+        yield running.client
 
 
 def _config(folder: Path, llm: FakeLLM) -> Path:

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from _server_support import MODERN, meta, text, tools_server
+from _server_support import ACCEPT_BOTH, INIT, MODERN, meta, sse_events, text, tools_server
 
 from mcpwire.server import RequestContext, Server, StreamableHTTPApp
 from mcpwire.server.http import HTTP_SERVERS, HttpServerName, serve_http
@@ -29,13 +29,7 @@ def http_server(request: pytest.FixtureRequest) -> HttpServerName:
     return SERVER[0]
 
 
-SSE = {"Accept": "application/json, text/event-stream"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
+SSE = ACCEPT_BOTH
 
 
 @asynccontextmanager
@@ -66,19 +60,6 @@ def call(name: str, rid: Any = 1, **params: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "_meta": meta(), **params}}
 
 
-async def events(response: httpx.Response) -> AsyncIterator[dict[str, str]]:
-    """The SSE events of a streamed response, each as its fields."""
-    fields: dict[str, str] = {}
-    async for line in response.aiter_lines():
-        if not line:
-            if fields:
-                yield fields
-            fields = {}
-        elif not line.startswith(":"):
-            key, _, value = line.partition(":")
-            fields[key] = value.removeprefix(" ")
-
-
 async def _progress(ctx: RequestContext) -> Any:
     await ctx.progress(1, 1, "all")
     return text("done")
@@ -100,7 +81,7 @@ async def test_modern_answers_are_json_alone_and_sse_with_messages_before_them()
         async with client.stream("POST", url, json=body, headers=modern_headers("tools/call", "progress")) as streamed:
             assert streamed.headers["content-type"] == "text/event-stream"
             assert streamed.headers["x-accel-buffering"] == "no"
-            got = [e async for e in events(streamed)]
+            got = [e async for e in sse_events(streamed)]
         assert [json.loads(e["data"]).get("method", "answer") for e in got] == ["notifications/progress", "answer"]
         assert all("id" not in e for e in got)  # 2026-07-28 streams are not resumable
 
@@ -161,7 +142,7 @@ async def test_closing_a_modern_response_stream_cancels_the_request() -> None:
         body = call("hang", _meta=meta() | {"progressToken": 1})
         with trio.fail_after(5):
             async with client.stream("POST", url, json=body, headers=modern_headers("tools/call", "hang")) as streamed:
-                await anext(events(streamed))
+                await anext(sse_events(streamed))
             await stopped.wait()
         assert started.is_set()
 
@@ -182,7 +163,7 @@ async def test_a_legacy_session_lives_from_initialize_to_delete() -> None:
         session = await _session(client, url)
         listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
         async with client.stream("POST", url, json=listing, headers={**SSE, **session}) as streamed:
-            got = [e async for e in events(streamed)]
+            got = [e async for e in sse_events(streamed)]
         # 2025-11-25: a priming event (an id, empty data, a retry field), then the answer with its id
         assert got[0] == {"id": "1.0", "retry": "500", "data": ""}
         assert (got[1]["event"], got[1]["id"]) == ("message", "1.1")
@@ -233,11 +214,11 @@ async def test_a_dropped_stream_is_resumed_with_last_event_id_and_the_request_ru
         session = await _session(client, url)
         body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "reconnect"}}
         async with client.stream("POST", url, json=body, headers={**SSE, **session}) as streamed:
-            first = [e async for e in events(streamed)]  # ends early: the server closed the response
+            first = [e async for e in sse_events(streamed)]  # ends early: the server closed the response
         assert [e.get("id") for e in first] == ["1.0", "1.1"]
         dropped.set()
         async with client.stream("GET", url, headers={**SSE, **session, "Last-Event-ID": "1.1"}) as resumed:
-            rest = [json.loads(e["data"]) for e in [e async for e in events(resumed)]]
+            rest = [json.loads(e["data"]) for e in [e async for e in sse_events(resumed)]]
         assert [m.get("params", {}).get("data") for m in rest[:-1]] == ["after"]
         assert rest[-1]["result"]["content"][0]["text"] == "resumed"
         missing = await client.get(url, headers={**SSE, **session, "Last-Event-ID": "9.1"})
@@ -255,7 +236,7 @@ async def test_the_standalone_get_stream_carries_list_changes_and_is_one_per_ses
                 second = await client.get(url, headers={**SSE, **session})
                 assert second.status_code == 409
                 await server.list_changed("tools")
-                note = json.loads((await anext(events(standalone)))["data"])
+                note = json.loads((await anext(sse_events(standalone)))["data"])
         assert note == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 
@@ -279,7 +260,7 @@ async def test_the_http_sse_transport_answers_on_its_one_stream() -> None:
     async with serving(StreamableHTTPApp(tools_server(quick=_quick))) as base, httpx.AsyncClient(timeout=5) as client:
         with trio.fail_after(5):
             async with client.stream("GET", f"{base}/sse", headers={"Accept": "text/event-stream"}) as stream:
-                feed = events(stream)
+                feed = sse_events(stream)
                 endpoint = await anext(feed)
                 assert endpoint["event"] == "endpoint"
                 assert endpoint["data"].startswith("/messages?session_id=")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import trio
+from starlette.routing import BaseRoute
 
 from mcpwire.host import Host
 from mcpwire.server.http import serve_http
@@ -54,14 +55,21 @@ async def running_service(
     host_options: Mapping[str, Any] | None = None,
     headers: Mapping[str, str] | None = None,
     wait_ready: bool = True,
+    routes: Callable[[Host, Store], Sequence[BaseRoute]] | None = None,
 ) -> AsyncIterator[Running]:
+    """The service over the database at ``db_url`` and the servers of ``config``, serving on a
+    loopback port, ready (unless ``wait_ready`` is False); ``routes`` adds routes made from its
+    host and store (the agent's)."""
     settings = settings or Settings(port=0, rate_limit=0)
     store = await open_store(db_url)
     try:
         rows = await store.servers()
         loaded = load_servers(str(config) if config is not None else None, rows)
         host = service_host(loaded.config, store, settings, **dict(host_options or {}))
-        app = build_app(host, store, settings, sources=loaded.sources, rows=rows, base_path=loaded.base_path)
+        extra = routes(host, store) if routes is not None else ()
+        app = build_app(
+            host, store, settings, sources=loaded.sources, rows=rows, base_path=loaded.base_path, extra_routes=extra
+        )
         service: Service = app.state.service
         async with host, trio.open_nursery() as nursery:
             shutdown = trio.Event()
