@@ -19,8 +19,10 @@ from __future__ import annotations
 import os
 import random
 import ssl
+import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Final, cast
 from urllib.parse import urlsplit
 
@@ -82,14 +84,32 @@ def tls_context(url: str) -> ssl.SSLContext:
 def open_http_client(url: str | None = None) -> httpx.AsyncClient:
     """The client used when none is injected: no read timeout (streams are long-lived; the MCP
     client bounds every request itself), bounded connect and write, redirects not followed, and
-    the shared TLS context for ``url`` (the verifying one when no URL is given)."""
+    the shared TLS context for ``url`` (the verifying one when no URL is given).
+
+    Its transport is :class:`~mcpwire.actors.h11pool.H11Transport` (lean HTTP/1.1, pooled), unless
+    a proxy from the environment applies to ``url``: then it is ``httpx``'s own, which speaks to
+    proxies."""
     import httpx
 
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0),
-        follow_redirects=False,
-        verify=tls_context(url or "https:"),
-    )
+    timeout = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0)
+    if url is not None and not _proxied(url):
+        from .h11pool import H11Transport
+
+        transport = H11Transport(tls=partial(tls_context, "https:"))
+        return httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport)
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=tls_context(url or "https:"))
+
+
+def _proxied(url: str) -> bool:
+    """Whether ``httpx`` would send a request to ``url`` through a proxy named in the environment
+    (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, less ``NO_PROXY``)."""
+    proxies = urllib.request.getproxies()
+    if not proxies:
+        return False
+    parts = urlsplit(url)
+    if parts.scheme not in proxies and "all" not in proxies:
+        return False
+    return not urllib.request.proxy_bypass(parts.hostname or "")
 
 
 class HttpActor:

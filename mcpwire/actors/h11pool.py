@@ -1,0 +1,351 @@
+"""A lean HTTP/1.1 transport for ``httpx``, on trio and h11: the default client's connection pool.
+
+Theory of operation: an MCP client over HTTP sends many small requests, often dozens at once, to
+one origin. ``httpx``'s default transport (httpcore over anyio) spends most of a small call's
+client-side CPU on its general machinery: a pool that scans every connection for every request,
+several layers of async context managers, and two socket writes per request (the head, then the
+body). This transport does the least that HTTP/1.1 needs and nothing else:
+
+- one connection carries one request at a time; finished connections wait in a per-origin stack
+  (the most recently used first, its socket the likeliest still warm) and are reused;
+- a request's head and body leave in one write; the answer is read in 64 KiB pieces through h11,
+  which frames it and checks it;
+- an idle connection the server has closed (or written to: nothing may arrive between answers) is
+  noticed before reuse by a zero-time readability check, and dropped;
+- the pool holds at most ``max_connections`` open connections; a request waits for one up to the
+  ``pool`` timeout;
+- a response's body is read as it is consumed; its connection goes back to the pool only when the
+  body was read to its end and both sides may go on (no ``Connection: close``); a body left early,
+  a cancelled read or any error closes the connection instead.
+
+The ``connect``, ``read``, ``write`` and ``pool`` timeouts of the request are honoured, and every
+failure surfaces as the ``httpx`` exception the default transport would raise, with the original
+error as its cause (so that :func:`~mcpwire.actors.http_common.describe_error` can name a TLS
+failure). HTTP/2, proxies and ``Expect: 100-continue`` are not spoken: the default client uses
+this transport only when no proxy applies to its URL.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import select
+import ssl
+from collections.abc import AsyncIterator, Callable
+from typing import Final, cast
+
+import h11
+import httpx
+import trio
+
+__all__ = ["H11Transport"]
+
+log = logging.getLogger("mcpwire.http")
+
+READ_SIZE: Final = 65536
+#: the most bytes a response's status line and headers may take
+MAX_HEAD_BYTES: Final = 64 * 1024
+DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+Origin = tuple[str, str, int]
+
+
+class _Connection:
+    """One HTTP/1.1 connection: its stream, its h11 state machine, and when it went idle."""
+
+    __slots__ = ("idle_since", "origin", "state", "stream")
+
+    def __init__(self, origin: Origin, stream: trio.abc.Stream) -> None:
+        self.origin = origin
+        self.stream = stream
+        self.state = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self.idle_since = 0.0
+
+    def readable(self) -> bool:
+        """Whether the idle connection's socket has something to read: an end of file (the server
+        closed it) or bytes no request asked for. Either way it must not be reused."""
+        stream = self.stream
+        if isinstance(stream, trio.SSLStream):
+            stream = stream.transport_stream
+        if not isinstance(stream, trio.SocketStream):
+            return False
+        try:
+            ready, _, _ = select.select([stream.socket], [], [], 0)
+        except (OSError, ValueError):  # closed under us
+            return True
+        return bool(ready)
+
+    async def next_event(self, request: httpx.Request, timeout: float | None) -> h11.Event:
+        """The next h11 event of the answer, reading from the socket as h11 needs."""
+        while True:
+            try:
+                event = self.state.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(_protocol_message(exc), request=request) from exc
+            if event is h11.PAUSED:  # cannot happen while a request is in flight; said if it does
+                raise httpx.RemoteProtocolError("the connection paused mid-exchange", request=request)
+            if event is not h11.NEED_DATA:
+                return cast(h11.Event, event)
+            try:
+                if timeout is None:
+                    data = await self.stream.receive_some(READ_SIZE)
+                else:
+                    with trio.fail_after(timeout):
+                        data = await self.stream.receive_some(READ_SIZE)
+            except trio.TooSlowError as exc:
+                raise httpx.ReadTimeout(f"no answer within {timeout:g} s", request=request) from exc
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise httpx.ReadError(_os_message(exc, "reading the answer"), request=request) from exc
+            if not data and self.state.their_state is h11.SEND_RESPONSE:
+                raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+            self.state.receive_data(bytes(data))
+
+    async def close(self) -> None:
+        """Closes the connection at once (no TLS goodbye waited for)."""
+        await trio.aclose_forcefully(self.stream)
+
+
+def _protocol_message(exc: h11.RemoteProtocolError) -> str:
+    text = str(exc)
+    if "peer unexpectedly closed" in text or "incomplete" in text:
+        return "peer closed connection without sending complete message body"
+    return text
+
+
+def _os_message(exc: BaseException, doing: str) -> str:
+    if isinstance(exc, trio.ClosedResourceError):
+        return f"connection closed while {doing}"
+    if isinstance(exc, trio.BrokenResourceError) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    return str(exc) or f"connection broken while {doing}"
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response's body, read from its connection as it is consumed; closing it returns the
+    connection to the pool when the body was read to its end, and closes it otherwise."""
+
+    def __init__(
+        self, pool: H11Transport, connection: _Connection, request: httpx.Request, timeout: float | None
+    ) -> None:
+        self._pool = pool
+        self._connection = connection
+        self._request = request
+        self._timeout = timeout
+        self._complete = False
+        self._released = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._released:
+            raise httpx.StreamClosed()
+        while not self._complete:
+            event = await self._connection.next_event(self._request, self._timeout)
+            if type(event) is h11.Data:
+                yield bytes(event.data)
+            elif type(event) is h11.EndOfMessage:
+                self._complete = True
+            else:  # ConnectionClosed inside a body is caught by h11 itself; nothing else may come
+                raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__} in a body", request=self._request)
+
+    async def aclose(self) -> None:
+        if not self._released:
+            self._released = True
+            await self._pool.release(self._connection, reusable=self._complete)
+
+
+class H11Transport(httpx.AsyncBaseTransport):
+    """An ``httpx`` transport for ``http://`` and ``https://`` over HTTP/1.1, pooling connections.
+
+    Args:
+        tls: makes the TLS context for ``https://`` origins (called on the first one).
+        max_connections: open connections at most (idle ones included).
+        max_idle: idle connections kept at most; the oldest beyond it are closed.
+        idle_expiry: seconds an idle connection is kept.
+    """
+
+    def __init__(
+        self,
+        *,
+        tls: Callable[[], ssl.SSLContext],
+        max_connections: int = 100,
+        max_idle: int = 100,
+        idle_expiry: float = 5.0,
+    ) -> None:
+        if max_connections < 1 or max_idle < 0 or idle_expiry < 0:
+            raise ValueError("max_connections must be >= 1, max_idle and idle_expiry >= 0")
+        self._tls = tls
+        self._tls_context: ssl.SSLContext | None = None
+        self._max_connections = max_connections
+        self._open = 0  # connections open, idle or in use
+        self._freed = trio.lowlevel.ParkingLot()
+        self._max_idle = max_idle
+        self._idle_expiry = idle_expiry
+        self._idle: dict[Origin, list[_Connection]] = {}
+        self._idle_count = 0
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._closed:
+            raise RuntimeError("the transport is closed")
+        timeouts = request.extensions.get("timeout", {})
+        url = request.url
+        scheme = url.scheme
+        if scheme not in DEFAULT_PORTS:
+            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}", request=request)
+        origin = (scheme, url.host, url.port or DEFAULT_PORTS[scheme])
+        try:
+            body = request.content
+        except httpx.RequestNotRead:
+            body = b"".join([piece async for piece in request.stream])  # type: ignore[union-attr]
+        connection = await self._acquire(origin, request, timeouts)
+        released = False
+        try:
+            response = await self._exchange(connection, request, body, timeouts)
+            released = True  # the body owns the connection now
+            return response
+        finally:
+            if not released:
+                await self.release(connection, reusable=False)
+
+    async def _exchange(
+        self, connection: _Connection, request: httpx.Request, body: bytes, timeouts: dict[str, float | None]
+    ) -> httpx.Response:
+        state = connection.state
+        try:
+            head = h11.Request(method=request.method, target=request.url.raw_path, headers=request.headers.raw)
+            pieces = [state.send(head), state.send(h11.Data(data=body)) if body else None]
+            pieces.append(state.send(h11.EndOfMessage()))
+            data = b"".join(piece for piece in pieces if piece)
+        except h11.LocalProtocolError as exc:
+            raise httpx.LocalProtocolError(str(exc), request=request) from exc
+        await _send(connection, request, data, timeouts.get("write"))
+        read_timeout = timeouts.get("read")
+        while True:
+            event = await connection.next_event(request, read_timeout)
+            if type(event) is h11.Response:
+                break
+            if type(event) is h11.ConnectionClosed:
+                raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+            # an InformationalResponse (1xx) is passed over
+        return httpx.Response(
+            status_code=event.status_code,
+            headers=event.headers.raw_items(),
+            stream=_Body(self, connection, request, read_timeout),
+            extensions={"http_version": b"HTTP/" + event.http_version, "reason_phrase": event.reason},
+        )
+
+    async def _acquire(self, origin: Origin, request: httpx.Request, timeouts: dict[str, float | None]) -> _Connection:
+        """An idle connection to ``origin`` that is still good, or a new one; waits for one up to
+        the pool timeout. A connection counts towards the limit from its opening to its close."""
+        pool_timeout = timeouts.get("pool")
+        try:
+            with trio.fail_after(math.inf if pool_timeout is None else pool_timeout):
+                while True:
+                    connection = await self._take_idle(origin)
+                    if connection is not None:
+                        return connection
+                    if self._open < self._max_connections:
+                        break
+                    if self._idle_count:  # full, partly with other origins' idle connections
+                        await self._discard_oldest_idle()
+                        continue
+                    await self._freed.park()  # woken when a connection goes idle or is closed
+        except trio.TooSlowError as exc:
+            raise httpx.PoolTimeout(f"no free connection within {pool_timeout:g} s", request=request) from exc
+        self._open += 1
+        try:
+            return await self._connect(origin, request, timeouts.get("connect"))
+        except BaseException:
+            self._open -= 1
+            self._freed.unpark()
+            raise
+
+    async def _take_idle(self, origin: Origin) -> _Connection | None:
+        """The most recently used idle connection to ``origin`` that is fresh and quiet; stale ones
+        met on the way are closed."""
+        stack = self._idle.get(origin)
+        now = trio.current_time()
+        while stack:
+            connection = stack.pop()
+            self._idle_count -= 1
+            if now - connection.idle_since <= self._idle_expiry and not connection.readable():
+                return connection
+            await self._discard(connection)
+        return None
+
+    async def _connect(self, origin: Origin, request: httpx.Request, timeout: float | None) -> _Connection:
+        scheme, host, port = origin
+        stream: trio.abc.Stream | None = None
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                stream = await trio.open_tcp_stream(host, port)
+                if scheme == "https":
+                    if self._tls_context is None:
+                        self._tls_context = self._tls()
+                    stream = trio.SSLStream(stream, self._tls_context, server_hostname=host, https_compatible=True)
+                    await stream.do_handshake()
+        except trio.TooSlowError as exc:
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
+            raise httpx.ConnectTimeout(f"no connection within {timeout:g} s", request=request) from exc
+        except (OSError, trio.BrokenResourceError) as exc:
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
+            raise httpx.ConnectError(_os_message(exc, "connecting"), request=request) from exc
+        except BaseException:
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
+            raise
+        return _Connection(origin, stream)
+
+    async def release(self, connection: _Connection, *, reusable: bool) -> None:
+        """Gives a connection back: to its origin's idle stack when it may carry another request,
+        else closed. Its slot in the pool stays taken while it is idle."""
+        state = connection.state
+        if reusable and not self._closed and state.our_state is h11.DONE and state.their_state is h11.DONE:
+            state.start_next_cycle()
+            connection.idle_since = trio.current_time()
+            self._idle.setdefault(connection.origin, []).append(connection)
+            self._idle_count += 1
+            if self._idle_count > self._max_idle:
+                await self._discard_oldest_idle()
+            self._freed.unpark()
+            return
+        await self._discard(connection)
+
+    async def _discard(self, connection: _Connection) -> None:
+        """Closes a connection that is in no idle stack, and frees its place in the pool."""
+        self._open -= 1
+        self._freed.unpark()
+        with trio.CancelScope(shield=True):
+            await connection.close()
+
+    async def _discard_oldest_idle(self) -> None:
+        oldest: list[_Connection] | None = None
+        for stack in self._idle.values():
+            if stack and (oldest is None or stack[0].idle_since < oldest[0].idle_since):
+                oldest = stack
+        if oldest:
+            self._idle_count -= 1
+            await self._discard(oldest.pop(0))
+
+    async def aclose(self) -> None:
+        """Closes every idle connection; a connection in use is closed when its response is."""
+        self._closed = True
+        idle = [connection for stack in self._idle.values() for connection in stack]
+        self._idle.clear()
+        self._idle_count = 0
+        for connection in idle:
+            await self._discard(connection)
+
+
+async def _send(connection: _Connection, request: httpx.Request, data: bytes, timeout: float | None) -> None:
+    try:
+        if timeout is None:
+            await connection.stream.send_all(data)
+        else:
+            with trio.fail_after(timeout):
+                await connection.stream.send_all(data)
+    except trio.TooSlowError as exc:
+        raise httpx.WriteTimeout(f"request not sent within {timeout:g} s", request=request) from exc
+    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        raise httpx.WriteError(_os_message(exc, "sending the request"), request=request) from exc
