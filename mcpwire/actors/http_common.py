@@ -36,6 +36,8 @@ from .base import MessageSink
 if TYPE_CHECKING:
     import httpx
 
+    from .h11pool import DirectSender, H11Transport
+
 __all__ = [
     "OWNED_CLIENT_CLOSE_TIMEOUT",
     "RESPONSE_CLOSE_TIMEOUT",
@@ -45,8 +47,8 @@ __all__ = [
     "body_chunks",
     "close_response",
     "describe_error",
+    "lean_transport",
     "open_http_client",
-    "open_stream",
     "read_body",
     "tls_context",
 ]
@@ -81,23 +83,30 @@ def tls_context(url: str) -> ssl.SSLContext:
     return context
 
 
-def open_http_client(url: str | None = None) -> httpx.AsyncClient:
+def open_http_client(url: str | None = None, transport: H11Transport | None = None) -> httpx.AsyncClient:
     """The client used when none is injected: no read timeout (streams are long-lived; the MCP
     client bounds every request itself), bounded connect and write, redirects not followed, and
     the shared TLS context for ``url`` (the verifying one when no URL is given).
 
-    Its transport is :class:`~mcpwire.actors.h11pool.H11Transport` (lean HTTP/1.1, pooled), unless
-    a proxy from the environment applies to ``url``: then it is ``httpx``'s own, which speaks to
-    proxies."""
+    Its transport is ``transport``, or :func:`lean_transport`'s for ``url``, or, when a proxy
+    from the environment applies to ``url``, ``httpx``'s own (which speaks to proxies)."""
     import httpx
 
     timeout = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0)
-    if url is not None and not _proxied(url):
-        from .h11pool import H11Transport
-
-        transport = H11Transport(tls=partial(tls_context, "https:"))
+    transport = transport or (lean_transport(url) if url is not None else None)
+    if transport is not None:
         return httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport)
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=tls_context(url or "https:"))
+
+
+def lean_transport(url: str) -> H11Transport | None:
+    """:class:`~mcpwire.actors.h11pool.H11Transport` (lean HTTP/1.1, pooled) for a client of
+    ``url``, or None when a proxy from the environment applies to it."""
+    if _proxied(url):
+        return None
+    from .h11pool import H11Transport
+
+    return H11Transport(tls=partial(tls_context, "https:"))
 
 
 def _proxied(url: str) -> bool:
@@ -125,6 +134,7 @@ class HttpActor:
         self._sink = sink
         self._http = http
         self._owns_http = http is None
+        self._direct: DirectSender | None = None  # the fast path of a client made here
         self._max = max_bytes
         self._closed = trio.Event()
         self._closing = False
@@ -141,7 +151,34 @@ class HttpActor:
     def _open_client(self) -> None:
         """Makes the default client when none was injected (when ``run`` starts)."""
         if self._http is None:
-            self._http = open_http_client(self.spec.url)
+            transport = lean_transport(self.spec.url)
+            self._http = open_http_client(self.spec.url, transport)
+            if transport is not None:
+                from .h11pool import DirectSender
+
+                self._direct = DirectSender(self._http, transport)
+
+    async def _send(
+        self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None
+    ) -> httpx.Response:
+        """Sends a request; the response's body is not read yet (close it when done)."""
+        assert self._http is not None
+        if self._direct is not None:
+            return await self._direct.send(method, url, headers, content)
+        http = self._http
+        return await http.send(http.build_request(method, url, headers=headers, content=content), stream=True)
+
+    @asynccontextmanager
+    async def _open_stream(
+        self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None
+    ) -> AsyncIterator[httpx.Response]:
+        """A streamed response, closed even when the caller is cancelled: a close interrupted by
+        the cancellation would leave its socket to the garbage collector."""
+        response = await self._send(method, url, headers, content)
+        try:
+            yield response
+        finally:
+            await close_response(response)
 
     async def _close_own_client(self) -> None:
         """Closes the client made here, shielded and bounded; an injected one stays open."""
@@ -154,19 +191,6 @@ def body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """The body's chunks, as the async generator httpx makes them: used under ``aclosing`` so
     that leaving a stream early (the answer came, an error) releases it at once, not at GC."""
     return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
-
-
-@asynccontextmanager
-async def open_stream(
-    http: httpx.AsyncClient, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None
-) -> AsyncIterator[httpx.Response]:
-    """``http.stream(...)``, but the response is closed even when the caller is cancelled: a
-    close interrupted by the cancellation would leave its socket to the garbage collector."""
-    response = await http.send(http.build_request(method, url, headers=headers, content=content), stream=True)
-    try:
-        yield response
-    finally:
-        await close_response(response)
 
 
 async def close_response(response: httpx.Response) -> None:

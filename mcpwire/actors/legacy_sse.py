@@ -29,7 +29,7 @@ from ..protocol.jsonrpc import RequestId
 from ..protocol.sse import SSEDecoder, is_event_stream
 from ..transports import HttpServer
 from .base import MessageSink
-from .http_common import HttpActor, auth_error, backoff, body_chunks, describe_error, open_stream, read_body
+from .http_common import HttpActor, auth_error, backoff, body_chunks, describe_error, read_body
 
 if TYPE_CHECKING:
     import httpx
@@ -117,7 +117,7 @@ class LegacySSETransport(HttpActor):
             self.endpoint = None
             try:
                 headers = {**self._headers, "Accept": "text/event-stream"}
-                async with open_stream(self._http, "GET", self.spec.url, headers) as response:
+                async with self._open_stream("GET", self.spec.url, headers) as response:
                     self._check_status(response)
                     with trio.move_on_after(ENDPOINT_TIMEOUT) as wait_endpoint:
                         async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
@@ -205,7 +205,7 @@ class LegacySSETransport(HttpActor):
             raise ServerGone(f"the SSE connection to server '{self.label}' is not open", server=self.label)
         post_headers = {**self._headers, "Content-Type": "application/json"}
         try:
-            async with open_stream(self._http, "POST", self.endpoint, post_headers, data) as response:
+            async with self._open_stream("POST", self.endpoint, post_headers, data) as response:
                 self.bytes_sent += len(data)
                 self._check_post(response)
                 # HS-03: the body is not JSON-RPC, but it is read (to free the connection), and

@@ -61,7 +61,6 @@ from .http_common import (
     close_response,
     describe_error,
     open_http_client,
-    open_stream,
     read_body,
 )
 
@@ -287,9 +286,8 @@ class StreamableHTTPTransport(HttpActor):
             raise SessionExpired(f"server '{self.label}' no longer knows the session (HTTP 404 to an earlier request)")
         attempt = 1
         while True:
-            request = self._http.build_request("POST", self.url, content=data, headers=headers)
             try:
-                response = await self._http.send(request, stream=True)
+                response = await self._send("POST", self.url, headers, data)
             except httpx.TransportError as exc:
                 unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
                 if attempt < SEND_ATTEMPTS and not self._closing and (unsent or self._may_repeat(request_id)):
@@ -447,7 +445,7 @@ class StreamableHTTPTransport(HttpActor):
             headers = self._session_headers({"Accept": "text/event-stream", "Last-Event-ID": last_id})
             decoder = SSEDecoder(self._max)
             try:
-                async with open_stream(self._http, "GET", self.url, headers) as response:
+                async with self._open_stream("GET", self.url, headers) as response:
                     if response.status_code != 200:
                         log.info("%s: resuming the stream answered HTTP %s", self.label, response.status_code)
                         if response.status_code in (404, 405):
@@ -507,7 +505,7 @@ class StreamableHTTPTransport(HttpActor):
                 headers["Last-Event-ID"] = last_id
             decoder = SSEDecoder(self._max)
             try:
-                async with open_stream(self._http, "GET", self.url, headers) as response:
+                async with self._open_stream("GET", self.url, headers) as response:
                     ready.set()
                     if response.status_code in (404, 405):
                         log.debug("%s: no GET stream (HTTP %s)", self.label, response.status_code)

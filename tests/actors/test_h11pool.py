@@ -14,7 +14,7 @@ import pytest
 import trio
 import trustme
 
-from mcpwire.actors.h11pool import H11Transport
+from mcpwire.actors.h11pool import DirectSender, H11Transport
 from mcpwire.actors.http_common import open_http_client, tls_context
 
 Reply = Callable[[trio.abc.Stream, bytes, int], Awaitable[bool]]
@@ -282,3 +282,29 @@ def test_the_default_client_uses_it_unless_a_proxy_applies(monkeypatch: pytest.M
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="max_connections must be >= 1"):
         H11Transport(tls=partial(tls_context, "https:"), max_connections=0)
+
+
+async def test_the_direct_sender_keeps_the_clients_headers_cookies_and_timeouts() -> None:
+    """What the default client's actors send through: the client's default headers under the
+    request's own (one ``accept``), cookies stored from ``Set-Cookie`` and sent back (a load
+    balancer's affinity cookie), and the client's timeouts."""
+
+    async def affinity(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
+        await stream.send_all(answer(b"ok", "Set-Cookie: affinity=a1; Path=/"))
+        return True
+
+    transport = H11Transport(tls=partial(tls_context, "https:"))
+    timeout = httpx.Timeout(5.0, read=0.5)
+    async with serving(affinity) as (server, url), httpx.AsyncClient(transport=transport, timeout=timeout) as http:
+        sender = DirectSender(http, transport)
+        for _ in range(2):
+            response = await sender.send("POST", url, {"Accept": "application/json"}, b"{}")
+            assert (response.status_code, await response.aread()) == (200, b"ok")
+            await response.aclose()
+        assert response.request.extensions["timeout"]["read"] == 0.5
+    first, second = (request.lower().split(b"\r\n\r\n")[0].split(b"\r\n") for request in server.requests)
+    assert [line for line in first if line.startswith(b"accept:")] == [b"accept: application/json"]
+    assert b"user-agent: python-httpx/" + httpx.__version__.encode() in first
+    assert not any(line.startswith(b"cookie:") for line in first)
+    assert b"cookie: affinity=a1" in second
+    assert server.connections == 1
