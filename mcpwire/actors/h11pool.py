@@ -70,10 +70,11 @@ class _Connection:
         if not isinstance(stream, trio.SocketStream):
             return False
         try:
-            ready, _, _ = select.select([stream.socket], [], [], 0)
+            poller = select.poll()  # not select.select: it cannot watch a descriptor past 1023
+            poller.register(stream.socket.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
         except (OSError, ValueError):  # closed under us
             return True
-        return bool(ready)
 
     async def next_event(self, request: httpx.Request, timeout: float | None) -> h11.Event:
         """The next h11 event of the answer, reading from the socket as h11 needs."""

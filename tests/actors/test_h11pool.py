@@ -4,6 +4,7 @@ TLS verifies."""
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -308,3 +309,25 @@ async def test_the_direct_sender_keeps_the_clients_headers_cookies_and_timeouts(
     assert not any(line.startswith(b"cookie:") for line in first)
     assert b"cookie: affinity=a1" in second
     assert server.connections == 1
+
+
+async def test_idle_connections_are_checked_past_descriptor_1023() -> None:
+    """A host with many servers holds many descriptors: the idle check still works there (and
+    so the connection is reused), where ``select.select`` could not watch it."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the descriptor limit ({hard}) is too low")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    read_end, write_end = os.pipe()
+    spare = [read_end, write_end, *(os.dup(read_end) for _ in range(1100))]
+    try:
+        async with serving(echo) as (server, url), client() as http:
+            await http.get(url)
+            await http.get(url)
+        assert server.connections == 1
+    finally:
+        for descriptor in spare:
+            os.close(descriptor)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
