@@ -76,7 +76,7 @@ class _Connection:
         except (OSError, ValueError):  # closed under us
             return True
 
-    async def next_event(self, request: httpx.Request, timeout: float | None) -> h11.Event:
+    async def next_event(self, request: httpx.Request | None, timeout: float | None) -> h11.Event:
         """The next h11 event of the answer, reading from the socket as h11 needs."""
         while True:
             try:
@@ -126,7 +126,7 @@ class _Body(httpx.AsyncByteStream):
     connection to the pool when the body was read to its end, and closes it otherwise."""
 
     def __init__(
-        self, pool: H11Transport, connection: _Connection, request: httpx.Request, timeout: float | None
+        self, pool: H11Transport, connection: _Connection, request: httpx.Request | None, timeout: float | None
     ) -> None:
         self._pool = pool
         self._connection = connection
@@ -186,41 +186,52 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self._closed:
-            raise RuntimeError("the transport is closed")
-        timeouts = request.extensions.get("timeout", {})
-        url = request.url
-        scheme = url.scheme
-        if scheme not in DEFAULT_PORTS:
-            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}", request=request)
-        origin = (scheme, url.host, url.port or DEFAULT_PORTS[scheme])
         try:
             body = request.content
         except httpx.RequestNotRead:
             body = b"".join([piece async for piece in request.stream])  # type: ignore[union-attr]
-        connection = await self._acquire(origin, request, timeouts)
+        timeouts = request.extensions.get("timeout", {})
+        return await self.send(request.method, request.url, request.headers.raw, body, timeouts, request)
+
+    async def send(
+        self,
+        method: str,
+        url: httpx.URL,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes | None,
+        timeouts: Mapping[str, float | None],
+        request: httpx.Request | None = None,
+    ) -> httpx.Response:
+        """Sends one request (``headers`` complete: ``Host`` and ``Content-Length`` included) and
+        returns the response, its body not read yet; errors name ``request`` when there is one."""
+        if self._closed:
+            raise RuntimeError("the transport is closed")
+        scheme = url.scheme
+        if scheme not in DEFAULT_PORTS:
+            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}", request=request)
+        origin = (scheme, url.host, url.port or DEFAULT_PORTS[scheme])
+        connection = await self._take_idle(origin) or await self._acquire(origin, request, timeouts)
         released = False
         try:
-            response = await self._exchange(connection, request, body, timeouts)
+            state = connection.state
+            try:
+                pieces = [state.send(h11.Request(method=method, target=url.raw_path, headers=headers))]
+                if body:
+                    pieces.append(state.send(h11.Data(data=body)))
+                pieces.append(state.send(h11.EndOfMessage()))
+            except h11.LocalProtocolError as exc:
+                raise httpx.LocalProtocolError(str(exc), request=request) from exc
+            await _send(connection, request, b"".join(piece for piece in pieces if piece), timeouts.get("write"))
+            response = await self._answer(connection, request, timeouts.get("read"))
             released = True  # the body owns the connection now
             return response
         finally:
             if not released:
                 await self.release(connection, reusable=False)
 
-    async def _exchange(
-        self, connection: _Connection, request: httpx.Request, body: bytes, timeouts: dict[str, float | None]
+    async def _answer(
+        self, connection: _Connection, request: httpx.Request | None, read_timeout: float | None
     ) -> httpx.Response:
-        state = connection.state
-        try:
-            head = h11.Request(method=request.method, target=request.url.raw_path, headers=request.headers.raw)
-            pieces = [state.send(head), state.send(h11.Data(data=body)) if body else None]
-            pieces.append(state.send(h11.EndOfMessage()))
-            data = b"".join(piece for piece in pieces if piece)
-        except h11.LocalProtocolError as exc:
-            raise httpx.LocalProtocolError(str(exc), request=request) from exc
-        await _send(connection, request, data, timeouts.get("write"))
-        read_timeout = timeouts.get("read")
         while True:
             event = await connection.next_event(request, read_timeout)
             if type(event) is h11.Response:
@@ -235,7 +246,9 @@ class H11Transport(httpx.AsyncBaseTransport):
             extensions={"http_version": b"HTTP/" + event.http_version, "reason_phrase": event.reason},
         )
 
-    async def _acquire(self, origin: Origin, request: httpx.Request, timeouts: dict[str, float | None]) -> _Connection:
+    async def _acquire(
+        self, origin: Origin, request: httpx.Request | None, timeouts: Mapping[str, float | None]
+    ) -> _Connection:
         """An idle connection to ``origin`` that is still good, or a new one; waits for one up to
         the pool timeout. A connection counts towards the limit from its opening to its close."""
         pool_timeout = timeouts.get("pool")
@@ -274,7 +287,7 @@ class H11Transport(httpx.AsyncBaseTransport):
             await self._discard(connection)
         return None
 
-    async def _connect(self, origin: Origin, request: httpx.Request, timeout: float | None) -> _Connection:
+    async def _connect(self, origin: Origin, request: httpx.Request | None, timeout: float | None) -> _Connection:
         scheme, host, port = origin
         stream: trio.abc.Stream | None = None
         try:
@@ -340,7 +353,7 @@ class H11Transport(httpx.AsyncBaseTransport):
             await self._discard(connection)
 
 
-async def _send(connection: _Connection, request: httpx.Request, data: bytes, timeout: float | None) -> None:
+async def _send(connection: _Connection, request: httpx.Request | None, data: bytes, timeout: float | None) -> None:
     try:
         if timeout is None:
             await connection.stream.send_all(data)
@@ -358,13 +371,15 @@ class DirectSender:
     client would do for an MCP request: its default headers (the request's own win, names
     compared without case), its cookies (sent, and stored from ``Set-Cookie``), its timeouts.
     Auth, redirects and event hooks are not applied: it is for a client made without them (the
-    default one), where they would be no-ops that cost a third of a small call's CPU."""
+    default one), where building the request through the client would cost a third of a small
+    call's CPU for nothing. No ``httpx.Request`` is built unless cookies need one, or an error
+    must name it."""
 
     def __init__(self, client: httpx.AsyncClient, transport: H11Transport) -> None:
         self._client = client
         self._transport = transport
         self._defaults = {name.lower(): value for name, value in client.headers.multi_items()}
-        self._extensions = {"timeout": client.timeout.as_dict()}
+        self._timeouts = client.timeout.as_dict()
         self._urls: dict[str, httpx.URL] = {}
 
     def _url(self, url: str) -> httpx.URL:
@@ -380,12 +395,25 @@ class DirectSender:
         merged = dict(self._defaults)
         for name, value in headers.items():
             merged[name.lower()] = value
-        request = httpx.Request(method, self._url(url), headers=merged, content=content, extensions=self._extensions)
+        parsed = self._url(url)
         cookies = self._client.cookies
-        if cookies:
+        request: httpx.Request | None = None
+        if cookies:  # rare (an affinity cookie): the request is built as httpx builds it
+            extensions = {"timeout": self._timeouts}
+            request = httpx.Request(method, parsed, headers=merged, content=content, extensions=extensions)
             cookies.set_cookie_header(request)
-        response = await self._transport.handle_async_request(request)
-        response.request = request
+            response = await self._transport.handle_async_request(request)
+        else:
+            raw = [(b"host", parsed.netloc)]
+            raw += [(name.encode("ascii"), value.encode("ascii")) for name, value in merged.items()]
+            if content is not None:
+                raw.append((b"content-length", b"%d" % len(content)))
+            try:
+                response = await self._transport.send(method, parsed, raw, content, self._timeouts)
+            except httpx.RequestError as exc:
+                exc.request = httpx.Request(method, parsed)
+                raise
         if "set-cookie" in response.headers:
+            response.request = request or httpx.Request(method, parsed)
             cookies.extract_cookies(response)
         return response

@@ -331,3 +331,14 @@ async def test_idle_connections_are_checked_past_descriptor_1023() -> None:
         for descriptor in spare:
             os.close(descriptor)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_the_direct_senders_errors_name_their_request() -> None:
+    with trio.socket.socket() as probe:
+        await probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    transport = H11Transport(tls=partial(tls_context, "https:"))
+    async with httpx.AsyncClient(transport=transport) as http:
+        with pytest.raises(httpx.ConnectError) as caught:
+            await DirectSender(http, transport).send("POST", f"http://127.0.0.1:{port}/mcp", {}, b"{}")
+    assert (caught.value.request.method, caught.value.request.url.port) == ("POST", port)
