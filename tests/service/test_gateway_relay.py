@@ -112,3 +112,26 @@ async def test_a_relayed_call_raises_the_servers_input_required_result_instead_o
             with relaying(bare), pytest.raises(mcpwire.RPCError) as refused:
                 await client.call_tool(tool, {})
             assert refused.value.code == -32021
+
+
+async def test_a_result_reached_through_input_rounds_is_never_cached() -> None:
+    """A cacheable tool whose answer depends on the asking client's input responses: each client's
+    rounds reach the backend, and no one is answered from another's answers (a cache keyed on the
+    arguments alone would replay Alice's result to Bob, and skip the backend's question)."""
+    policy = {"cacheable_tools": ["test_input_required_*"], "cache_ttl_seconds": 300}
+    backend = {**reference(), "era": "modern", "policy": policy}
+    tool = "ref__test_input_required_result_elicitation"
+    bob = {"user_name": {"action": "accept", "content": {"name": "Bob"}}}
+    async with gateway({"ref": backend}) as running, httpx.AsyncClient(timeout=30) as http:
+        with trio.fail_after(60):
+            for answers, greeting in ((ANSWERS, "Hello, Alice!"), (bob, "Hello, Bob!")):
+                first = (await _call(http, running.url, tool))["result"]
+                assert first["resultType"] == "input_required", first
+                state = {"requestState": first["requestState"]} if "requestState" in first else {}
+                done = await _call(http, running.url, tool, inputResponses=answers, **state)
+                assert done["result"]["content"] == [{"type": "text", "text": greeting}]
+            # answers sent with a first call are the asker's own too
+            direct = await _call(http, running.url, tool, inputResponses=bob)
+            assert direct["result"]["content"] == [{"type": "text", "text": "Hello, Bob!"}]
+            again = await _call(http, running.url, tool, inputResponses={"user_name": ANSWERS["user_name"]})
+            assert again["result"]["content"] == [{"type": "text", "text": "Hello, Alice!"}]

@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 
 import trio
 
+from ...client.relay import relayed_round
 from ...errors import ApprovalDenied
 from .approval import ApprovalPolicy
 from .audit import ArgumentsMode, AuditLog, AuditRecord, AuditSink
@@ -33,6 +34,8 @@ __all__ = ["PolicyStack"]
 
 log = logging.getLogger("mcpwire.host.policies")
 T = TypeVar("T")
+#: the method of each kind of call, as a relayed round names it
+_METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 
 
 def _is_error_result(value: object) -> bool:
@@ -59,9 +62,14 @@ class PolicyStack(Generic[T]):
         """Whether a result may be answered from the cache: resource reads, and tools annotated
         ``readOnlyHint``, or ``idempotentHint`` with ``destructiveHint: false`` (absent, the
         schema's default for ``destructiveHint`` is true). A configured ``cacheable`` decides
-        alone; ``retryable`` plays no part (a retry repeats a call, a cache hit skips it)."""
+        alone; ``retryable`` plays no part (a retry repeats a call, a cache hit skips it). Never a
+        relayed round that carries its asker's input responses or request state (a gateway's
+        2026-07-28 client answering a backend's questions): neither read from nor stored."""
         if self.cache is None or not self.cache.enabled:
             return False
+        relayed = relayed_round(_METHODS.get(ctx.kind, ""))
+        if relayed is not None and relayed.params:
+            return False  # answers to a relayed round's questions: the result is its asker's alone
         if ctx.cacheable is not None:
             return ctx.cacheable
         if ctx.kind == "prompt":
