@@ -39,6 +39,7 @@ closes everything at once.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -238,7 +239,10 @@ class _Lifespan:
         elif kind == "lifespan.shutdown.complete":
             self.stopped.set()
         elif kind == "lifespan.shutdown.failed":
-            log.error("the application's lifespan shutdown failed: %s", _clean(str(message.get("message", ""))))
+            if trio.current_effective_deadline() == -math.inf:  # this task is cancelled: a forced stop
+                log.info("the application's lifespan shutdown was cut short by a forced stop")
+            else:
+                log.error("the application's lifespan shutdown failed: %s", _clean(str(message.get("message", ""))))
             self.stopped.set()
 
     async def shutdown(self, timeout: float) -> None:

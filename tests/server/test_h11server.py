@@ -400,6 +400,43 @@ async def test_a_failed_lifespan_startup_is_raised() -> None:
         await serve_h11(app)
 
 
+async def test_a_lifespan_shutdown_cut_short_by_a_forced_stop_is_no_error(caplog: pytest.LogCaptureFixture) -> None:
+    """A forced stop (a second Ctrl+C) cancels the app's shutdown; the app (as starlette does)
+    reports ``lifespan.shutdown.failed`` with the Cancelled traceback. That is the stop asked for,
+    not an application failure: said at INFO, not logged as an ERROR. A shutdown that fails on its
+    own is still an ERROR."""
+
+    def app_failing_with(reason: str | None) -> Any:
+        async def app(scope: Scope, receive: Any, send: Any) -> None:
+            if scope["type"] != "lifespan":
+                return
+            await receive()
+            await send({"type": "lifespan.startup.complete"})
+            try:
+                await receive()
+                if reason is not None:
+                    raise RuntimeError(reason)
+            except BaseException as exc:
+                await send({"type": "lifespan.shutdown.failed", "message": f"Traceback: {exc!r}"})
+                raise
+
+        return app
+
+    with caplog.at_level(logging.INFO, logger="mcpwire"):
+        async with serving(app_failing_with(None)):
+            pass
+    shutdown = [r for r in caplog.records if "lifespan shutdown" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in shutdown] == [
+        (logging.INFO, "the application's lifespan shutdown was cut short by a forced stop")
+    ]
+    caplog.clear()
+    stop = trio.Event()
+    with caplog.at_level(logging.INFO, logger="mcpwire"):
+        async with serving(app_failing_with("disk full"), shutdown=stop):
+            stop.set()
+    assert any(r.levelno == logging.ERROR and "disk full" in r.getMessage() for r in caplog.records)
+
+
 async def test_an_app_without_lifespan_support_is_served() -> None:
     async def app(scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
