@@ -34,12 +34,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 import trio
 
@@ -55,7 +56,7 @@ FASTMCP = SERVERS / "fastmcp" / "bin" / "fastmcp"
 TARGETS = ("direct", "floor", "gateway", "gateway[2026]", "serve", "mcp-proxy", "fastmcp")
 MESSAGE = "hello, gateway"
 START_TIMEOUT_S = 90.0
-#: failed calls after which a target counts as stalled (its throughput phase stops)
+#: failed calls after which a target counts as stalled (the phase under way stops)
 MAX_ERRORS = 8
 Era = Literal["legacy", "modern"]
 
@@ -97,7 +98,11 @@ def _free_port() -> int:
 def _process(
     argv: Sequence[str], *, url: str | None = None, env: dict[str, str] | None = None
 ) -> Iterator[tuple[str, int]]:
-    """Start a server process; yield its endpoint (``url``, or the first line it prints) and pid."""
+    """Start a server process; yield its endpoint (``url``, or the first line it prints) and pid.
+
+    Its output is read to the end by a thread, whatever it prints: a server writing an access line
+    per request (uvicorn, under mcp-proxy) would otherwise fill the pipe after about a thousand
+    calls and stop answering, blocked on its own log."""
     process = subprocess.Popen(
         list(argv),
         stdout=subprocess.PIPE,
@@ -112,6 +117,7 @@ def _process(
             if not line.startswith("http://"):
                 raise RuntimeError(f"{argv[0]} printed {line!r} instead of its URL")
             url = line
+        threading.Thread(target=_drain, args=(process.stdout,), daemon=True).start()
         yield url, process.pid
     finally:
         process.terminate()
@@ -122,6 +128,17 @@ def _process(
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def _drain(stream: IO[bytes] | None) -> None:
+    """Reads ``stream`` to its end, discarding it."""
+    if stream is None:
+        return
+    try:
+        while stream.read(65536):
+            pass
+    except (OSError, ValueError):  # closed when the process is stopped
+        pass
 
 
 async def _wait_listening(url: str, *, ready: str | None = None) -> None:
@@ -213,8 +230,10 @@ async def measure(name: str, folder: Path, calls: int, concurrent_calls: int, wa
         for _ in range(warmup):
             await call()
         cpu_before = _cpu_seconds(pid)
-        latencies = [await call() for _ in range(calls)]
-        cpu_ms = (_cpu_seconds(pid) - cpu_before) * 1000 / calls
+        latencies: list[float] = []
+        while len(latencies) < calls and errors < MAX_ERRORS:  # a stalled target ends the phase
+            latencies.append(await call())
+        cpu_ms = (_cpu_seconds(pid) - cpu_before) * 1000 / len(latencies)
         left = calls
 
         async def worker() -> None:
