@@ -8,6 +8,7 @@ slow listener loses events (counted in ``dropped``) instead of slowing calls dow
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, Self
 
 import msgspec
@@ -56,9 +57,14 @@ class EventHub:
         self.listeners: list[HostEvents] = []
         self.closed = False
 
+    def wants(self, kind: EventKind) -> bool:
+        """Whether a listener would take an event of ``kind`` (else there is no need to build it)."""
+        return any(listener.kinds is None or kind in listener.kinds for listener in self.listeners)
+
     def emit(self, event: HostEvent) -> None:
         for listener in list(self.listeners):
-            listener._offer(event)
+            if listener.kinds is None or event.kind in listener.kinds:
+                listener._offer(event)
 
     def close(self) -> None:
         self.closed = True
@@ -71,11 +77,14 @@ class HostEvents:
 
     Iterate it (``async for event in host.events()``) or use it as an async context manager to
     stop listening early. The buffer is bounded; when it is full, new events are dropped and
-    counted in ``dropped``.
+    counted in ``dropped``. ``kinds`` (None: every kind) are the kinds of event it receives:
+    others are not buffered, do not wake the listener and, when no listener wants them, are not
+    even built (an audit record per call, say).
     """
 
-    def __init__(self, hub: EventHub, buffer: int) -> None:
+    def __init__(self, hub: EventHub, buffer: int, kinds: Iterable[EventKind] | None = None) -> None:
         self._hub = hub
+        self.kinds: frozenset[str] | None = None if kinds is None else frozenset(kinds)
         self._send, self._recv = trio.open_memory_channel[HostEvent](buffer)
         self.dropped = 0
         if hub.closed:

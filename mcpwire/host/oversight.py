@@ -37,7 +37,7 @@ class Oversight(Supervision):
     _audit_mode: ArgumentsMode
 
     def _approval_event(self, approval: Approval) -> None:
-        if not self._hub.listeners:
+        if not self._hub.wants("approval"):
             return
         info = self._servers.get(approval.server)
         status = info.status.value if info is not None else ServerStatus.DISCONNECTED.value

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -21,7 +21,7 @@ import trio
 from ..errors import HostError
 from .approvals import ApprovalQueue
 from .config import HostConfig, ServerConfig, parse_server
-from .events import HostEvents
+from .events import EventKind, HostEvents
 from .policies import (
     ApprovalPolicy,
     Approver,
@@ -193,10 +193,10 @@ class Roster(Supervision):
                 await self._changed.wait()
         return self.get(name)
 
-    def events(self, *, buffer: int = 100) -> HostEvents:
+    def events(self, *, buffer: int = 100, kinds: Iterable[EventKind] | None = None) -> HostEvents:
         """Every change from now on (see :class:`~mcpwire.host.events.HostEvent`), until the
-        host closes."""
-        return HostEvents(self._hub, buffer)
+        host closes; ``kinds``: only events of those kinds."""
+        return HostEvents(self._hub, buffer, kinds)
 
     def _make_runtime(self, config: ServerConfig) -> Runtime:
         policy = config.policy
@@ -224,7 +224,7 @@ class Roster(Supervision):
         return Runtime(stack=stack, cache=cache, breaker=breaker)
 
     def _audit_wanted(self) -> bool:
-        return self.audit is not None or bool(self._hub.listeners)
+        return self.audit is not None or self._hub.wants("audit")
 
     def _add(self, config: ServerConfig) -> ServerInfo:
         info = ServerInfo(name=config.name, config=config)

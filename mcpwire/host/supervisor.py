@@ -124,7 +124,7 @@ class Supervision:
         self._emit(info, "status", previous=previous)
 
     def _emit(self, info: ServerInfo, kind: EventKind, *, previous: ServerStatus | None = None, **extra: Any) -> None:
-        if not self._hub.listeners:
+        if not self._hub.wants(kind):
             return
         self._hub.emit(
             HostEvent(

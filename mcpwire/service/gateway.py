@@ -48,6 +48,7 @@ from ..client.relay import InputRequested, RelayedRound, relaying
 from ..errors import HostError, MCPWireError, RPCError
 from ..host import Host
 from ..host.catalog import UnknownPrompt
+from ..host.events import EventKind
 from ..host.registry import RegisteredTool
 from ..host.settings import ServerConfig
 from ..protocol.serving import INVALID_PARAMS, LOG_LEVELS, RESOURCE_NOT_FOUND
@@ -93,6 +94,8 @@ _LIST_KINDS: Final = {
     "prompts": "prompts",
     "resources": "resources",
 }
+#: the host events the gateway listens to (the keys of _LIST_KINDS)
+_EVENT_KINDS: Final[tuple[EventKind, ...]] = ("tools", "status", "pin", "prompts", "resources")
 #: tool fields by the revision that introduced them (older clients get a tool without them)
 _TOOL_FIELDS: Final = (
     ("annotations", V2025_03_26),
@@ -552,7 +555,8 @@ class GatewayServer(Server):
         ask every connected backend for its log messages."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._send_changes)
-            events = self.host.events(buffer=1000)
+            # list changes and reconnections only: not the audit record of every call
+            events = self.host.events(buffer=1000, kinds=_EVENT_KINDS)
             for info in self.host.list():
                 nursery.start_soon(self._want_logs, info.name)
             async for event in events:

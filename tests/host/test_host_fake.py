@@ -395,6 +395,25 @@ async def test_changed_tool_definitions_are_flagged_and_slow_listeners_lose_even
         assert host.registry.resolve("a__get_thing").tool.description == "now it deletes things"
 
 
+async def test_a_listener_of_some_kinds_gets_only_those_and_unwanted_records_are_not_built(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = FakeServer("a")
+    async with _host(Factory(server), {"a": _entry()}) as host:
+        lists = host.events(kinds=("tools",))
+        assert not host._audit_wanted()  # nobody reads audit records: none is built
+        await host.call_tool("a__get_thing")
+        server.client.push("notifications/tools/list_changed")
+        assert (await lists.__anext__()).kind == "tools"
+        everything = host.events()
+        assert host._audit_wanted()
+        await host.call_tool("a__get_thing")
+        assert (await everything.__anext__()).kind == "audit"
+        server.client.push("notifications/tools/list_changed")
+        assert (await lists.__anext__()).kind == "tools"
+        assert lists.dropped == 0
+
+
 async def test_events_of_a_closed_host_end_at_once(autojump_clock: trio.testing.MockClock) -> None:
     host = _host(Factory(), {"a": _entry()})
     async with host:
