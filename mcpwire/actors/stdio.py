@@ -10,9 +10,10 @@ are attached to :class:`~mcpwire.errors.ServerGone`.
 
 Writes never wait on the pipe in the caller's task. A message is written at once with one
 non-blocking ``write`` when nothing is queued; whatever the pipe does not take (a full pipe, a
-large message) goes to a backlog that a writer task flushes in order. Messages sent in the same
-scheduler batch as a direct write are queued too, so that many calls in flight share one
-``writev`` instead of a system call each. So concurrent calls need no
+large message) goes to a backlog that a writer task flushes in order. Messages sent after a
+direct write and before the next read from stdout (or the writer's next flush) are queued too,
+so that many calls in flight, woken together by one read, share one ``writev`` instead of a
+system call each. So concurrent calls need no
 lock, a caller's cancellation can never cut a line in half (the backlog is the actor's, not the
 caller's), and a server that stops reading stdin stalls only the writer, while the callers' own
 timeouts stay in force. The backlog is bounded (``MAX_BACKLOG_BYTES``): past it, senders wait,
@@ -87,7 +88,7 @@ class StdioTransport:
         self._send_lock = trio.Lock()  # only where stdin has no file descriptor (not POSIX)
         self._stdin_fd = -1
         self._backlog: collections.deque[bytes | memoryview] = collections.deque()
-        self._coalescing = False  # a message went out in this scheduler batch: queue the next ones
+        self._coalescing = False  # a message went out since the last read: queue the next ones
         self._backlog_bytes = 0
         self._backlog_wake = trio.Event()  # set when the backlog gets its first item
         self._backlog_room = trio.Event()  # set when the backlog drops below its bound
@@ -205,9 +206,8 @@ class StdioTransport:
                 raise self._gone("cannot send: the server is not running", self._write_error)
         self.bytes_sent += len(line)
         if self._coalescing or self._backlog:
-            # Behind what is already queued (order is kept); the writer is already awake.
-            self._backlog.append(line)
-            self._backlog_bytes += len(line)
+            # Behind what is already queued (order is kept); the writer is woken if need be.
+            self._queue(line)
             return
         try:
             written = os.write(self._stdin_fd, line)
@@ -219,11 +219,11 @@ class StdioTransport:
         if written < len(line):
             self._queue(memoryview(line)[written:])
         else:
-            # Written at once. Until the writer task runs (in the scheduler's next batch), later
-            # messages are queued, so the tasks woken together by one read (many calls in
-            # flight) share a single write.
+            # Written at once. Until the next read from stdout (or the writer's next flush),
+            # later messages are queued, so the tasks woken together by one read (many calls in
+            # flight) share a single write. Nothing wakes the writer for this: one call at a
+            # time costs one system call and no task switch.
             self._coalescing = True
-            self._backlog_wake.set()
 
     def _queue(self, rest: bytes | memoryview) -> None:
         self._backlog.append(rest)
@@ -306,18 +306,47 @@ class StdioTransport:
 
     # -- tasks ----------------------------------------------------------------------------------
 
+    async def _receive_fd(self, max_bytes: int) -> bytes:
+        """What :meth:`trio.lowlevel.FdStream.receive_some` returns, without its checkpoint
+        before a read that has to wait anyway: a message that wakes the reader costs one task
+        step, not two. A read that does not wait is a checkpoint, as there."""
+        assert self._proc is not None and isinstance(self._proc.stdout, trio.lowlevel.FdStream)
+        stream = self._proc.stdout
+        await trio.lowlevel.checkpoint_if_cancelled()
+        waited = False
+        while True:
+            fd = stream.fileno()  # -1 once closed (never a number reused since)
+            try:
+                data = os.read(fd, max_bytes) if fd >= 0 else b""
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+                waited = True
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("file was already closed") from None
+                raise trio.BrokenResourceError from exc
+            if fd < 0:
+                raise trio.ClosedResourceError("file was already closed")
+            if not waited:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            return data
+
     async def _read_stdout(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         stream = self._proc.stdout
         buffer = LineBuffer(self._max)
         sink = self._sink
         error: BaseException | None = None
+        receive = self._receive_fd if isinstance(stream, trio.lowlevel.FdStream) else stream.receive_some
         try:
             while True:
                 try:
-                    data = await stream.receive_some(READ_CHUNK_BYTES)
+                    data = await receive(READ_CHUNK_BYTES)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
+                # a new batch of answers: what their callers send next shares one write
+                self._coalescing = False
                 if not data:
                     last = buffer.close()
                     if last is not None:

@@ -129,3 +129,38 @@ async def test_aclose_ends_every_task_in_the_callers_nursery(era: str) -> None:
             assert (await client.call_tool("echo", {"text": "x"})).text() == "x"
             await client.aclose()
         assert not nursery.cancel_scope.cancel_called
+
+
+async def test_calls_one_at_a_time_write_directly_and_calls_sent_together_share_a_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One call at a time: one ``write`` each, straight from the caller (no writer task in
+    between). Calls sent in the same moment: the first is written at once, the rest queue behind
+    it and leave together in one ``writev``."""
+    writes: list[int] = []
+    with trio.fail_after(30):
+        async with open_faulty() as client:
+            transport = client._link.transport
+            assert isinstance(transport, stdio.StdioTransport)
+            fd, real_write, real_writev = transport._stdin_fd, stdio.os.write, stdio.os.writev
+
+            def write(to: int, data: bytes) -> int:
+                if to == fd:
+                    writes.append(1)
+                return real_write(to, data)
+
+            def writev(to: int, buffers: list[bytes]) -> int:
+                if to == fd:
+                    writes.append(len(buffers))
+                return real_writev(to, buffers)
+
+            monkeypatch.setattr(stdio.os, "write", write)
+            monkeypatch.setattr(stdio.os, "writev", writev)
+            for tag in range(5):
+                assert (await client.call_tool("echo", {"text": str(tag)})).text() == str(tag)
+            assert writes == [1] * 5
+            writes.clear()
+            async with trio.open_nursery() as nursery:
+                for tag in range(20):
+                    nursery.start_soon(client.call_tool, "echo", {"text": str(tag)})
+            assert writes == [1, 19]
