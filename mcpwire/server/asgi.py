@@ -388,9 +388,10 @@ class StreamableHTTPApp:
         """Run ``writing`` (a :meth:`_respond`) while watching for the client closing the
         connection (then ``request.gone`` is set and the writing stops)."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._watch_disconnect, request, nursery.cancel_scope)
+            stop = trio.CancelScope()
+            nursery.start_soon(self._watch_disconnect, request, nursery.cancel_scope, stop)
             await writing
-            nursery.cancel_scope.cancel()
+            stop.cancel()
 
     async def _respond(
         self,
@@ -467,13 +468,16 @@ class StreamableHTTPApp:
         return b"".join(parts)
 
     @staticmethod
-    async def _watch_disconnect(request: _Request, scope: trio.CancelScope) -> None:
-        while True:
-            message = await request.receive()
-            if message["type"] == "http.disconnect":
-                request.gone = True
-                scope.cancel()
-                return
+    async def _watch_disconnect(request: _Request, scope: trio.CancelScope, stop: trio.CancelScope) -> None:
+        """Cancel ``scope`` when the client closes the connection; cancel ``stop`` to stop watching
+        (it ends this task quietly: nothing reaches the nursery to be sorted out)."""
+        with stop:
+            while True:
+                message = await request.receive()
+                if message["type"] == "http.disconnect":
+                    request.gone = True
+                    scope.cancel()
+                    return
 
     # -- POST ------------------------------------------------------------------------------------
 
@@ -530,11 +534,12 @@ class StreamableHTTPApp:
         async with trio.open_nursery() as nursery:
             # "Closing the SSE response stream MUST be treated by the server as cancellation of
             # that request": the watcher cancels this scope, and with it the request served here.
-            nursery.start_soon(self._watch_disconnect, request, nursery.cancel_scope)
+            stop = trio.CancelScope()
+            nursery.start_soon(self._watch_disconnect, request, nursery.cancel_scope, stop)
 
             async def write() -> None:
                 await self._respond(request, stream, modern=True)
-                nursery.cancel_scope.cancel()
+                stop.cancel()
 
             def on_message() -> None:
                 # the request's answer alone is written once it is served (below); anything
@@ -554,7 +559,7 @@ class StreamableHTTPApp:
                 await self._json(request, MODERN_STATUS.get(code, 200) if code is not None else 200, data)
             else:  # cancelled (the server closes): no answer
                 await self._json(request, 202, None)
-            nursery.cancel_scope.cancel()
+            stop.cancel()
 
     async def _post_legacy(self, request: _Request, message: object) -> None:
         if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
