@@ -39,6 +39,7 @@ import base64
 import contextvars
 import hashlib
 import hmac
+import itertools
 import logging
 import secrets
 import time
@@ -126,6 +127,7 @@ class Bridge:
         self._key = secrets.token_bytes(32)
         self._by_server: dict[str, set[Pending]] = {}
         self._parked: dict[str, Pending] = {}
+        self._serial = itertools.count(1)
 
     # -- running calls ------------------------------------------------------------------------------
 
@@ -138,12 +140,14 @@ class Bridge:
 
         Cancellation: cancelling the request cancels the work, unless it waits for input.
         """
-        pending = Pending(secrets.token_urlsafe(16), server, context)
         if context.modern:
             _ = context.input_responses  # "malformed input is a protocol error" (-32602), even unasked
         if not context.modern or not any(_can_ask(context, method) for method in _NEEDS):
             # a legacy client is asked on its session; a 2026-07-28 client that can answer
-            # nothing is never asked, so its call cannot wait for a retry: both run here
+            # nothing is never asked, so its call cannot wait for a retry: both run here. Such a
+            # call is never parked, so its id never reaches a requestState: a serial number does
+            # (no random bytes from the system per call).
+            pending = Pending(f"call-{next(self._serial)}", server, context)
             token = _CURRENT.set(pending)
             self._by_server.setdefault(server, set()).add(pending)
             try:
@@ -158,6 +162,7 @@ class Bridge:
             if pending.refusal is not None:
                 raise pending.refusal
             return outcome
+        pending = Pending(secrets.token_urlsafe(16), server, context)
         nursery = await self._nursery()
         nursery.start_soon(self._run, pending, work)
         return await self._follow(pending)  # type: ignore[return-value]
