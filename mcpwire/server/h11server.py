@@ -551,16 +551,37 @@ class _Connection:
         buffered = 0
         with trio.CancelScope() as self._watch_scope:
             while buffered < MAX_PIPELINED_BYTES:
-                try:
-                    data = await self.stream.receive_some(RECV_BYTES)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
+                data = await self._receive_when_readable()
                 if not data:
                     self.mark_gone()
                     return
                 buffered += len(data)
                 self.h11.receive_data(data)
             await trio.sleep_forever()  # the client keeps sending: stop reading, wait for the end
+
+    async def _receive_when_readable(self) -> bytes:
+        """The next bytes from the client once the socket is readable; b"" when the client is
+        gone (its end, a broken or closed socket). For a watch that is usually cancelled (the
+        response is written before the client does anything): it waits first and reads after, so
+        that a cancellation unwinds from one plain wait, not through the socket's wrappers."""
+        sock = self.stream.socket
+        while True:
+            fd = sock.fileno()
+            if fd < 0:
+                return b""
+            try:
+                await trio.lowlevel.wait_readable(fd)
+            except trio.ClosedResourceError:
+                return b""
+            fd = sock.fileno()
+            if fd < 0:
+                return b""
+            try:
+                return os.read(fd, RECV_BYTES)
+            except BlockingIOError:
+                continue  # readable, then not (another reader took it): wait again
+            except OSError:
+                return b""
 
     async def read_body_bytes(self) -> bool:
         """Reads more of a request body into h11; False when the client is gone. Bounded by
