@@ -36,7 +36,7 @@ from .base import MessageSink
 if TYPE_CHECKING:
     import httpx
 
-    from .h11pool import DirectSender, H11Transport
+    from .http_pool import DirectSender, PooledTransport
 
 __all__ = [
     "OWNED_CLIENT_CLOSE_TIMEOUT",
@@ -83,7 +83,7 @@ def tls_context(url: str) -> ssl.SSLContext:
     return context
 
 
-def open_http_client(url: str | None = None, transport: H11Transport | None = None) -> httpx.AsyncClient:
+def open_http_client(url: str | None = None, transport: PooledTransport | None = None) -> httpx.AsyncClient:
     """The client used when none is injected: no read timeout (streams are long-lived; the MCP
     client bounds every request itself), bounded connect and write, redirects not followed, and
     the shared TLS context for ``url`` (the verifying one when no URL is given).
@@ -99,14 +99,14 @@ def open_http_client(url: str | None = None, transport: H11Transport | None = No
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=tls_context(url or "https:"))
 
 
-def lean_transport(url: str) -> H11Transport | None:
-    """:class:`~mcpwire.actors.h11pool.H11Transport` (lean HTTP/1.1, pooled) for a client of
+def lean_transport(url: str) -> PooledTransport | None:
+    """:class:`~mcpwire.actors.http_pool.PooledTransport` (lean HTTP/1.1, pooled) for a client of
     ``url``, or None when a proxy from the environment applies to it."""
     if _proxied(url):
         return None
-    from .h11pool import H11Transport
+    from .http_pool import PooledTransport
 
-    return H11Transport(tls=partial(tls_context, "https:"))
+    return PooledTransport(tls=partial(tls_context, "https:"))
 
 
 def _proxied(url: str) -> bool:
@@ -154,7 +154,7 @@ class HttpActor:
             transport = lean_transport(self.spec.url)
             self._http = open_http_client(self.spec.url, transport)
             if transport is not None:
-                from .h11pool import DirectSender
+                from .http_pool import DirectSender
 
                 self._direct = DirectSender(self._http, transport)
 

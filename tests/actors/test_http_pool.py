@@ -15,8 +15,8 @@ import pytest
 import trio
 import trustme
 
-from mcpwire.actors.h11pool import DirectSender, H11Transport
 from mcpwire.actors.http_common import open_http_client, tls_context
+from mcpwire.actors.http_pool import DirectSender, PooledTransport
 
 Reply = Callable[[trio.abc.Stream, bytes, int], Awaitable[bool]]
 """What the test server does with one request (its head and body, and the connection's number);
@@ -89,7 +89,7 @@ async def serving(reply: Reply, tls: ssl.SSLContext | None = None) -> AsyncItera
 
 
 def client(**options: float) -> httpx.AsyncClient:
-    transport = H11Transport(tls=partial(tls_context, "https:"), **options)  # type: ignore[arg-type]
+    transport = PooledTransport(tls=partial(tls_context, "https:"), **options)  # type: ignore[arg-type]
     return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(5.0))
 
 
@@ -257,7 +257,7 @@ async def test_tls_verifies_the_server() -> None:
     trusting = ssl.create_default_context()
     authority.configure_trust(trusting)
     async with serving(echo, tls=server_context) as (server, url):
-        transport = H11Transport(tls=lambda: trusting)
+        transport = PooledTransport(tls=lambda: trusting)
         async with httpx.AsyncClient(transport=transport) as http:
             assert [(await http.post(url, content=b"x")).content for _ in range(2)] == [b"1:x", b"1:x"]
         async with client() as http:  # the default trust: this authority is unknown
@@ -272,17 +272,17 @@ def test_the_default_client_uses_it_unless_a_proxy_applies(monkeypatch: pytest.M
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    assert isinstance(open_http_client("http://127.0.0.1:1/mcp")._transport, H11Transport)
+    assert isinstance(open_http_client("http://127.0.0.1:1/mcp")._transport, PooledTransport)
     monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
-    assert not isinstance(open_http_client("http://example.com/mcp")._transport, H11Transport)
-    assert isinstance(open_http_client("https://example.com/mcp")._transport, H11Transport)
+    assert not isinstance(open_http_client("http://example.com/mcp")._transport, PooledTransport)
+    assert isinstance(open_http_client("https://example.com/mcp")._transport, PooledTransport)
     monkeypatch.setenv("no_proxy", "example.com")
-    assert isinstance(open_http_client("http://example.com/mcp")._transport, H11Transport)
+    assert isinstance(open_http_client("http://example.com/mcp")._transport, PooledTransport)
 
 
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="max_connections must be >= 1"):
-        H11Transport(tls=partial(tls_context, "https:"), max_connections=0)
+        PooledTransport(tls=partial(tls_context, "https:"), max_connections=0)
 
 
 async def test_the_direct_sender_keeps_the_clients_headers_cookies_and_timeouts() -> None:
@@ -294,7 +294,7 @@ async def test_the_direct_sender_keeps_the_clients_headers_cookies_and_timeouts(
         await stream.send_all(answer(b"ok", "Set-Cookie: affinity=a1; Path=/"))
         return True
 
-    transport = H11Transport(tls=partial(tls_context, "https:"))
+    transport = PooledTransport(tls=partial(tls_context, "https:"))
     timeout = httpx.Timeout(5.0, read=0.5)
     async with serving(affinity) as (server, url), httpx.AsyncClient(transport=transport, timeout=timeout) as http:
         sender = DirectSender(http, transport)
@@ -337,7 +337,7 @@ async def test_the_direct_senders_errors_name_their_request() -> None:
     with trio.socket.socket() as probe:
         await probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    transport = H11Transport(tls=partial(tls_context, "https:"))
+    transport = PooledTransport(tls=partial(tls_context, "https:"))
     async with httpx.AsyncClient(transport=transport) as http:
         with pytest.raises(httpx.ConnectError) as caught:
             await DirectSender(http, transport).send("POST", f"http://127.0.0.1:{port}/mcp", {}, b"{}")

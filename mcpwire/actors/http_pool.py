@@ -1,4 +1,4 @@
-"""A lean HTTP/1.1 transport for ``httpx``, on trio and h11: the default client's connection pool.
+"""A lean HTTP/1.1 transport for ``httpx``, on trio: the default client's connection pool.
 
 Theory of operation: an MCP client over HTTP sends many small requests, often dozens at once, to
 one origin. ``httpx``'s default transport (httpcore over anyio) spends most of a small call's
@@ -8,8 +8,8 @@ body). This transport does the least that HTTP/1.1 needs and nothing else:
 
 - one connection carries one request at a time; finished connections wait in a per-origin stack
   (the most recently used first, its socket the likeliest still warm) and are reused;
-- a request's head and body leave in one write; the answer is read in 64 KiB pieces through h11,
-  which frames it and checks it;
+- a request's head and body leave in one write; the answer is read in 64 KiB pieces and framed
+  and checked by :mod:`mcpwire.protocol.http1` (sans I/O, as strict as h11, and cheaper);
 - an idle connection the server has closed (or written to: nothing may arrive between answers) is
   noticed before reuse by a zero-time readability check, and dropped;
 - the pool holds at most ``max_connections`` open connections; a request waits for one up to the
@@ -32,13 +32,14 @@ import math
 import select
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Final, cast
+from typing import Final
 
-import h11
 import httpx
 import trio
 
-__all__ = ["DirectSender", "H11Transport"]
+from ..protocol import http1
+
+__all__ = ["DirectSender", "PooledTransport"]
 
 log = logging.getLogger("mcpwire.http")
 
@@ -51,14 +52,15 @@ Origin = tuple[str, str, int]
 
 
 class _Connection:
-    """One HTTP/1.1 connection: its stream, its h11 state machine, and when it went idle."""
+    """One HTTP/1.1 connection: its stream, the reader framing its responses, and when it went
+    idle."""
 
-    __slots__ = ("idle_since", "origin", "state", "stream")
+    __slots__ = ("idle_since", "origin", "reader", "stream")
 
     def __init__(self, origin: Origin, stream: trio.abc.Stream) -> None:
         self.origin = origin
         self.stream = stream
-        self.state = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self.reader = http1.ResponseReader(MAX_HEAD_BYTES)
         self.idle_since = 0.0
 
     def readable(self) -> bool:
@@ -76,17 +78,17 @@ class _Connection:
         except (OSError, ValueError):  # closed under us
             return True
 
-    async def next_event(self, request: httpx.Request | None, timeout: float | None) -> h11.Event:
-        """The next h11 event of the answer, reading from the socket as h11 needs."""
+    async def next_event(self, request: httpx.Request | None, timeout: float | None) -> http1.Head | bytes | object:
+        """The next part of the answer (:class:`~mcpwire.protocol.http1.Head`, body bytes or
+        :data:`~mcpwire.protocol.http1.END`), reading from the socket as the reader needs."""
+        reader = self.reader
         while True:
             try:
-                event = self.state.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise httpx.RemoteProtocolError(_protocol_message(exc), request=request) from exc
-            if event is h11.PAUSED:  # cannot happen while a request is in flight; said if it does
-                raise httpx.RemoteProtocolError("the connection paused mid-exchange", request=request)
-            if event is not h11.NEED_DATA:
-                return cast(h11.Event, event)
+                event = reader.next_event()
+            except http1.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+            if event is not http1.NEED_DATA:
+                return event
             try:
                 if timeout is None:
                     data = await self.stream.receive_some(READ_SIZE)
@@ -97,20 +99,14 @@ class _Connection:
                 raise httpx.ReadTimeout(f"no answer within {timeout:g} s", request=request) from exc
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 raise httpx.ReadError(_os_message(exc, "reading the answer"), request=request) from exc
-            if not data and self.state.their_state is h11.SEND_RESPONSE:
-                raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
-            self.state.receive_data(bytes(data))
+            if data:
+                reader.feed(data)
+            else:
+                reader.feed_eof()
 
     async def close(self) -> None:
         """Closes the connection at once (no TLS goodbye waited for)."""
         await trio.aclose_forcefully(self.stream)
-
-
-def _protocol_message(exc: h11.RemoteProtocolError) -> str:
-    text = str(exc)
-    if "peer unexpectedly closed" in text or "incomplete" in text:
-        return "peer closed connection without sending complete message body"
-    return text
 
 
 def _os_message(exc: BaseException, doing: str) -> str:
@@ -126,7 +122,7 @@ class _Body(httpx.AsyncByteStream):
     connection to the pool when the body was read to its end, and closes it otherwise."""
 
     def __init__(
-        self, pool: H11Transport, connection: _Connection, request: httpx.Request | None, timeout: float | None
+        self, pool: PooledTransport, connection: _Connection, request: httpx.Request | None, timeout: float | None
     ) -> None:
         self._pool = pool
         self._connection = connection
@@ -140,12 +136,13 @@ class _Body(httpx.AsyncByteStream):
             raise httpx.StreamClosed()
         while not self._complete:
             event = await self._connection.next_event(self._request, self._timeout)
-            if type(event) is h11.Data:
-                yield bytes(event.data)
-            elif type(event) is h11.EndOfMessage:
+            if event is http1.END:
                 self._complete = True
-            else:  # ConnectionClosed inside a body is caught by h11 itself; nothing else may come
-                raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__} in a body", request=self._request)
+            elif type(event) is bytes:
+                if event:
+                    yield event
+            else:  # a head cannot come inside a body: the reader frames it
+                raise httpx.RemoteProtocolError("unexpected response head in a body", request=self._request)
 
     async def aclose(self) -> None:
         if not self._released:
@@ -153,7 +150,7 @@ class _Body(httpx.AsyncByteStream):
             await self._pool.release(self._connection, reusable=self._complete)
 
 
-class H11Transport(httpx.AsyncBaseTransport):
+class PooledTransport(httpx.AsyncBaseTransport):
     """An ``httpx`` transport for ``http://`` and ``https://`` over HTTP/1.1, pooling connections.
 
     Args:
@@ -186,12 +183,15 @@ class H11Transport(httpx.AsyncBaseTransport):
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        headers = request.headers.raw
         try:
             body = request.content
-        except httpx.RequestNotRead:
+        except httpx.RequestNotRead:  # a streamed body (sent chunked by httpx's own): read, then sized
             body = b"".join([piece async for piece in request.stream])  # type: ignore[union-attr]
+            headers = [(k, v) for k, v in headers if k.lower() not in (b"transfer-encoding", b"content-length")]
+            headers.append((b"Content-Length", b"%d" % len(body)))
         timeouts = request.extensions.get("timeout", {})
-        return await self.send(request.method, request.url, request.headers.raw, body, timeouts, request)
+        return await self.send(request.method, request.url, headers, body, timeouts, request)
 
     async def send(
         self,
@@ -213,15 +213,12 @@ class H11Transport(httpx.AsyncBaseTransport):
         connection = await self._take_idle(origin) or await self._acquire(origin, request, timeouts)
         released = False
         try:
-            state = connection.state
             try:
-                pieces = [state.send(h11.Request(method=method, target=url.raw_path, headers=headers))]
-                if body:
-                    pieces.append(state.send(h11.Data(data=body)))
-                pieces.append(state.send(h11.EndOfMessage()))
-            except h11.LocalProtocolError as exc:
+                data = http1.encode_request(method, url.raw_path, headers, body)
+            except http1.LocalProtocolError as exc:
                 raise httpx.LocalProtocolError(str(exc), request=request) from exc
-            await _send(connection, request, b"".join(piece for piece in pieces if piece), timeouts.get("write"))
+            connection.reader.expect(head_request=method == "HEAD")
+            await _send(connection, request, data, timeouts.get("write"))
             response = await self._answer(connection, request, timeouts.get("read"))
             released = True  # the body owns the connection now
             return response
@@ -234,14 +231,12 @@ class H11Transport(httpx.AsyncBaseTransport):
     ) -> httpx.Response:
         while True:
             event = await connection.next_event(request, read_timeout)
-            if type(event) is h11.Response:
+            if type(event) is http1.Head and event.status >= 200:
                 break
-            if type(event) is h11.ConnectionClosed:
-                raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
-            # an InformationalResponse (1xx) is passed over
+            # an informational (1xx) head is passed over; nothing else comes before a head
         return httpx.Response(
-            status_code=event.status_code,
-            headers=event.headers.raw_items(),
+            status_code=event.status,
+            headers=event.headers,
             stream=_Body(self, connection, request, read_timeout),
             extensions={"http_version": b"HTTP/" + event.http_version, "reason_phrase": event.reason},
         )
@@ -315,9 +310,9 @@ class H11Transport(httpx.AsyncBaseTransport):
     async def release(self, connection: _Connection, *, reusable: bool) -> None:
         """Gives a connection back: to its origin's idle stack when it may carry another request,
         else closed. Its slot in the pool stays taken while it is idle."""
-        state = connection.state
-        if reusable and not self._closed and state.our_state is h11.DONE and state.their_state is h11.DONE:
-            state.start_next_cycle()
+        reader = connection.reader
+        if reusable and not self._closed and reader.complete and reader.reusable:
+            reader.next_response()
             connection.idle_since = trio.current_time()
             self._idle.setdefault(connection.origin, []).append(connection)
             self._idle_count += 1
@@ -367,7 +362,7 @@ async def _send(connection: _Connection, request: httpx.Request | None, data: by
 
 
 class DirectSender:
-    """Sends a request of ``client`` straight to its :class:`H11Transport`, doing only what the
+    """Sends a request of ``client`` straight to its :class:`PooledTransport`, doing only what the
     client would do for an MCP request: its default headers (the request's own win, names
     compared without case), its cookies (sent, and stored from ``Set-Cookie``), its timeouts.
     Auth, redirects and event hooks are not applied: it is for a client made without them (the
@@ -375,7 +370,7 @@ class DirectSender:
     call's CPU for nothing. No ``httpx.Request`` is built unless cookies need one, or an error
     must name it."""
 
-    def __init__(self, client: httpx.AsyncClient, transport: H11Transport) -> None:
+    def __init__(self, client: httpx.AsyncClient, transport: PooledTransport) -> None:
         self._client = client
         self._transport = transport
         self._defaults = {name.lower(): value for name, value in client.headers.multi_items()}

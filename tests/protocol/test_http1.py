@@ -1,0 +1,191 @@
+"""HTTP/1.1 for the default client, sans I/O: requests refused when they could smuggle anything,
+responses framed exactly (length, chunks, end of stream) however the bytes are split, and every
+broken or hostile response refused with a reason."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcpwire.protocol.http1 import (
+    END,
+    NEED_DATA,
+    Head,
+    LocalProtocolError,
+    RemoteProtocolError,
+    ResponseReader,
+    encode_request,
+)
+
+
+def read_all(chunks: list[bytes], *, eof: bool = True, head_request: bool = False) -> tuple[list[Head], bytes, bool]:
+    """Feeds ``chunks`` one by one (then the end of the stream); the heads, the body, reusable."""
+    reader = ResponseReader(max_head_bytes=1024)
+    reader.expect(head_request=head_request)
+    heads: list[Head] = []
+    body = b""
+    pending = list(chunks)
+    while True:
+        event = reader.next_event()
+        if event is END:
+            return heads, body, reader.reusable
+        if event is NEED_DATA:
+            if pending:
+                reader.feed(pending.pop(0))
+            elif eof:
+                reader.feed_eof()
+            else:
+                raise AssertionError("the reader wants more than was sent")
+        elif isinstance(event, Head):
+            heads.append(event)
+        else:
+            assert isinstance(event, bytes)
+            body += event
+
+
+# -- requests ---------------------------------------------------------------------------------------
+
+
+def test_a_request_is_one_piece() -> None:
+    data = encode_request("POST", b"/mcp?x=1", [(b"Host", b"a:1"), (b"Content-Length", b"2")], b"{}")
+    assert data == b"POST /mcp?x=1 HTTP/1.1\r\nHost: a:1\r\nContent-Length: 2\r\n\r\n{}"
+    assert encode_request("GET", b"/", [(b"host", b"a")], None) == b"GET / HTTP/1.1\r\nhost: a\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "headers", "reason"),
+    [
+        ("GE T", b"/", [], "illegal method"),
+        ("GET", b"/a b", [], "illegal request target"),
+        ("GET", b"/a\r\nX: 1", [], "illegal request target"),
+        ("GET", b"", [], "illegal request target"),
+        ("GET", b"/", [(b"X-A: 1\r\nX-B", b"2")], "illegal header name"),
+        ("GET", b"/", [(b"Bad Name", b"1")], "illegal header name"),
+        ("GET", b"/", [(b"", b"1")], "illegal header name"),
+        ("GET", b"/", [(b"Mcp-Param-X", b"1\r\nInjected: yes")], "illegal header value"),
+        ("GET", b"/", [(b"X", b"a\nb")], "illegal header value"),
+        ("GET", b"/", [(b"X", b"a\x00b")], "illegal header value"),
+    ],
+)
+def test_a_request_that_could_smuggle_anything_is_refused(
+    method: str, target: bytes, headers: list[tuple[bytes, bytes]], reason: str
+) -> None:
+    with pytest.raises(LocalProtocolError, match=reason):
+        encode_request(method, target, headers, None)
+
+
+# -- responses ----------------------------------------------------------------------------------------
+
+
+def test_a_response_framed_by_its_length_keeps_the_connection() -> None:
+    heads, body, reusable = read_all([b"HTTP/1.1 200 OK\r\nContent-Type: a\r\nContent-Length: 5\r\n\r\nhello"])
+    assert heads == [Head(200, b"OK", b"1.1", [(b"Content-Type", b"a"), (b"Content-Length", b"5")])]
+    assert (body, reusable) == (b"hello", True)
+
+
+def test_a_chunked_response_with_extensions_and_trailers() -> None:
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    raw = head + b"5;x=1\r\nhello\r\nA \r\n, world!!!\r\n0\r\nT: 1\r\n\r\n"
+    assert read_all([raw])[1:] == (b"hello, world!!!", True)
+
+
+@given(st.data())
+def test_any_split_of_the_bytes_gives_the_same_response(data: st.DataObject) -> None:
+    raw = data.draw(
+        st.sampled_from(
+            [
+                b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello world",
+            ]
+        )
+    )
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=12)))
+    pieces = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
+    heads, body, _ = read_all(pieces)
+    assert body == b"hello world"
+    assert heads[-1].status == 200
+
+
+def test_an_informational_head_comes_before_the_response() -> None:
+    heads, body, _ = read_all([b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"])
+    assert [h.status for h in heads] == [100, 204]
+    assert body == b""
+
+
+@pytest.mark.parametrize(
+    ("raw", "reusable"),
+    [
+        (b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n", False),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", False),
+        (b"HTTP/1.1 200 OK\r\n\r\nuntil the end", False),  # framed by the end of the stream
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", False),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n", False),  # bytes nobody asked for
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok", True),
+        (b"HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n", True),  # 304: no body, whatever it says
+    ],
+)
+def test_when_the_connection_may_carry_another_request(raw: bytes, reusable: bool) -> None:
+    assert read_all([raw])[2] is reusable
+
+
+def test_an_answer_to_head_has_no_body() -> None:
+    heads, body, reusable = read_all([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"], head_request=True)
+    assert (heads[0].status, body, reusable) == (200, b"", True)
+
+
+def test_the_next_response_on_a_kept_connection() -> None:
+    reader = ResponseReader()
+    reader.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na")
+    assert [reader.next_event(), reader.next_event(), reader.next_event()][1:] == [b"a", END]
+    assert reader.complete and reader.reusable
+    reader.next_response()
+    assert reader.next_event() is NEED_DATA
+    reader.feed(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+    assert isinstance(reader.next_event(), Head) and reader.next_event() is END
+    with pytest.raises(RemoteProtocolError, match="cannot carry another request"):
+        reader.next_response()
+
+
+@pytest.mark.parametrize(
+    ("chunks", "reason"),
+    [
+        ([], "^Server disconnected without sending a response.$"),
+        ([b"HTTP/1.1 200 OK\r\nContent-"], "in the middle of the response head"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf"], "without sending complete message body"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"], "without sending complete"),
+        ([b"NOT HTTP AT ALL\r\n\r\n"], "illegal status line"),
+        ([b"HTTP/2 200 OK\r\n\r\n"], "illegal status line"),
+        ([b"HTTP/1.1 2000 OK\r\n\r\n"], "illegal status line"),
+        ([b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n"], "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n"], "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nX: 1\r\n folded\r\n\r\n"], "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n"], "illegal header value"),
+        ([b"HTTP/1.1 200 OK\r\nX: a\x00b\r\n\r\n"], "illegal header value"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"], "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"], "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n"], "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"], "unsupported transfer encoding"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], "illegal chunk-size line"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"], "does not end with CRLF"),
+        ([b"HTTP/1.1 101 Switching Protocols\r\n\r\n"], "switched protocols"),
+        ([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 2000 + b"\r\n\r\n"], "head is over 1024 bytes"),
+        ([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 2000], "head is over 1024 bytes"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1" * 5000], "chunk-size line is too long"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T" * 5000], "trailer section is too"),
+    ],
+)
+def test_a_broken_response_is_refused_with_its_reason(chunks: list[bytes], reason: str) -> None:
+    with pytest.raises(RemoteProtocolError, match=reason):
+        read_all(chunks)
+
+
+def test_a_body_is_never_held_beyond_what_was_read() -> None:
+    """A huge declared length costs nothing up front: the body comes out as it is read."""
+    reader = ResponseReader()
+    reader.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 999999999999\r\n\r\nabc")
+    assert isinstance(reader.next_event(), Head)
+    assert reader.next_event() == b"abc"
+    assert reader.next_event() is NEED_DATA
