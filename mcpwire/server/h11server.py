@@ -41,6 +41,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -77,6 +78,11 @@ _NEVER: Final = float("inf")
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
+#: h11's rules for a header name and value (RFC 9110 token; field-value without NUL, CR or LF)
+_FIELD_NAME: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_FIELD_VALUE: Final = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+#: response headers that change the framing or the connection: such a response goes through h11
+_FRAMING_HEADERS: Final = frozenset({b"connection", b"transfer-encoding", b"host"})
 
 
 class StartupFailed(RuntimeError):
@@ -151,6 +157,15 @@ def _plain_response(status: int, text: str) -> bytes:
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     )
     return head.encode() + body
+
+
+def _response_head(status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """A response head as h11 writes it (the headers already checked by ``_writable_by_hand``)."""
+    parts = [b"HTTP/1.1 %d %s\r\n" % (status, _REASONS.get(status, b""))]
+    for name, value in headers:
+        parts += (name, b": ", value, b"\r\n")
+    parts.append(b"\r\n")
+    return b"".join(parts)
 
 
 def _head_size(request: h11.Request) -> int:
@@ -456,6 +471,18 @@ class _Connection:
     async def _next_cycle(self, exchange: _Exchange) -> bool:
         """Whether the connection can carry another request (skipping a small unread body)."""
         conn = self.h11
+        if exchange.bypassed and not (self.must_close or self.gone):
+            # h11 read the whole request but did not see the response: a new h11 connection
+            # goes on from the bytes read after the request
+            data, closed = conn.trailing_data
+            self.h11 = fresh = h11.Connection(
+                h11.SERVER, max_incomplete_event_size=self.server.options.max_header_bytes
+            )
+            if data:
+                fresh.receive_data(data)
+            if closed:
+                fresh.receive_data(b"")
+            return True
         if self.must_close or self.gone or conn.our_state is not h11.DONE:
             return False
         if conn.their_state is h11.SEND_BODY and not conn.they_are_waiting_for_100_continue:
@@ -603,7 +630,7 @@ class _Connection:
 class _Exchange:
     """One request and its response: the ASGI scope, ``receive`` and ``send``."""
 
-    __slots__ = ("body_done", "complete", "conn", "head", "is_head", "scope", "started")
+    __slots__ = ("body_done", "bypassed", "complete", "conn", "direct", "head", "is_head", "scope", "started")
 
     def __init__(self, conn: _Connection, request: h11.Request) -> None:
         self.conn = conn
@@ -611,6 +638,10 @@ class _Exchange:
         self.complete = False
         self.body_done = False
         self.head: h11.Response | None = None
+        #: a head that may be written by hand with its body (status, headers, Content-Length)
+        self.direct: tuple[int, list[tuple[bytes, bytes]], bytes] | None = None
+        #: the response was written by hand: h11 did not see it (the next request needs a new one)
+        self.bypassed = False
         method = request.method.decode("ascii")
         self.is_head = method == "HEAD"
         raw_path, query = _split_target(request.target)
@@ -693,6 +724,13 @@ class _Exchange:
                 self.complete = not more
                 return
             conn = self.conn.h11
+            if self.direct is not None and not more and conn.their_state is h11.DONE:
+                status, headers, length = self.direct
+                if length == b"%d" % len(body):
+                    self.direct = None
+                    self.complete = self.bypassed = True
+                    await self.conn.write(_response_head(status, headers) + body)
+                    return
             data = self.flush_head()
             if body and not self.is_head:
                 data += conn.send(h11.Data(data=body))
@@ -711,27 +749,64 @@ class _Exchange:
             raise RuntimeError("ASGI: http.response.start sent twice")
         headers = list(message.get("headers", ()))
         streaming = has_date = has_length = False
+        length: bytes | None = None
+        plain = True  # no header that changes the framing or the connection
         for name, value in headers:
             lowered = name.lower()
             if lowered == b"content-type" and value.startswith(b"text/event-stream"):
                 streaming = True
             elif lowered == b"content-length":
+                plain = plain and not has_length
                 has_length = True
+                length = value
             elif lowered == b"date":
                 has_date = True
+            elif lowered in _FRAMING_HEADERS:
+                plain = False
         if not has_date:
             headers.append((b"date", _DateCache.get()))
         if self.conn.server.closing:
             headers.append((b"connection", b"close"))
+            plain = False
         status = int(message["status"])
-        self.head = h11.Response(status_code=status, headers=headers, reason=_REASONS.get(status, b""))
+        if plain and length is not None and not streaming and self._writable_by_hand(status, headers, length):
+            self.direct = (status, headers, length)
+        else:
+            self.head = h11.Response(status_code=status, headers=headers, reason=_REASONS.get(status, b""))
         self.started = True
         self.conn.streaming_get = streaming and self.scope["method"] == "GET"
         if self.conn.server.closing and self.conn.streaming_get:
             self.conn.cancel_scope.cancel()
         return has_length and not streaming
 
+    def _writable_by_hand(self, status: int, headers: list[tuple[bytes, bytes]], length: bytes) -> bool:
+        """Whether h11 would write this head as :func:`_response_head` does and then expect exactly
+        ``length`` bytes of body, leaving the connection reusable: a valid head of a fixed-length
+        response to an HTTP/1.1 keep-alive request that is not HEAD or CONNECT."""
+        if self.is_head or not 200 <= status < 600 or status in (204, 304) or self.scope["method"] == "CONNECT":
+            return False
+        if self.scope["http_version"] != "1.1":
+            return False
+        if type(length) is not bytes or not length.isdigit() or len(length) > 18:
+            return False
+        for name, value in headers:
+            if (
+                type(name) is not bytes
+                or type(value) is not bytes
+                or _FIELD_NAME.fullmatch(name) is None
+                or _FIELD_VALUE.fullmatch(value) is None
+            ):
+                return False
+        for name, value in self.scope["headers"]:  # h11's keep-alive rule for the request
+            if name == b"connection" and b"close" in [token.strip() for token in value.lower().split(b",")]:
+                return False
+        return True
+
     def flush_head(self) -> bytes:
+        if self.direct is not None:  # not written by hand after all: h11 writes it
+            status, headers, _ = self.direct
+            self.direct = None
+            self.head = h11.Response(status_code=status, headers=headers, reason=_REASONS.get(status, b""))
         if self.head is None:
             return b""
         head, self.head = self.head, None

@@ -10,6 +10,7 @@ import logging
 import socket
 from typing import Any
 
+import h11
 import pytest
 import trio
 import trio.testing
@@ -157,6 +158,92 @@ async def test_http_1_0_gets_one_response_and_a_close() -> None:
         reply = await client.read_response()
         assert json.loads(reply.body)["path"] == "/old"
         assert await client.closed()
+
+
+@pytest.mark.parametrize("value", ["close", "Keep-Alive, Close"])
+async def test_connection_close_among_other_tokens_is_honoured(value: str) -> None:
+    async with serving(echo) as [url], connect(url) as client:
+        reply = await client_post(client, "/", b"x", Connection=value)
+        assert reply.headers["connection"] == "close"
+        assert await client.closed()
+
+
+async def client_post(client: RawClient, target: str, body: bytes, **headers: str) -> Reply:
+    await client.send(request("POST", target, body=body, **headers))
+    return await client.read_response()
+
+
+async def test_fixed_length_answers_are_written_exactly_as_h11_writes_them() -> None:
+    """Such answers skip h11's writer; the bytes and the reuse of the connection are h11's."""
+    date = b"Fri, 27 Nov 2026 23:00:00 GMT"
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = await read_body(receive)
+        status = 201 if scope["method"] == "POST" else 599
+        headers = [(b"Content-Type", b"application/json"), (b"content-length", b"%d" % len(body)), (b"date", date)]
+        headers.append((b"x-note", b"a \tb\x80"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    requests = [request("POST", "/a", body=b'{"a": 1}'), request("GET", "/b"), request("POST", "/c", body=b"")]
+    expected: list[bytes] = []
+    h11_conn = h11.Connection(h11.SERVER)
+    for raw in requests:
+        h11_conn.receive_data(raw)
+        event = h11_conn.next_event()
+        assert isinstance(event, h11.Request)
+        body = b""
+        while type(data := h11_conn.next_event()) is h11.Data:
+            body += data.data
+        status = 201 if event.method == b"POST" else 599
+        headers = [(b"Content-Type", b"application/json"), (b"content-length", b"%d" % len(body)), (b"date", date)]
+        headers.append((b"x-note", b"a \tb\x80"))
+        reason = b"Created" if status == 201 else b""
+        written = h11_conn.send(h11.Response(status_code=status, headers=headers, reason=reason))
+        written += h11_conn.send(h11.Data(data=body)) + h11_conn.send(h11.EndOfMessage())
+        expected.append(written)
+        h11_conn.start_next_cycle()
+    async with serving(app) as [url], connect(url) as client:
+        for raw, answer in zip(requests, expected, strict=True):  # one after the other
+            await client.send(raw)
+            assert await client.read_exactly(len(answer)) == answer
+        await client.send(b"".join(requests))  # pipelined
+        assert await client.read_exactly(len(b"".join(expected))) == b"".join(expected)
+        await client.send(requests[0])
+        assert (await client.read_response()).body == b'{"a": 1}'
+
+
+async def test_a_header_value_that_is_not_valid_gets_500_and_is_not_sent() -> None:
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        value = b"a\r\nx-injected: 1" if scope["path"] == "/bad" else b"fine"
+        headers = [(b"content-length", b"2"), (b"x-value", value)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async with serving(app) as [url], connect(url) as client:
+        reply = await get(client, "/bad")
+        assert reply.status == 500
+        assert "x-injected" not in reply.headers
+        reply = await get(client, "/good")  # the connection is still good
+        assert (reply.status, reply.headers["x-value"], reply.body) == (200, "fine", b"ok")
+
+
+async def test_a_body_shorter_than_its_content_length_closes_the_connection_without_a_word() -> None:
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await read_body(receive)
+            headers = [(b"content-length", b"10")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b"short"})
+
+    async with serving(app) as [url], connect(url) as client:
+        await client.send(request("POST", "/", body=b"x"))
+        assert await client.closed()
+        assert client.buffer == b""
 
 
 # -- bounds and malformed input ----------------------------------------------------------------
