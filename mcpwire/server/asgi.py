@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import secrets
 import urllib.parse
+from collections import deque
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
@@ -128,6 +129,60 @@ class _Session:
         return stream
 
 
+class _Graces:
+    """The ends of the answer graces (``answer_grace_s``): one task sleeps until the earliest and
+    wakes the stream of a request still waiting then, which costs a request less than a deadline
+    (a cancel scope) of its own. Every grace is as long, so they end in the order they began."""
+
+    def __init__(self, grace: float) -> None:
+        self.grace = grace
+        #: (when the grace ends, the stream waited on), oldest first
+        self._queue: deque[tuple[float, EventStream]] = deque()
+        self._idle: trio.Event | None = None
+        self._running = False
+
+    def wake_later(self, stream: EventStream, nursery: trio.Nursery) -> bool:
+        """Nudge ``stream`` when its grace from now ends, unless it has a message by then. False
+        when the nursery takes no task now (the app is closing): the caller times its own wait."""
+        if not self._running:
+            try:
+                nursery.start_soon(self._run)
+            except RuntimeError:  # closed to new arrivals
+                return False
+            self._running = True
+        self._queue.append((trio.current_time() + self.grace, stream))
+        if self._idle is not None:
+            self._idle.set()
+        return True
+
+    async def _run(self) -> None:
+        queue = self._queue
+        try:
+            while True:
+                while queue and _spoke(queue[0][1]):  # answered: its wait is over already
+                    queue.popleft()
+                if not queue:
+                    self._idle = trio.Event()
+                    await self._idle.wait()
+                    self._idle = None
+                    continue
+                await trio.sleep_until(queue[0][0])
+                now = trio.current_time()
+                while queue and queue[0][0] <= now:
+                    _, stream = queue.popleft()
+                    if not _spoke(stream):
+                        stream.nudge()
+        finally:
+            self._running = False
+            self._idle = None
+            while queue:  # no one is left to time these waits: they end now
+                queue.popleft()[1].nudge()
+
+
+def _spoke(stream: EventStream) -> bool:
+    return bool(stream.events) or stream.done
+
+
 class _Request:
     """One HTTP request: its headers (lower-case names), body, and the ASGI callables."""
 
@@ -202,6 +257,7 @@ class StreamableHTTPApp:
         self._nursery: trio.Nursery | None = None
         self._starting: trio.Event | None = None
         self._modern: Connection | None = None
+        self._graces = None if answer_grace_s is None else _Graces(answer_grace_s)
 
     # -- lifetime --------------------------------------------------------------------------
 
@@ -622,11 +678,14 @@ class StreamableHTTPApp:
         starting with its priming event, which is still the first event the client sees (2025-11-25
         basic/transports: the server "SHOULD immediately send an SSE event consisting of an event ID
         and an empty data field"; immediately, here, is once the answer is known not to be alone)."""
-        assert self.answer_grace_s is not None
+        assert self.answer_grace_s is not None and self._graces is not None
         if not stream.events and not stream.done:
             changed = stream.signal()
-            with trio.move_on_after(self.answer_grace_s):
-                await changed.wait()
+            if self._nursery is not None and self._graces.wake_later(stream, self._nursery):
+                await changed.wait()  # a message, or the end of the grace
+            else:
+                with trio.move_on_after(self.answer_grace_s):
+                    await changed.wait()
         if not (stream.done and len(stream.events) == 1 and stream.events[0][0] == 1):
             return False
         await self._json(request, 200, stream.events[0][1])

@@ -112,6 +112,10 @@ class EventStream:
 
     # -- the HTTP side ---------------------------------------------------------------------------
 
+    def nudge(self) -> None:
+        """Wake whoever waits for a change, with nothing changed (a wait whose time is up)."""
+        self._wake()
+
     @property
     def kicks(self) -> int:
         """How often :meth:`drop_connection` was called (a response compares it to its own count)."""

@@ -104,6 +104,41 @@ async def test_an_answer_slower_than_the_grace_comes_on_a_primed_stream() -> Non
         assert json.loads(got[1]["data"])["result"] == text("slow")
 
 
+async def test_graces_end_for_every_waiting_request_among_answered_ones() -> None:
+    """One timer ends the graces: quick answers queued ahead of a slow one, or a queue that ran
+    empty in between, do not keep a slow request waiting past its own grace."""
+    primed = trio.Event()
+
+    async def slow(ctx: RequestContext) -> Any:
+        await primed.wait()
+        return text("slow")
+
+    async def slow_call(client: httpx.AsyncClient, url: str, headers: dict[str, str], rid: int) -> str:
+        nonlocal primed
+        primed = trio.Event()
+        async with client.stream("POST", url, json=call("slow", rid), headers=headers) as streamed:
+            assert streamed.headers["content-type"] == "text/event-stream"
+            got: list[dict[str, str]] = []
+            async for event in sse_events(streamed):
+                got.append(event)
+                primed.set()
+        assert got[0]["data"] == ""  # the priming event: the grace ended before the answer
+        return str(json.loads(got[1]["data"])["result"]["content"][0]["text"])
+
+    async with served(tools_server(quick=_quick, slow=slow), grace=0.05) as (client, url):
+        session = await session_of(client, url)
+        headers = {**BOTH, **session}
+        with trio.fail_after(10):
+            for rid in range(10, 13):
+                reply = await client.post(url, json=call("quick", rid), headers=headers)
+                assert reply.headers["content-type"] == "application/json"
+            assert await slow_call(client, url, headers, 20) == "slow"
+            await trio.sleep(0.2)  # every grace has ended: the timer waits for the next one
+            reply = await client.post(url, json=call("quick", 30), headers=headers)
+            assert reply.json()["result"] == text("quick")
+            assert await slow_call(client, url, headers, 31) == "slow"
+
+
 async def test_a_connection_dropped_within_the_grace_is_resumed() -> None:
     resumed = trio.Event()
 
