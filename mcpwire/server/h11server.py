@@ -393,9 +393,13 @@ class _Connection:
         idle = options.keep_alive_s if self.requests else options.header_timeout_s
         self.deadline = trio.current_time() + idle
         received = 0
+        buffered, closed = conn.trailing_data
+        # nothing read yet on a connection waiting for a request: h11 can only say NEED_DATA
+        waiting = conn.their_state is h11.IDLE and not buffered and not closed
         while True:
             try:
-                event = conn.next_event()
+                event = h11.NEED_DATA if waiting else conn.next_event()
+                waiting = False
             except h11.RemoteProtocolError as exc:
                 log.debug("%s: malformed request: %s", self.peer, _clean(str(exc)))
                 await self._refuse(exc.error_status_hint, "malformed request")
@@ -656,7 +660,7 @@ class _Exchange:
             "raw_path": raw_path,
             "query_string": query,
             "root_path": root,
-            "headers": list(request.headers),
+            "headers": [(name.lower(), value) for name, value in request.headers.raw_items()],
             "client": conn.client,
             "server": conn.local,
             "state": dict(conn.server.state),
