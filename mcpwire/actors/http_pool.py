@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import select
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -91,10 +92,10 @@ class _Connection:
                 return event
             try:
                 if timeout is None:
-                    data = await self.stream.receive_some(READ_SIZE)
+                    data = await self._receive(reader.awaiting_head)
                 else:
                     with trio.fail_after(timeout):
-                        data = await self.stream.receive_some(READ_SIZE)
+                        data = await self._receive(reader.awaiting_head)
             except trio.TooSlowError as exc:
                 raise httpx.ReadTimeout(f"no answer within {timeout:g} s", request=request) from exc
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -103,6 +104,27 @@ class _Connection:
                 reader.feed(data)
             else:
                 reader.feed_eof()
+
+    async def _receive(self, fresh: bool) -> bytes | bytearray:
+        """The next bytes read (b"" at the end of the stream). On a plain socket, a read for an
+        answer not yet begun (``fresh``) waits for the socket first and reads once, instead of
+        trying a read that would fail, then waiting, then reading."""
+        stream = self.stream
+        if type(stream) is not trio.SocketStream:
+            return await stream.receive_some(READ_SIZE)
+        sock = stream.socket
+        if fresh:
+            await trio.lowlevel.wait_readable(sock)
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            fd = sock.fileno()
+            if fd < 0:
+                raise trio.ClosedResourceError("the connection was closed")
+            try:
+                return os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(sock)
 
     async def close(self) -> None:
         """Closes the connection at once (no TLS goodbye waited for)."""
@@ -349,7 +371,19 @@ class PooledTransport(httpx.AsyncBaseTransport):
 
 
 async def _send(connection: _Connection, request: httpx.Request | None, data: bytes, timeout: float | None) -> None:
+    """Sends ``data``: on a plain socket, what it takes at once is written directly (a small
+    request nearly always goes whole, with no deadline scope to set up); the rest is sent under
+    the write timeout."""
+    stream = connection.stream
     try:
+        if type(stream) is trio.SocketStream:
+            try:
+                sent = os.write(stream.socket.fileno(), data)
+            except BlockingIOError:
+                sent = 0
+            if sent == len(data):
+                return
+            data = data[sent:]
         if timeout is None:
             await connection.stream.send_all(data)
         else:

@@ -134,6 +134,11 @@ class ResponseReader:
         self._head_request = head_request
 
     @property
+    def awaiting_head(self) -> bool:
+        """Whether nothing of the awaited response has been read yet."""
+        return self._state == _HEAD and not self._buffer
+
+    @property
     def complete(self) -> bool:
         """Whether the current response has been read to its end."""
         return self._state == _DONE
