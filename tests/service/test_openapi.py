@@ -21,6 +21,7 @@ from _host_fakes import Factory, FakeServer  # the host tests' fakes
 
 from mcpwire.client import open_client
 from mcpwire.host import ServerConfig
+from mcpwire.host.config import parse_server
 from mcpwire.service.api import API
 from mcpwire.service.api.types import ServerEntry, ToolCallIn
 from mcpwire.service.settings import Secret, Settings
@@ -72,16 +73,22 @@ print("ok")
     assert (proc.returncode, proc.stdout.strip()) == (0, "ok"), proc.stderr
 
 
-@asynccontextmanager
-async def _only_config_servers(config: ServerConfig) -> AsyncIterator[Any]:
-    """Starts the servers of the config file; the commands and URLs the fuzzer POSTs are never
-    run or reached: those servers are in-process fakes without tools."""
-    if config.description != "schemathesis backend":
-        async with Factory(FakeServer(config.name, tools=[]))(config) as fake:
-            yield fake
-        return
-    async with open_client(config.to_spec(), timeout=config.policy.timeout_seconds) as client:
-        yield client
+def _only_config_servers(real: Any) -> Any:
+    """A client factory that starts only the config file's server (``real``, its spec): every
+    server the fuzzer POSTs is an in-process fake without tools, its command never run, its URL
+    never reached. The fuzzer may copy the real entry's fields (its stateful phase does), so the
+    spec is compared whole: anything else, a new name or working directory included, is a fake."""
+
+    @asynccontextmanager
+    async def factory(config: ServerConfig) -> AsyncIterator[Any]:
+        if config.to_spec() != real:
+            async with Factory(FakeServer(config.name, tools=[]))(config) as fake:
+                yield fake
+            return
+        async with open_client(real, timeout=config.policy.timeout_seconds) as client:
+            yield client
+
+    return factory
 
 
 async def _schemathesis(url: str, report: Path, *extra: str) -> tuple[int, str]:
@@ -111,8 +118,9 @@ async def _schemathesis(url: str, report: Path, *extra: str) -> tuple[int, str]:
 async def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_path: Path, secured: bool) -> None:
     # the demo server's tools that sleep, exit, or build huge answers on request are left out:
     # their 504/503 would be about the backend, not the API
-    entry = {**demo_entry(), "description": "schemathesis backend", "disabled_tools": ["slow", "crash", "big"]}
+    entry = {**demo_entry(), "disabled_tools": ["slow", "crash", "big"]}
     config = write_config(tmp_path / "mcp.json", {"demo": entry})
+    real = parse_server("demo", entry).to_spec()
     settings = Settings(port=0, rate_limit=0, token=Secret(TOKEN) if secured else None)
     headers = {"Authorization": f"Bearer {TOKEN}"} if secured else {}
     async with running_service(
@@ -120,7 +128,7 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_pa
         config,
         settings=settings,
         headers=headers,
-        host_options={"client_factory": _only_config_servers, "backoff_base": 5.0},
+        host_options={"client_factory": _only_config_servers(real), "backoff_base": 5.0},
     ) as svc:
         extra = ["-H", f"Authorization: Bearer {TOKEN}"] if secured else []
         with trio.fail_after(240):
