@@ -27,7 +27,6 @@ this transport only when no proxy applies to its URL.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import select
@@ -41,8 +40,6 @@ import trio
 from ..protocol import http1
 
 __all__ = ["DirectSender", "PooledTransport"]
-
-log = logging.getLogger("mcpwire.http")
 
 READ_SIZE: Final = 65536
 #: the most bytes a response's status line and headers may take

@@ -30,12 +30,14 @@ __all__ = [
     "NEED_DATA",
     "Head",
     "LocalProtocolError",
+    "TOKEN",
     "RemoteProtocolError",
     "ResponseReader",
     "encode_request",
 ]
 
-_TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+#: a header name or method (RFC 9110 token)
+TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
 _BAD_VALUE: Final = re.compile(rb"[\x00\r\n]")
 _BAD_TARGET: Final = re.compile(rb"[\x00-\x20\x7f]")
 _STATUS_LINE: Final = re.compile(rb"HTTP/(1\.[01]) ([0-9]{3})(?: ([\t\x20-\x7e\x80-\xff]*))?")
@@ -84,13 +86,13 @@ def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]
         LocalProtocolError: the method, target, a header name or a value is not valid.
     """
     verb = method.encode("ascii", "replace")
-    if not _TOKEN.fullmatch(verb):
+    if not TOKEN.fullmatch(verb):
         raise LocalProtocolError(f"illegal method {method!r}")
     if not target or _BAD_TARGET.search(target):
         raise LocalProtocolError(f"illegal request target {target!r}")
     parts = [verb, b" ", target, b" HTTP/1.1\r\n"]
     for name, value in headers:
-        if not _TOKEN.fullmatch(name):
+        if not TOKEN.fullmatch(name):
             raise LocalProtocolError(f"illegal header name {name!r}")
         if _BAD_VALUE.search(value):
             raise LocalProtocolError(f"illegal header value {value!r}")
@@ -205,7 +207,7 @@ class ResponseReader:
         headers: list[tuple[bytes, bytes]] = []
         for line in lines[1:]:
             name, colon, value = line.partition(b":")
-            if not colon or not _TOKEN.fullmatch(name):
+            if not colon or not TOKEN.fullmatch(name):
                 raise RemoteProtocolError(f"illegal header line: {line[:100]!r}")
             value = value.strip(b" \t")
             if b"\r" in value or b"\x00" in value:

@@ -54,6 +54,7 @@ from urllib.parse import unquote
 import h11
 import trio
 
+from ..protocol.http1 import TOKEN
 from ..redaction import clean_terminal, shorten
 from .asgi import Receive, Scope, Send
 
@@ -78,8 +79,7 @@ _NEVER: Final = float("inf")
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
-#: h11's rules for a header name and value (RFC 9110 token; field-value without NUL, CR or LF)
-_FIELD_NAME: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+#: h11's rule for a header value (field-value without NUL, CR or LF); a name is a TOKEN
 _FIELD_VALUE: Final = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
 #: response headers that change the framing or the connection: such a response goes through h11
 _FRAMING_HEADERS: Final = frozenset({b"connection", b"transfer-encoding", b"host"})
@@ -797,7 +797,7 @@ class _Exchange:
             if (
                 type(name) is not bytes
                 or type(value) is not bytes
-                or _FIELD_NAME.fullmatch(name) is None
+                or TOKEN.fullmatch(name) is None
                 or _FIELD_VALUE.fullmatch(value) is None
             ):
                 return False
