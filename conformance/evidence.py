@@ -55,7 +55,8 @@ MAX_EVENTS: Final = 200
 STDERR_TAIL_BYTES: Final = 400
 #: what a recorded direction means in the evidence
 DIRECTIONS: Final = {">": "sent", "<": "received", "!": "event"}
-_URL_IN_TEXT = re.compile(r"\bhttps?://[^\s\"'<>]+", re.IGNORECASE)
+# A URL inside prose ends before the punctuation that follows it ("cannot reach URL: reason").
+_URL_IN_TEXT = re.compile(r"\bhttps?://[^\s\"'<>]*[^\s\"'<>:;,.!?)]", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,6 +201,14 @@ def test_unreachable_url_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err.startswith(f"mcpwire check: cannot reach {url}: ")
 
 
+def test_unreachable_url_with_credentials_is_redacted_and_keeps_its_colon(capsys: pytest.CaptureFixture[str]) -> None:
+    port = _closed_port()
+    assert main(["-q", f"http://user:hunter22@127.0.0.1:{port}/mcp?api_key=s3cr3t-value"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"mcpwire check: cannot reach http://***@127.0.0.1:{port}/mcp?api_key=***: "), err
+    assert "hunter22" not in err and "s3cr3t-value" not in err
+
+
 async def test_http_server_from_mcp_json_with_headers_and_an_era_pin(tmp_path: Path) -> None:
     import trio
 
