@@ -8,7 +8,11 @@ binds with :func:`trio.open_tcp_listeners` (port 0 and IPv6 work), reports the b
 Each connection is **one task** and one :class:`h11.Connection`; nothing else is spawned per
 request. The task reads a request head (bounded in size by h11's ``max_incomplete_event_size``
 and in time by ``header_timeout_s`` from its first byte, so a slowloris client is answered 408),
-then awaits the app directly with a ``receive``/``send`` pair bound to that exchange:
+then awaits the app directly with a ``receive``/``send`` pair bound to that exchange. A simple
+request that arrives whole in one read (HTTP/1.1 with a ``Content-Length`` body, the shape of
+nearly every MCP call) is read by :func:`~mcpwire.protocol.http1.read_simple_request`, which
+accepts only what h11 reads the same way; h11 is given its bytes later only if it must write the
+response (a stream, say), so a small fixed-length answer costs no h11 work at all.
 
 - ``receive`` parses the request body on demand (Content-Length or chunked; an
   ``Expect: 100-continue`` client gets its ``100 Continue`` on the first read, so a body the
@@ -54,7 +58,7 @@ from urllib.parse import unquote
 import h11
 import trio
 
-from ..protocol.http1 import TOKEN
+from ..protocol.http1 import TOKEN, SimpleRequest, read_simple_request
 from ..redaction import clean_terminal, shorten
 from .asgi import Receive, Scope, Send
 
@@ -76,6 +80,7 @@ CLOSE_LINGER_S: Final = 1.0
 #: how often the sweeper looks for connections past their deadline (the timeouts' resolution)
 SWEEP_INTERVAL_S: Final = 0.5
 _NEVER: Final = float("inf")
+_H11Request = h11.Request  # (inside _Connection, ``h11`` names its property)
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
@@ -321,7 +326,12 @@ class _Connection:
     def __init__(self, server: _Server, stream: trio.SocketStream) -> None:
         self.server = server
         self.stream = stream
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=server.options.max_header_bytes)
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=server.options.max_header_bytes)
+        #: the bytes of a request read without h11 (:func:`read_simple_request`) and of any read
+        #: after it, which h11 has not seen; it is given them only when it must write a response
+        self._unseen: bytes | None = None
+        #: how many of those bytes the request took
+        self._unseen_request = 0
         #: cancelled at shutdown (idle or streaming) and when a wait on the client expires
         self.cancel_scope = trio.CancelScope()
         #: when the current wait on the client (head, body, write, idle) ends the connection
@@ -344,6 +354,33 @@ class _Connection:
         self._gone_event: trio.Event | None = None
         self._watch_scope: trio.CancelScope | None = None
         self.requests = 0
+
+    @property
+    def h11(self) -> h11.Connection:
+        """The connection's h11 state, caught up with a request it has not seen yet."""
+        if self._unseen is not None:
+            self._catch_up()
+        return self._h11
+
+    def _catch_up(self) -> None:
+        """Gives h11 the request read without it: h11 reads it as the shortcut did (the shortcut
+        accepts only such requests), and is then ready to write the response."""
+        data, self._unseen = self._unseen, None
+        assert data is not None
+        conn = self._h11
+        conn.receive_data(data)
+        event = conn.next_event()
+        while type(event) is h11.Request or type(event) is h11.Data:
+            event = conn.next_event()
+        if type(event) is not h11.EndOfMessage:  # pragma: no cover - the shortcut reads as h11 does
+            raise RuntimeError(f"h11 did not read a simple request as one: {event!r}")
+
+    def keep(self, data: bytes) -> None:
+        """Bytes read after the request (a pipelined one), for the next cycle."""
+        if self._unseen is not None:
+            self._unseen += data
+        else:
+            self._h11.receive_data(data)
 
     def expire(self) -> None:
         self.expired = True
@@ -387,8 +424,9 @@ class _Connection:
 
     # -- the request head ----------------------------------------------------------------
 
-    async def _next_request(self) -> h11.Request | None:
-        """The next request head, or None when the connection is to close (answered if need be)."""
+    async def _next_request(self) -> _H11Request | SimpleRequest | None:
+        """The next request head (a simple request whole), or None when the connection is to close
+        (answered if need be)."""
         conn, options = self.h11, self.server.options
         idle = options.keep_alive_s if self.requests else options.header_timeout_s
         self.deadline = trio.current_time() + idle
@@ -396,6 +434,7 @@ class _Connection:
         buffered, closed = conn.trailing_data
         # nothing read yet on a connection waiting for a request: h11 can only say NEED_DATA
         waiting = conn.their_state is h11.IDLE and not buffered and not closed
+        first = waiting  # the next read starts a request: it may be a simple one, read whole
         while True:
             try:
                 event = h11.NEED_DATA if waiting else conn.next_event()
@@ -408,6 +447,14 @@ class _Connection:
                 if not self.in_head and conn.trailing_data[0]:  # part of a pipelined head
                     self._head_started()
                 data = await self.stream.receive_some(RECV_BYTES)
+                if first:
+                    first = False
+                    simple = read_simple_request(data, options.max_header_bytes) if data else None
+                    if simple is not None:
+                        self._unseen, self._unseen_request = data, simple.size
+                        self.deadline = _NEVER
+                        self.requests += 1
+                        return simple
                 if data and not self.in_head:
                     self._head_started()
                 received += len(data)
@@ -474,12 +521,17 @@ class _Connection:
 
     async def _next_cycle(self, exchange: _Exchange) -> bool:
         """Whether the connection can carry another request (skipping a small unread body)."""
-        conn = self.h11
         if exchange.bypassed and not (self.must_close or self.gone):
+            if self._unseen is not None:
+                # h11 saw neither the request nor the response: it goes on from the bytes after them
+                rest, self._unseen = self._unseen[self._unseen_request :], None
+                if rest:
+                    self._h11.receive_data(rest)
+                return True
             # h11 read the whole request but did not see the response: a new h11 connection
             # goes on from the bytes read after the request
-            data, closed = conn.trailing_data
-            self.h11 = fresh = h11.Connection(
+            data, closed = self._h11.trailing_data
+            self._h11 = fresh = h11.Connection(
                 h11.SERVER, max_incomplete_event_size=self.server.options.max_header_bytes
             )
             if data:
@@ -487,7 +539,10 @@ class _Connection:
             if closed:
                 fresh.receive_data(b"")
             return True
-        if self.must_close or self.gone or conn.our_state is not h11.DONE:
+        if self.must_close or self.gone:
+            return False
+        conn = self.h11
+        if conn.our_state is not h11.DONE:
             return False
         if conn.their_state is h11.SEND_BODY and not conn.they_are_waiting_for_100_continue:
             await exchange.skip_body()
@@ -587,7 +642,7 @@ class _Connection:
                     self.mark_gone()
                     return
                 buffered += len(data)
-                self.h11.receive_data(data)
+                self.keep(data)
             await trio.sleep_forever()  # the client keeps sending: stop reading, wait for the end
 
     async def _receive_when_readable(self) -> bytes:
@@ -634,9 +689,21 @@ class _Connection:
 class _Exchange:
     """One request and its response: the ASGI scope, ``receive`` and ``send``."""
 
-    __slots__ = ("body_done", "bypassed", "complete", "conn", "direct", "head", "is_head", "scope", "started")
+    __slots__ = (
+        "body_done",
+        "bypassed",
+        "complete",
+        "conn",
+        "direct",
+        "head",
+        "is_head",
+        "scope",
+        "simple",
+        "simple_body",
+        "started",
+    )
 
-    def __init__(self, conn: _Connection, request: h11.Request) -> None:
+    def __init__(self, conn: _Connection, request: h11.Request | SimpleRequest) -> None:
         self.conn = conn
         self.started = False
         self.complete = False
@@ -646,6 +713,13 @@ class _Exchange:
         self.direct: tuple[int, list[tuple[bytes, bytes]], bytes] | None = None
         #: the response was written by hand: h11 did not see it (the next request needs a new one)
         self.bypassed = False
+        #: read whole without h11: the body is at hand, and h11 catches up only if it must
+        self.simple = type(request) is SimpleRequest
+        self.simple_body: bytes | None = None
+        if isinstance(request, SimpleRequest):
+            headers, self.simple_body = request.headers, request.body
+        else:
+            headers = [(name.lower(), value) for name, value in request.headers.raw_items()]
         method = request.method.decode("ascii")
         self.is_head = method == "HEAD"
         raw_path, query = _split_target(request.target)
@@ -660,7 +734,7 @@ class _Exchange:
             "raw_path": raw_path,
             "query_string": query,
             "root_path": root,
-            "headers": [(name.lower(), value) for name, value in request.headers.raw_items()],
+            "headers": headers,
             "client": conn.client,
             "server": conn.local,
             "state": dict(conn.server.state),
@@ -673,6 +747,10 @@ class _Exchange:
             if not self.complete and not self.conn.gone:
                 await self.conn.wait_gone()
             return _DISCONNECT
+        if self.simple_body is not None:
+            body, self.simple_body = self.simple_body, None
+            self.body_done = True
+            return {"type": "http.request", "body": body, "more_body": False}
         conn = self.conn.h11
         if conn.they_are_waiting_for_100_continue:
             await self.conn.write(conn.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")))
@@ -727,14 +805,14 @@ class _Exchange:
             if self.conn.gone:
                 self.complete = not more
                 return
-            conn = self.conn.h11
-            if self.direct is not None and not more and conn.their_state is h11.DONE:
+            if self.direct is not None and not more and (self.simple or self.conn.h11.their_state is h11.DONE):
                 status, headers, length = self.direct
                 if length == b"%d" % len(body):
                     self.direct = None
                     self.complete = self.bypassed = True
                     await self.conn.write(_response_head(status, headers) + body)
                     return
+            conn = self.conn.h11
             data = self.flush_head()
             if body and not self.is_head:
                 data += conn.send(h11.Data(data=body))

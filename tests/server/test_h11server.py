@@ -410,6 +410,72 @@ async def test_a_request_pipelined_behind_a_stream_is_served_after_it() -> None:
     assert seen == []  # the client stayed: no disconnect was reported
 
 
+async def test_a_simple_request_answered_at_a_fixed_length_costs_h11_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[object] = []
+    next_event = h11.Connection.next_event
+
+    def counted(conn: h11.Connection) -> Any:
+        events.append(event := next_event(conn))
+        return event
+
+    monkeypatch.setattr(h11.Connection, "next_event", counted)
+    async with serving(echo) as [url], connect(url) as client:
+        for n in range(3):
+            await client.send(request("POST", f"/n/{n}", body=b"{}"))
+            reply = await client.read_response()
+            assert json.loads(reply.body) == {"method": "POST", "path": f"/n/{n}", "query": "", "body": "{}"}
+        assert events == []  # read by the shortcut, answered by hand: h11 never ran
+        await client.send(request("POST", "/chunked", Transfer_Encoding="chunked")[:-2] + b"\r\n3\r\nabc\r\n0\r\n\r\n")
+        reply = await client.read_response()
+        assert json.loads(reply.body)["body"] == "abc"
+        assert events  # not simple: h11 read it, on the same connection
+
+
+async def test_a_simple_request_answered_by_a_stream_then_more_on_the_connection() -> None:
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = await read_body(receive)
+        if scope["path"] == "/stream":  # h11 catches up with the request to write this response
+            sse = [(b"content-type", b"text/event-stream")]
+            await send({"type": "http.response.start", "status": 200, "headers": sse})
+            await send({"type": "http.response.body", "body": b"data: " + body + b"\n\n", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await respond(send, 200, body)
+
+    async with serving(app) as [url], connect(url) as client:
+        for n in range(2):
+            await client.send(request("POST", "/stream", body=b"s%d" % n) + request("POST", "/plain", body=b"p%d" % n))
+            status, _, headers = await client.read_head()
+            assert (status, headers["transfer-encoding"]) == (200, "chunked")
+            assert await client.read_chunk() == b"data: s%d\n\n" % n
+            assert await client.read_chunk() == b""
+            assert (await client.read_response()).body == b"p%d" % n
+
+
+async def test_a_request_pipelined_while_the_app_watches_a_simple_one_is_served_after_it() -> None:
+    arrived = trio.Event()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = await read_body(receive)
+        if scope["path"] == "/first":
+            with trio.move_on_after(0.3):  # watching for a disconnect reads the next request (kept)
+                await receive()
+            arrived.set()
+        await respond(send, 200, body)
+
+    async with serving(app) as [url], connect(url) as client:
+        await client.send(request("POST", "/first", body=b"one"))
+        await trio.sleep(0.05)
+        await client.send(request("POST", "/second", body=b"two") + request("GET", "/third"))
+        with trio.fail_after(5):
+            await arrived.wait()
+            assert [(await client.read_response()).body for _ in range(3)] == [b"one", b"two", b""]
+
+
 async def test_the_app_raising_before_its_response_gives_500_and_keeps_the_connection(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
