@@ -86,6 +86,9 @@ _DISCONNECT: Final = {"type": "http.disconnect"}
 _REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
 #: h11's rule for a header value (field-value without NUL, CR or LF); a name is a TOKEN
 _FIELD_VALUE: Final = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+#: response headers found valid (:func:`_valid_field`), at most MAX_VALID_FIELDS of them
+_VALID_FIELDS: Final[set[tuple[bytes, bytes]]] = set()
+MAX_VALID_FIELDS: Final = 1024
 #: response headers that change the framing or the connection: such a response goes through h11
 _FRAMING_HEADERS: Final = frozenset({b"connection", b"transfer-encoding", b"host"})
 
@@ -171,6 +174,21 @@ def _response_head(status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
         parts += (name, b": ", value, b"\r\n")
     parts.append(b"\r\n")
     return b"".join(parts)
+
+
+def _valid_field(name: object, value: object) -> bool:
+    """Whether h11 would write this response header as it is (a token name, a valid value).
+    The same few headers come back on every response: those found valid are remembered."""
+    if type(name) is not bytes or type(value) is not bytes:
+        return False
+    if (name, value) in _VALID_FIELDS:
+        return True
+    if TOKEN.fullmatch(name) is None or _FIELD_VALUE.fullmatch(value) is None:
+        return False
+    if len(_VALID_FIELDS) >= MAX_VALID_FIELDS:
+        _VALID_FIELDS.clear()
+    _VALID_FIELDS.add((name, value))
+    return True
 
 
 def _head_size(request: h11.Request) -> int:
@@ -872,12 +890,7 @@ class _Exchange:
         if type(length) is not bytes or not length.isdigit() or len(length) > 18:
             return False
         for name, value in headers:
-            if (
-                type(name) is not bytes
-                or type(value) is not bytes
-                or TOKEN.fullmatch(name) is None
-                or _FIELD_VALUE.fullmatch(value) is None
-            ):
+            if not _valid_field(name, value):
                 return False
         for name, value in self.scope["headers"]:  # h11's keep-alive rule for the request
             if name == b"connection" and b"close" in [token.strip() for token in value.lower().split(b",")]:
