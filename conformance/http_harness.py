@@ -21,6 +21,13 @@ to the last event id seen; the resumed stream's messages become frames, so a che
 response gets it. The POST's :class:`HttpReply` keeps what came on it, so the checks can still see
 that the stream was closed early.
 
+A 429 Too Many Requests is the server's rate limit, not its answer: every request (the raw verbs,
+the background POSTs of ``send``, resumption GETs, the HTTP+SSE stream) waits it out and is sent
+again through :func:`.ratelimit.send_patiently`, bounded in attempts, per wait, in all and by the
+deadline of the caller; a raw verb's read window moves on by the waits. Each 429 is kept with the
+exchange (``rate_limited`` in :meth:`HttpReply.to_dict`) and noted in the exchanges, so a report shows
+that the request was rate-limited and resent; a 429 the checker stopped waiting out is the answer.
+
 Leaving the block cancels open streams and closes the client; with ``delete_session`` it first
 DELETEs a legacy session (2025-11-25 transports: "Clients that no longer need a particular session
 ... SHOULD send an HTTP DELETE"; the checks leave that to SV-24c: a DELETE per check doubles the
@@ -66,6 +73,7 @@ from .harness import (
     new_sent,
     recorded,
 )
+from .ratelimit import RateLimited, send_patiently
 from .sse import SseEvent, SseParser
 
 if TYPE_CHECKING:
@@ -175,6 +183,8 @@ class HttpReply:
     #: the body ended (False when the wire stopped reading first)
     complete: bool = False
     error: str | None = None
+    #: every 429 Too Many Requests answer to this request, in order (see :mod:`.ratelimit`)
+    rate_limited: list[RateLimited] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -226,6 +236,7 @@ class HttpReply:
             ],
             "complete": self.complete,
             "error": self.error,
+            **({"rate_limited": [r.to_dict() for r in self.rate_limited]} if self.rate_limited else {}),
         }
 
 
@@ -412,10 +423,13 @@ class HttpWire(WireBase):
         stop: Callable[[HttpReply], bool] | None = None,
         foreground: bool = False,
         resume: bool = False,
+        window: trio.CancelScope | None = None,
         task_status: Any = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Perform ``reply``'s request and read its answer (until ``stop`` says enough); with
-        ``resume``, a stream closed before the answer to ``rid`` is resumed (:meth:`_resume`).
+        ``resume``, a stream closed before the answer to ``rid`` is resumed (:meth:`_resume`). A 429
+        is waited out and the request sent again (:func:`.ratelimit.send_patiently`, moving
+        ``window`` on by each wait); the started task reports once the final answer's headers are in.
 
         Raises:
             TargetUnreachable: (``foreground`` only) the connection cannot be made at all.
@@ -424,10 +438,7 @@ class HttpWire(WireBase):
 
         started = False
         try:
-            request = self.client.build_request(
-                reply.method, reply.url, headers=reply.request_headers, content=reply.request_body
-            )
-            response = await self.client.send(request, stream=True)
+            response = await self._send_patiently(reply, window)
         except httpx.TransportError as exc:
             reply.error = f"{type(exc).__name__}: {exc}"
             self.note(f"{reply.label} failed: {reply.error}")
@@ -483,6 +494,26 @@ class HttpWire(WireBase):
         answered = rid is None or reply.answers(rid)
         if not answered and not (resume and await self._resume(reply, rid)):
             self._ended(rid, reply)
+
+    async def _send_patiently(self, reply: HttpReply, window: trio.CancelScope | None = None) -> httpx.Response:
+        """Send ``reply``'s request (streamed), waiting out 429 answers; each is kept with the reply
+        and noted in the exchanges.
+
+        Raises:
+            httpx.TransportError: the request could not be sent.
+        """
+
+        async def send() -> httpx.Response:
+            request = self.client.build_request(
+                reply.method, reply.url, headers=reply.request_headers, content=reply.request_body
+            )
+            return await self.client.send(request, stream=True)
+
+        def limited(answer: RateLimited) -> None:
+            reply.rate_limited.append(answer)
+            self.exchanges.append(Exchange("<", recorded(answer.line(reply.label)), self._now()))
+
+        return await send_patiently(send, on_limited=limited, window=window)
 
     async def _resume(self, post: HttpReply, rid: Any) -> bool:
         """Resume the legacy SSE stream of ``post`` until the answer to ``rid`` comes; True if it did.
@@ -558,6 +589,11 @@ class HttpWire(WireBase):
         if rid is None or self._send is None:
             return
         summary = f"HTTP {reply.status}" if reply.status is not None else f"no HTTP answer ({reply.error})"
+        if reply.rate_limited:
+            last = reply.rate_limited[-1]
+            summary += f" (rate-limited: {len(reply.rate_limited)} times 429" + (
+                f", then not resent {last.gave_up})" if last.gave_up is not None else ", then answered)"
+            )
         if reply.body and not reply.is_sse:
             summary += f" with body {_shown(reply.body)[:200]!r}"
         try:
@@ -623,7 +659,7 @@ class HttpWire(WireBase):
         self, reply: HttpReply, timeout: float, stop: Callable[[HttpReply], bool] | None, *, to_frames: bool = True
     ) -> None:
         with trio.move_on_after(timeout) as scope:
-            await self._exchange(reply, stream_to_frames=to_frames, rid=None, stop=stop, foreground=True)
+            await self._exchange(reply, stream_to_frames=to_frames, rid=None, stop=stop, foreground=True, window=scope)
         if scope.cancelled_caught:
             self.note(f"{reply.label}: stopped reading after {timeout:g} s")
 
@@ -650,13 +686,15 @@ def _reply_size(reply: HttpReply) -> int:
     return len(reply.body) + len(reply.request_body) + 256
 
 
-async def _read_sse_transport(wire: HttpWire, reply: HttpReply, ready: trio.Event) -> None:
-    """The 2024-11-05 GET stream: the endpoint event, then every server message."""
+async def _read_sse_transport(
+    wire: HttpWire, reply: HttpReply, ready: trio.Event, waiting: trio.CancelScope | None = None
+) -> None:
+    """The 2024-11-05 GET stream: the endpoint event, then every server message (``waiting``: the
+    scope that waits for the endpoint, moved on while a 429 is waited out)."""
     import httpx
 
     try:
-        request = wire.client.build_request("GET", reply.url, headers=reply.request_headers)
-        response = await wire.client.send(request, stream=True)
+        response = await wire._send_patiently(reply, waiting)
     except httpx.ConnectError as exc:
         reply.error = str(exc)
         ready.set()
@@ -756,8 +794,9 @@ async def open_http_wire(
                     if transport == "sse":
                         ready = trio.Event()
                         stream = wire._new_reply("GET", url, {"Accept": "text/event-stream", **wire.extra_headers}, b"")
-                        nursery.start_soon(_read_sse_transport, wire, stream, ready)
-                        with trio.move_on_after(connect_timeout):
+                        waiting = trio.CancelScope(deadline=trio.current_time() + connect_timeout)
+                        nursery.start_soon(_read_sse_transport, wire, stream, ready, waiting)
+                        with waiting:
                             await ready.wait()
                         if wire.refused is not None:
                             wire.refused.exchanges = list(wire.exchanges)

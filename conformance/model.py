@@ -121,7 +121,8 @@ class Result:
     tags: list[str] = field(default_factory=list)
     #: HTTP targets: every HTTP exchange of a failed/warned check, as dicts with method, url,
     #: request_headers, request_body, status, response_headers, content_type, body, events
-    #: (event, id, retry, data), complete, error; credentials redacted as "***"
+    #: (event, id, retry, data), complete, error, and rate_limited (the 429 answers waited out, when
+    #: there were any); credentials redacted as "***"
     http_exchanges: list[dict[str, Any]] = field(default_factory=list)
     #: the transport the check ran over: "stdio", "http" or "sse"
     transport: str = "stdio"

@@ -195,6 +195,9 @@ def _http_html(r: Result) -> str:
             k: v for k, v in e["response_headers"].items() if k in _RESPONSE_HEADERS_SHOWN or k.startswith("mcp-")
         }
         parts = [line]
+        limited = _rate_limited_text(e.get("rate_limited"))
+        if limited:
+            parts.append(f'<pre class="rate-limited" aria-label="rate-limited">{_h(limited)}</pre>')
         if request:
             rows = "".join(f"<dt>{_h(k)}</dt><dd>{_h(v)}</dd>" for k, v in request.items())
             parts.append(f'<dl class="req" aria-label="request headers">{rows}</dl>')
@@ -216,6 +219,20 @@ def _http_html(r: Result) -> str:
             parts.append(f'<pre class="resp-body">{_h(str(e["body"])[:MAX_PAYLOAD_CHARS])}</pre>')
         items.append(f"<li>{''.join(parts)}</li>")
     return f'<div class="http"><h4>HTTP exchanges</h4><ol>{"".join(items)}</ol></div>'
+
+
+def _rate_limited_text(answers: Any) -> str:
+    """The 429 answers an HTTP exchange waited out (see :mod:`conformance.ratelimit`), a line each."""
+    if not isinstance(answers, list):
+        return ""
+    lines = []
+    for a in answers[:MAX_PAYLOAD_LINES]:
+        if not isinstance(a, Mapping):
+            continue
+        asked = f"Retry-After: {a.get('retry_after')!r}" if a.get("retry_after") is not None else "no Retry-After"
+        done = f"resent after {a.get('waited_s')} s" if a.get("resent") else f"not resent ({a.get('gave_up')})"
+        lines.append(f"429 Too Many Requests ({asked}), attempt {a.get('attempt')}: {done}")
+    return "\n".join(lines)
 
 
 def _attrs(r: Result) -> str:
