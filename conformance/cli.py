@@ -50,6 +50,7 @@ from mcpwire.cliargs import (
     EXIT_SIGTERM,
     UsageError,
     add_target_options,
+    interruption,
     load_target_config,
     output_file,
     resolve_target,
@@ -426,3 +427,8 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"mcpwire check: cannot read the baseline: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    except BaseException as exc:  # a Ctrl+C outside the runs (at the trust question), bare or in groups
+        if interruption(exc) is None:
+            raise
+        _interrupted(EXIT_SIGINT)
+        return EXIT_SIGINT

@@ -46,6 +46,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from mcpwire.cliargs import interruption
 from mcpwire.redaction import SecretValues, clean_terminal, is_secret_name, redact_argv, redact_url, shorten
 from mcpwire.transports import split_header
 
@@ -650,8 +651,11 @@ def main(argv: Sequence[str]) -> int:
     except UsageError as exc:
         out.err(f"mcpwire fuzz: {exc}")
         return 2
-    except (_Interrupted, KeyboardInterrupt) as exc:
-        signum = exc.signum if isinstance(exc, _Interrupted) else signal.SIGINT
+    except BaseException as exc:  # a signal, bare or inside exception groups; anything else goes on
+        interrupt = interruption(exc, (_Interrupted, KeyboardInterrupt))
+        if interrupt is None:
+            raise
+        signum = interrupt.signum if isinstance(interrupt, _Interrupted) else signal.SIGINT
         stopped = end_every_process()
         name = signal.Signals(signum).name
         out.err(f"mcpwire fuzz: interrupted ({name}); stopped {stopped} server process(es) still running")

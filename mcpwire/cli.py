@@ -25,9 +25,11 @@ from typing import Any, Final, NoReturn, TextIO
 
 from ._version import __version__
 from .cliargs import (
+    EXIT_SIGINT,
     UsageError,
     add_target_options,
     find_target_config,
+    interruption,
     is_url,
     key_values,
     load_target_config,
@@ -459,8 +461,9 @@ EXIT_BROKEN_PIPE: Final = 141
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mcpwire`` console script."""
+    words = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        return _main(words)
     except BrokenPipeError:
         # The servers were shut down on the way out; say nothing more to a closed pipe.
         import os
@@ -468,6 +471,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except BaseException as exc:
+        # A Ctrl+C no command turned into its exit status (at a question, or before its trio run
+        # began), bare or inside exception groups: one line, no traceback.
+        if interruption(exc) is None:
+            raise
+        name = _command_first(words)[0] if words else ""
+        shown = f"mcpwire {name}" if name in _COMMANDS or name in _DELEGATED else "mcpwire"
+        sys.stderr.write(f"{shown}: interrupted\n")
+        return EXIT_SIGINT
 
 
 def _command_first(argv: list[str]) -> tuple[str, list[str]]:

@@ -19,7 +19,9 @@ file and content hash in the user's data directory; ``--yes`` (or ``--trust``) a
 
 :func:`run_cli` runs a trio main so that SIGINT and SIGTERM cancel it: the servers it started are
 shut down in order (close stdin, SIGTERM, SIGKILL, each bounded) and the exit status is 130 or 143,
-with no traceback.
+with no traceback. A Ctrl+C that arrives where no signal receiver is installed becomes a
+``KeyboardInterrupt``, which trio may hand over wrapped in exception groups, nested;
+:func:`interruption` finds it there, so every entry point treats it as a bare one.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ __all__ = [
     "confirm_project_config",
     "era_options",
     "find_target_config",
+    "interruption",
     "is_url",
     "key_values",
     "load_target_config",
@@ -591,11 +594,57 @@ def load_target_config(
 # -- running --------------------------------------------------------------------------------------
 
 
+def interruption(
+    exc: BaseException, kinds: tuple[type[BaseException], ...] = (KeyboardInterrupt,)
+) -> BaseException | None:
+    """The interrupt ``exc`` is or carries: itself, or the first instance of ``kinds`` inside an
+    exception group at any depth (trio wraps what its tasks raise, so a Ctrl+C can arrive nested).
+
+    When a group carries an interrupt and other errors as well, the interrupt wins (the caller exits
+    as interrupted), and every other error but ``trio.Cancelled`` is logged at ERROR with its
+    traceback, as unexpected errors are: a bug met on the way out is not lost.
+
+    Returns:
+        The interrupt, or ``None`` when ``exc`` carries none (the caller re-raises ``exc``).
+    """
+    found, others = _split(exc, kinds)
+    if not found:
+        return None
+    _log_unexpected(others, "while interrupted")
+    return found[0]
+
+
+def _split(
+    exc: BaseException, kinds: tuple[type[BaseException], ...]
+) -> tuple[list[BaseException], list[BaseException]]:
+    """The leaves of ``exc`` (itself, or what its groups hold at any depth) that are instances of
+    ``kinds``, and the others but ``trio.Cancelled``."""
+    if isinstance(exc, BaseExceptionGroup):
+        found: list[BaseException] = []
+        others: list[BaseException] = []
+        for member in exc.exceptions:
+            more, rest = _split(member, kinds)
+            found += more
+            others += rest
+        return found, others
+    if isinstance(exc, kinds):
+        return [exc], []
+    return [], [] if isinstance(exc, trio.Cancelled) else [exc]
+
+
+def _log_unexpected(errors: Sequence[BaseException], when: str) -> None:
+    for error in errors:
+        log.error("%s: unexpected %s", when, type(error).__name__, exc_info=error)
+
+
 def run_cli(async_main: Callable[[], Awaitable[int | None]]) -> int:
     """Runs a trio main; SIGINT and SIGTERM cancel it cleanly.
 
     On the first signal ``async_main`` is cancelled, so its ``async with`` blocks close the servers
-    it started (bounded; further signals meanwhile are ignored). No traceback is printed.
+    it started (bounded; further signals meanwhile are ignored). No traceback is printed, also for a
+    Ctrl+C that arrives as a ``KeyboardInterrupt`` (before the signal receiver is installed, after it
+    is closed, or raised by ``async_main``), bare or inside exception groups; what else went wrong
+    meanwhile is logged (:func:`interruption`).
 
     Returns:
         What ``async_main`` returned (``None`` is 0), or 130 after SIGINT and 143 after SIGTERM.
@@ -631,12 +680,21 @@ def run_cli(async_main: Callable[[], Awaitable[int | None]]) -> int:
                         failure.append(exc)
                 nursery.cancel_scope.cancel()
 
+    interrupted = False
     try:
         trio.run(guarded)
-    except KeyboardInterrupt:  # a SIGINT before the receiver was installed
-        return EXIT_SIGINT
+    except BaseException as exc:  # a Ctrl+C while no receiver was installed, bare or in groups
+        if interruption(exc) is None:
+            raise
+        interrupted = True
+    if failure and interruption(failure[0]) is not None:
+        interrupted = True
+    elif failure and (received or interrupted):  # the signal decides; an error on the way out is shown
+        _log_unexpected(_split(failure[0], ())[1], "after the signal")
+    elif failure:
+        raise failure[0]
     if received:
         return EXIT_SIGTERM if received[0] == signal.SIGTERM else EXIT_SIGINT
-    if failure:
-        raise failure[0]
+    if interrupted:
+        return EXIT_SIGINT
     return result[0] if result else 0

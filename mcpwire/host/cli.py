@@ -5,9 +5,11 @@
 the servers of a project-local one) and calls :func:`run`; :func:`main` is the same with its own
 parser, for programs that embed these commands. Exit statuses: 0 ok, 1 the tool failed (an
 ``isError`` result, a failed call, a denied call or an open circuit), 2 usage, configuration or
-connection errors. Problems go to stderr; with ``--json`` the output is JSON (errors too:
-``{"error": {"type": ..., "message": ...}}``), with MCP's camelCase keys. Everything a server
-sends is shown through :mod:`mcpwire.host.render`, never raw.
+connection errors; from :func:`main`, 130 and 143 after SIGINT and SIGTERM (the servers are shut
+down first, and a Ctrl+C is never a traceback: :func:`mcpwire.cliargs.run_cli`). Problems go to
+stderr; with ``--json`` the output is JSON (errors too: ``{"error": {"type": ..., "message": ...}}``),
+with MCP's camelCase keys. Everything a server sends is shown through :mod:`mcpwire.host.render`,
+never raw.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Final, TextIO
 import msgspec
 import trio
 
+from ..cliargs import EXIT_SIGINT, EXIT_SIGTERM, run_cli
 from ..client import ClientOptions
 from ..errors import (
     ApprovalDenied,
@@ -732,8 +735,13 @@ def main(command: str, argv: Sequence[str]) -> int:
             config = load_config(path, strict=opts.strict)
         except ConfigError as exc:
             return io.fail(exc, EXIT_USAGE)
-        try:
-            return trio.run(run, command, opts, config, out, err)
-        except KeyboardInterrupt:
-            err.write(f"mcpwire {command}: interrupted\n")
-            return 130
+
+    async def quietly() -> int:
+        with _logging(opts.verbose, err):
+            return await run(command, opts, config, out, err)
+
+    # outside the quiet logging: an error that comes with a Ctrl+C is logged where it is seen
+    code = run_cli(quietly)
+    if code in (EXIT_SIGINT, EXIT_SIGTERM):
+        err.write(f"mcpwire {command}: interrupted\n")
+    return code

@@ -5,8 +5,11 @@
                   [--rate-limit N] [--rate-burst N] [--max-body MiB] [--drain-timeout S]
                   [--http-server builtin|hypercorn] [-v]
 
-Exit status: 0 after a clean shutdown (SIGINT or SIGTERM), 2 when it cannot start (bad options,
-a config file that cannot be read, a database that cannot be opened).
+Exit status: 0 after a clean shutdown (SIGINT or SIGTERM: requests drain, then every server is
+closed; a second one while they drain stops them at once), 2 when it cannot start (bad options,
+a config file that cannot be read, a database that cannot be opened), 130 (143) when SIGINT
+(SIGTERM) arrives while it starts or while it closes its servers: what was started is still closed
+(each step bounded), then it says "interrupted" in one line, never with a traceback.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-import trio
-
+from ..cliargs import EXIT_SIGINT, EXIT_SIGTERM, run_cli
 from ..errors import ConfigError
 from ..redaction import clean_terminal
 from .middleware import TraceFilter
@@ -164,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings=settings, config=args.config, db=args.db, stdio=args.stdio, http_server=args.http_server
     )
     try:
-        return trio.run(serve, options)
+        code = run_cli(lambda: serve(options))
     except (ConfigError, StoreError, OSError, BaseExceptionGroup) as exc:
         cause = _sole(exc)
         if isinstance(cause, ConfigError | StoreError):
@@ -175,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"mcpwire serve: {clean_terminal(message, newlines=False)}", file=sys.stderr)
         return 2
+    if code in (EXIT_SIGINT, EXIT_SIGTERM):
+        print("mcpwire serve: interrupted", file=sys.stderr)
+    return code
 
 
 def _sole(exc: BaseException) -> BaseException:
