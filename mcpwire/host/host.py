@@ -254,9 +254,13 @@ class Host(Calls, Oversight, Reporting):
         if self._state != "running":
             return None
         self._state = "closed"
-        with trio.CancelScope(shield=True):
-            for name in reversed(builtins.list(self._servers)):
-                await self._stop(self._servers[name])
+        interrupted: BaseException | None = None
+        try:
+            with trio.CancelScope(shield=True):
+                for name in reversed(builtins.list(self._servers)):
+                    await self._stop(self._servers[name])
+        except BaseException as error:  # a KeyboardInterrupt while stopping: the nursery still exits
+            interrupted = error
         for stop in self._unlisten:
             stop()
         self._hub.close()
@@ -265,6 +269,11 @@ class Host(Calls, Oversight, Reporting):
         assert self._nursery is not None and self._exit_stack is not None
         self._nursery.cancel_scope.cancel()
         stack, self._exit_stack, self._nursery = self._exit_stack, None, None
+        if interrupted is not None:
+            # the servers not stopped yet are cancelled with the nursery (their processes end),
+            # so no task outlives the block; then the interrupt goes on
+            await stack.__aexit__(type(interrupted), interrupted, interrupted.__traceback__)
+            raise interrupted
         try:
             return await stack.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
