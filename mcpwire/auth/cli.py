@@ -14,12 +14,14 @@ import argparse
 import logging
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import trio
 
+from ..cliargs import run_cli
 from ..redaction import clean_terminal, redact_url
 
 if TYPE_CHECKING:
@@ -141,4 +143,4 @@ def main(argv: list[str] | None = None, *, transport: httpx.AsyncBaseTransport |
             file=sys.stderr,
         )
         return 2
-    return trio.run(_login, args, transport)
+    return run_cli(partial(_login, args, transport))
