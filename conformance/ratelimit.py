@@ -22,17 +22,15 @@ body) is hostile: it is cut here and redacted with the rest of the evidence (:mo
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import logging
-import math
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
+
+from mcpwire.protocol.http1 import retry_after_seconds
 
 if TYPE_CHECKING:
     import httpx
@@ -65,8 +63,6 @@ MAX_SHOWN_CHARS: Final = 200
 _BODY_READ_BYTES: Final = 4096
 #: the longest read of a 429's body (a server may trickle it)
 _BODY_READ_S: Final = 1.0
-# RFC 9110 §10.2.3: delay-seconds = 1*DIGIT (a decimal fraction is read too)
-_DELAY = re.compile(r"^[0-9]{1,10}(\.[0-9]{1,6})?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,23 +107,7 @@ def retry_after(value: str | None, *, now: float | None = None) -> float | None:
     """Seconds a ``Retry-After`` value asks to wait (delay-seconds or an HTTP-date; a date in the
     past is 0), or None when it is absent or cannot be read. ``now`` is the wall clock (epoch
     seconds) an HTTP-date is measured from (default: :func:`time.time`)."""
-    if value is None:
-        return None
-    text = value.strip()
-    if _DELAY.match(text):
-        return float(text)
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when.tzinfo is None:  # RFC 9110 §5.6.7: HTTP-dates are in GMT
-        when = when.replace(tzinfo=datetime.UTC)
-    try:
-        stamp = when.timestamp()
-    except (OverflowError, OSError, ValueError):
-        return None
-    delay = stamp - (time.time() if now is None else now)
-    return max(0.0, delay) if math.isfinite(delay) else None
+    return retry_after_seconds(value, now=now)
 
 
 def backoff(attempt: int) -> float:

@@ -31,7 +31,11 @@ ends for a client to exploit.
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import math
 import re
+import time
 from dataclasses import dataclass
 from typing import Final
 
@@ -46,6 +50,7 @@ __all__ = [
     "SimpleRequest",
     "encode_request",
     "read_simple_request",
+    "retry_after_seconds",
 ]
 
 #: a header name or method (RFC 9110 token)
@@ -62,6 +67,8 @@ _VALUE: Final = rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?"
 _REQUEST_LINE: Final = re.compile(rb"(%s) ([\x21-\x7e]+) HTTP/1\.1\r\n" % TOKEN.pattern)
 _FIELD_LINES: Final = re.compile(rb"(%s):[ \t]*(%s)[ \t]*\r\n" % (TOKEN.pattern, _VALUE))
 _FIELD_SECTION: Final = re.compile(rb"(?:%s:[ \t]*%s[ \t]*\r\n)*\r\n" % (TOKEN.pattern, _VALUE))
+# RFC 9110 section 10.2.3: delay-seconds = 1*DIGIT (a decimal fraction is read too)
+_DELAY_SECONDS: Final = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,6})?")
 #: headers that send a request to h11: framing and protocol changes it handles in full
 _NOT_SIMPLE: Final = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 
@@ -121,6 +128,33 @@ def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]
     if body:
         parts.append(body)
     return b"".join(parts)
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds a ``Retry-After`` value asks to wait: delay-seconds, or an HTTP-date (one in the
+    past is 0); None when it is absent or cannot be read (a sign, an exponent, ``inf``, a date
+    out of range).
+
+    Args:
+        now: the wall clock (epoch seconds) an HTTP-date is measured from (default: now).
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if _DELAY_SECONDS.fullmatch(text):
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 section 5.6.7: HTTP-dates are in GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    try:
+        stamp = when.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
+    delay = stamp - (time.time() if now is None else now)
+    return max(0.0, delay) if math.isfinite(delay) else None
 
 
 @dataclass(frozen=True, slots=True)

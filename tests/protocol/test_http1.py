@@ -16,6 +16,7 @@ from mcpwire.protocol.http1 import (
     RemoteProtocolError,
     ResponseReader,
     encode_request,
+    retry_after_seconds,
 )
 
 
@@ -189,3 +190,25 @@ def test_a_body_is_never_held_beyond_what_was_read() -> None:
     assert isinstance(reader.next_event(), Head)
     assert reader.next_event() == b"abc"
     assert reader.next_event() is NEED_DATA
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("2", 2.0),
+        (" 120 ", 120.0),
+        ("1.5", 1.5),
+        ("Thu, 01 Jan 1970 00:00:10 GMT", 0.0),  # in the past
+        ("Thu, 01 Jan 1970 00:01:40 GMT", 60.0),  # 100 s after the epoch, measured from 40 s
+        (None, None),
+        ("", None),
+        ("-1", None),
+        ("1e3", None),
+        ("inf", None),
+        ("nan", None),
+        ("soon", None),
+        ("Fri, 31 Dec 99999 23:59:59 GMT", None),
+    ],
+)
+def test_retry_after_reads_seconds_and_http_dates_and_nothing_else(value: str | None, seconds: float | None) -> None:
+    assert retry_after_seconds(value, now=40.0) == seconds

@@ -21,12 +21,10 @@ terminal, shortened, and have the key masked in case a provider repeats it.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
 import random
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
@@ -36,6 +34,7 @@ import httpx
 import trio
 
 from ...errors import FrameTooLarge
+from ...protocol.http1 import retry_after_seconds
 from ...protocol.sse import SSEDecoder, SSEEvent, is_event_stream, media_type
 from ...redaction import SecretValues, clean_terminal, redact_url, shorten
 from ..errors import PresetError, ProviderError
@@ -382,18 +381,7 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
             return max(0.0, float(millis) / 1000)
         except ValueError:
             pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    return retry_after_seconds(headers.get("retry-after"))
 
 
 def _backoff(attempt: int) -> float:
