@@ -41,6 +41,7 @@ from typing import Final
 
 __all__ = [
     "END",
+    "FIELD_VALUE",
     "NEED_DATA",
     "Head",
     "LocalProtocolError",
@@ -64,6 +65,8 @@ MAX_CHUNK_LINE: Final = 4096
 # h11's grammar (h11/_abnf.py): a header line is ``token ":" OWS field-value OWS``, a field value
 # is runs of any byte but NUL and whitespace separated by blanks, a target is visible ASCII
 _VALUE: Final = rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?"
+#: a header value as h11 reads and writes it (no NUL, CR or LF; no blank at either end)
+FIELD_VALUE: Final = re.compile(_VALUE)
 _REQUEST_LINE: Final = re.compile(rb"(%s) ([\x21-\x7e]+) HTTP/1\.1\r\n" % TOKEN.pattern)
 _FIELD_LINES: Final = re.compile(rb"(%s):[ \t]*(%s)[ \t]*\r\n" % (TOKEN.pattern, _VALUE))
 _FIELD_SECTION: Final = re.compile(rb"(?:%s:[ \t]*%s[ \t]*\r\n)*\r\n" % (TOKEN.pattern, _VALUE))

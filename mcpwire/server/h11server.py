@@ -45,7 +45,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -58,7 +57,7 @@ from urllib.parse import unquote
 import h11
 import trio
 
-from ..protocol.http1 import TOKEN, SimpleRequest, read_simple_request
+from ..protocol.http1 import FIELD_VALUE, TOKEN, SimpleRequest, read_simple_request
 from ..redaction import clean_terminal, shorten
 from .asgi import Receive, Scope, Send
 
@@ -84,8 +83,6 @@ _H11Request = h11.Request  # (inside _Connection, ``h11`` names its property)
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
-#: h11's rule for a header value (field-value without NUL, CR or LF); a name is a TOKEN
-_FIELD_VALUE: Final = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
 #: response headers found valid (:func:`_valid_field`), at most MAX_VALID_FIELDS of them
 _VALID_FIELDS: Final[set[tuple[bytes, bytes]]] = set()
 MAX_VALID_FIELDS: Final = 1024
@@ -183,7 +180,7 @@ def _valid_field(name: object, value: object) -> bool:
         return False
     if (name, value) in _VALID_FIELDS:
         return True
-    if TOKEN.fullmatch(name) is None or _FIELD_VALUE.fullmatch(value) is None:
+    if TOKEN.fullmatch(name) is None or FIELD_VALUE.fullmatch(value) is None:
         return False
     if len(_VALID_FIELDS) >= MAX_VALID_FIELDS:
         _VALID_FIELDS.clear()
@@ -732,7 +729,7 @@ class _Exchange:
         #: the response was written by hand: h11 did not see it (the next request needs a new one)
         self.bypassed = False
         #: read whole without h11: the body is at hand, and h11 catches up only if it must
-        self.simple = type(request) is SimpleRequest
+        self.simple = isinstance(request, SimpleRequest)
         self.simple_body: bytes | None = None
         if isinstance(request, SimpleRequest):
             headers, self.simple_body = request.headers, request.body
