@@ -2,14 +2,14 @@
 # Installs everything the test suite talks to, each step idempotent:
 #   - the third-party MCP servers (npm and PyPI), into .cache/servers (tests/real/install_servers.sh);
 #   - the official conformance runner and a Node >= 22 for it, into .cache/conformance
-#     (tests/conformance/install_runner.sh);
+#     (tests/official_suite/install_runner.sh);
 #   - Debian's Chromium (the HTML report of `mcpwire check` and the console of `mcpwire serve` are
 #     rendered and driven in it) and PostgreSQL (the service's store runs its suite on a real
 #     server): apt-get, as root or through sudo; never a browser downloaded by a test tool.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-python3} bash "$here/real/install_servers.sh"
-bash "$here/conformance/install_runner.sh"
+bash "$here/official_suite/install_runner.sh"
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)

@@ -6,7 +6,7 @@
 runs the reference server, which is built on :mod:`mcpwire.server` (:mod:`mcpwire.testing.reference`).
 This module keeps :class:`EverythingServer`, the same server on the standard-library engine of
 :mod:`mcpwire.testing.demo_server` and :mod:`mcpwire.testing.http_server`: the checker's broken
-fixtures (``tests/check/fixtures``) subclass it to break one rule each, and it needs nothing but
+fixtures (``tests/checker/fixtures``) subclass it to break one rule each, and it needs nothing but
 the standard library (over HTTP, also :mod:`mcpwire.protocol.serving`). What both engines serve
 (the fixture tools, resources, prompts, completions and their contents) is
 :mod:`mcpwire.testing.catalogue`.

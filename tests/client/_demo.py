@@ -20,8 +20,8 @@ from mcpwire import StdioServer
 from mcpwire.client import Client, ServerNotification
 
 DEMO = Path(__file__).resolve().parent / "fixtures" / "demo_recorded.py"
-#: ``tests/check/fixtures/wrong_structured.py``: the reference server whose ``add`` breaks its outputSchema.
-WRONG_STRUCTURED = Path(__file__).resolve().parents[1] / "check" / "fixtures" / "wrong_structured.py"
+#: ``tests/checker/fixtures/wrong_structured.py``: the reference server whose ``add`` breaks its outputSchema.
+WRONG_STRUCTURED = Path(__file__).resolve().parents[1] / "checker" / "fixtures" / "wrong_structured.py"
 #: Added to every spawned interpreter's environment: the tests leave no byte-code behind.
 QUIET_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
 

@@ -28,7 +28,7 @@ from mcpwire.fuzz.trace import check_trace, replay
 
 HOSTILE = [sys.executable, str(FIXTURES / "fuzz_hostile_server.py")]
 PAGES: dict[str, dict[str, list[str]]] = json.loads(
-    (Path(__file__).parents[1] / "check" / "spec_pages.json").read_text(encoding="utf-8")
+    (Path(__file__).parents[1] / "checker" / "spec_pages.json").read_text(encoding="utf-8")
 )["revisions"]
 
 

@@ -1,5 +1,5 @@
 """The official MCP conformance runner grades the gateway in front of the reference server, with
-namespacing off (a pure proxy), suite by suite, as tests/check/test_official_server.py grades the
+namespacing off (a pure proxy), suite by suite, as tests/checker/test_official_server.py grades the
 reference server itself: the same suites, the same scenarios, the same vacuity guard.
 
 The gateway passes what the reference passes, except the scenarios in :data:`DIFFERENCES` (none
@@ -33,7 +33,7 @@ from mcpwire.server import LOOPBACK_HOSTS
 from mcpwire.server.http import serve_http
 from mcpwire.service.gateway import Gateway
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "check"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checker"))
 import test_official_server as official
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]

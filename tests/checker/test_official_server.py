@@ -16,11 +16,11 @@ written for), in the same pool as the suites. They are held to more: every check
 SKIPPED check there means the server did not declare the extension), the runner's wire-schema
 check among them, and no pass that exercised nothing (one page where pagination is judged, no
 ``_meta`` where its keys are). ``tasks-status-notifications`` is a placeholder in the runner (its
-only check is SKIPPED whatever the server does); tests/check/test_reference_tasks.py covers what it
+only check is SKIPPED whatever the server does); tests/checker/test_reference_tasks.py covers what it
 describes, ``notifications/tasks`` on ``subscriptions/listen``.
 
-The runner and a Node >= 22 are installed by ``tests/conformance/install_runner.sh`` into
-``.cache/conformance``; the runner is loaded with ``tests/conformance/loopback.cjs`` so that it
+The runner and a Node >= 22 are installed by ``tests/official_suite/install_runner.sh`` into
+``.cache/conformance``; the runner is loaded with ``tests/official_suite/loopback.cjs`` so that it
 only ever talks to 127.0.0.1.
 """
 
@@ -44,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CACHE = Path(os.environ.get("MCPWIRE_CONFORMANCE_DIR", REPO / ".cache" / "conformance"))
 NODE = CACHE / "node22" / "node_modules" / "node" / "bin" / "node"
-LOOPBACK = REPO / "tests" / "conformance" / "loopback.cjs"
+LOOPBACK = REPO / "tests" / "official_suite" / "loopback.cjs"
 
 pytestmark = pytest.mark.real
 
@@ -184,7 +184,7 @@ def reference_url() -> Iterator[str]:
 def _runner(version: str) -> Path:
     entry = CACHE / f"runner-{version}" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     if not (entry.is_file() and NODE.is_file()):
-        message = f"the conformance runner {version} is not installed (run tests/conformance/install_runner.sh)"
+        message = f"the conformance runner {version} is not installed (run tests/official_suite/install_runner.sh)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
