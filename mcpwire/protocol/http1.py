@@ -1,5 +1,4 @@
-"""HTTP/1.1 sans I/O: a client's request and the response framed from the bytes read, and the
-simple request a server reads most often.
+"""HTTP/1.1 sans I/O: a client's request and the response framed from the bytes read.
 
 Theory of operation: the default HTTP client sends small requests whose headers it builds itself
 and reads answers from servers it does not trust. This is the least of RFC 9112 that such a client
@@ -18,15 +17,6 @@ needs, checked as strictly as h11 checks it, at a fraction of the cost per messa
 - After :data:`END`, :attr:`~ResponseReader.reusable` says whether the connection may carry
   another request (HTTP/1.1, no ``Connection: close``, framed by length or chunks, no stray bytes
   after the response); :meth:`~ResponseReader.next_response` readies the reader for it.
-
-A server reads with h11, which knows every corner of RFC 9112; :func:`read_simple_request` is its
-shortcut for the request nearly every client sends: HTTP/1.1, its whole head and its whole
-``Content-Length`` body in the bytes at hand, no transfer coding, no ``Expect``, no ``Upgrade``, no
-``CONNECT``. It applies h11's own rules to the head and accepts only requests that h11 reads the
-same way (same method, target, headers and body, the same bytes consumed); anything else, or
-anything it is unsure of, gives None and the caller hands the bytes to h11. So the shortcut never
-reads a request that h11 would frame differently: there is no second opinion on where a request
-ends for a client to exploit.
 """
 
 from __future__ import annotations
@@ -41,16 +31,13 @@ from typing import Final
 
 __all__ = [
     "END",
-    "FIELD_VALUE",
     "NEED_DATA",
     "Head",
     "LocalProtocolError",
     "TOKEN",
     "RemoteProtocolError",
     "ResponseReader",
-    "SimpleRequest",
     "encode_request",
-    "read_simple_request",
     "retry_after_seconds",
 ]
 
@@ -62,18 +49,8 @@ _STATUS_LINE: Final = re.compile(rb"HTTP/(1\.[01]) ([0-9]{3})(?: ([\t\x20-\x7e\x
 _CHUNK_SIZE: Final = re.compile(rb"([0-9a-fA-F]{1,16})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?")
 #: the longest chunk-size line or trailer section accepted
 MAX_CHUNK_LINE: Final = 4096
-# h11's grammar (h11/_abnf.py): a header line is ``token ":" OWS field-value OWS``, a field value
-# is runs of any byte but NUL and whitespace separated by blanks, a target is visible ASCII
-_VALUE: Final = rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?"
-#: a header value as h11 reads and writes it (no NUL, CR or LF; no blank at either end)
-FIELD_VALUE: Final = re.compile(_VALUE)
-_REQUEST_LINE: Final = re.compile(rb"(%s) ([\x21-\x7e]+) HTTP/1\.1\r\n" % TOKEN.pattern)
-_FIELD_LINES: Final = re.compile(rb"(%s):[ \t]*(%s)[ \t]*\r\n" % (TOKEN.pattern, _VALUE))
-_FIELD_SECTION: Final = re.compile(rb"(?:%s:[ \t]*%s[ \t]*\r\n)*\r\n" % (TOKEN.pattern, _VALUE))
 # RFC 9110 section 10.2.3: delay-seconds = 1*DIGIT (a decimal fraction is read too)
 _DELAY_SECONDS: Final = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,6})?")
-#: headers that send a request to h11: framing and protocol changes it handles in full
-_NOT_SIMPLE: Final = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 
 
 class LocalProtocolError(ValueError):
@@ -158,69 +135,6 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
         return None
     delay = stamp - (time.time() if now is None else now)
     return max(0.0, delay) if math.isfinite(delay) else None
-
-
-@dataclass(frozen=True, slots=True)
-class SimpleRequest:
-    """A whole HTTP/1.1 request read by :func:`read_simple_request`.
-
-    Attributes:
-        method, target: as sent.
-        headers: ``(lowercased name, value)`` pairs in order, values without surrounding blanks.
-        body: the whole body (``Content-Length`` bytes; empty without one).
-        size: the bytes the request took (head and body); what follows it is the next request.
-        head_size: the bytes of the head (request line, headers and the empty line).
-    """
-
-    method: bytes
-    target: bytes
-    headers: list[tuple[bytes, bytes]]
-    body: bytes
-    size: int
-    head_size: int
-
-    http_version = b"1.1"
-
-
-def read_simple_request(data: bytes, max_head_bytes: int) -> SimpleRequest | None:
-    """The request at the start of ``data`` when it is simple and complete (see the module's
-    theory of operation), else None: then h11 must read ``data`` (it may be a request that is
-    not simple, one not complete yet, or no valid request at all).
-
-    Args:
-        data: bytes read from a connection at the start of a request.
-        max_head_bytes: a longer head gives None (h11 then refuses it with its own bound).
-    """
-    line = _REQUEST_LINE.match(data)
-    if line is None:
-        return None
-    end = data.find(b"\r\n\r\n", line.end() - 2, max_head_bytes + 1)
-    if end < 0 or end + 4 > max_head_bytes:
-        return None
-    head_size = end + 4
-    method = line.group(1)
-    if method == b"CONNECT" or _FIELD_SECTION.fullmatch(data, line.end(), head_size) is None:
-        return None
-    headers: list[tuple[bytes, bytes]] = []
-    hosts = 0
-    length: bytes | None = None
-    for name, value in _FIELD_LINES.findall(data, line.end(), head_size):
-        name = name.lower()
-        if name == b"content-length":
-            if length is not None or not value.isdigit() or len(value) > 18:
-                return None  # repeated, a list or not a number: h11 decides
-            length = value
-        elif name == b"host":
-            hosts += 1
-        elif name in _NOT_SIMPLE:
-            return None
-        headers.append((name, value))
-    if hosts != 1:
-        return None  # h11 answers a missing or repeated Host
-    size = head_size + (int(length) if length is not None else 0)
-    if len(data) < size:
-        return None  # the body is still on its way
-    return SimpleRequest(method, line.group(2), headers, data[head_size:size], size, head_size)
 
 
 _HEAD, _LENGTH, _CHUNK_SIZE_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _UNTIL_EOF, _DONE = range(8)

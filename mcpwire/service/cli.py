@@ -3,7 +3,8 @@
     mcpwire serve [--config PATH] [--host 127.0.0.1] [--port 8750] [--db URL] [--stdio]
                   [--namespacing on|off] [--token-file F] [--allowed-host H] [--cors-origin O]
                   [--rate-limit N] [--rate-burst N] [--max-body MiB] [--drain-timeout S]
-                  [--http-server builtin|hypercorn] [-v]
+                  [--http-server builtin|hypercorn] [--certfile F [--keyfile F]]
+                  [--forwarded-allow-ips IPS] [--max-connections N] [--max-connections-per-client N] [-v]
 
 Exit status: 0 after a clean shutdown (SIGINT or SIGTERM: requests drain, then every server is
 closed; a second one while they drain stops them at once), 2 when it cannot start (bad options,
@@ -82,7 +83,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--approval-timeout", type=float, default=300.0, metavar="S",
                         help="seconds a call waits for a decision before it is denied (default 300)")  # fmt: skip
     parser.add_argument("--http-server", choices=["builtin", "hypercorn"], default="builtin",
-                        help="builtin: HTTP/1.1, the fastest (default); hypercorn: HTTP/2 as well")  # fmt: skip
+                        help="builtin: HTTP/1.1, the fastest (default); hypercorn: HTTP/2 too (TLS)")  # fmt: skip
+    parser.add_argument("--certfile", metavar="FILE", help="PEM certificate chain: serve HTTPS only")
+    parser.add_argument("--keyfile", metavar="FILE", help="the certificate's private key (PEM), if not in --certfile")
+    parser.add_argument("--forwarded-allow-ips", metavar="IPS", default="",
+                        help="comma-separated proxy addresses or networks whose Forwarded / X-Forwarded-For / "
+                        "X-Forwarded-Proto headers are believed ('*': any; default: none)")  # fmt: skip
+    parser.add_argument("--max-connections", type=int, default=1000, metavar="N",
+                        help="connections at once (default 1000; when full the longest idle closes)")  # fmt: skip
+    parser.add_argument("--max-connections-per-client", type=int, default=256, metavar="N",
+                        help="connections at once from one client address (default 256)")  # fmt: skip
     parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
                         help="seconds requests in flight get at shutdown (default 10)")  # fmt: skip
     parser.add_argument(
@@ -127,6 +137,11 @@ def _settings(args: argparse.Namespace) -> Settings:
         drain_timeout=args.drain_timeout,
         approval_timeout=args.approval_timeout,
         namespacing=args.namespacing == "on",
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+        forwarded_allow_ips=tuple(ip for ip in args.forwarded_allow_ips.split(",") if ip.strip()),
+        max_connections=args.max_connections,
+        max_connections_per_client=args.max_connections_per_client,
     )
     settings.check()
     return settings

@@ -215,6 +215,11 @@ class ServiceMiddleware:
         origin = headers.get(b"origin", b"").decode("latin-1")
         response = _Response(self, scope, send, trace_id, began, origin if origin and origin in self.cors else None)
         try:
+            if not scope.get("path", "").startswith("/"):
+                # RFC 9110 §9.3.7: "OPTIONS *" asks about the server itself; no other method has
+                # an asterisk-form target (RFC 9112 §3.2.4)
+                await self._asterisk(response.send, scope, trace_id, began)
+                return
             refusal = self._refuse(scope, headers, origin, caller)
             if refusal is not None:
                 await self._problem(response.send, scope, trace_id, began, *refusal)
@@ -235,6 +240,16 @@ class ServiceMiddleware:
         finally:
             self._done(scope, caller, response.status, time.perf_counter() - began, trace_id)
             TRACE_ID.reset(token)
+
+    async def _asterisk(self, send: Send, scope: Scope, trace_id: str, began: float) -> None:
+        """The answer to a request whose target is not a path: ``OPTIONS *`` learns the methods
+        this service answers; anything else is a bad request."""
+        if scope["method"] == "OPTIONS":
+            headers = [(b"allow", b"GET, HEAD, POST, PATCH, DELETE, OPTIONS"), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 204, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await self._problem(send, scope, trace_id, began, 400, "the request target must be a path")
 
     @staticmethod
     async def _preflight(send: Send) -> None:

@@ -129,10 +129,6 @@ async def _first_attempts(host: Host, timeout: float) -> None:
                     return
 
 
-#: seconds an idle keep-alive connection stays open
-KEEP_ALIVE_S: Final = 30.0
-
-
 async def serve(
     options: ServeOptions, *, out: TextIO | None = None, ready: Callable[[list[str]], None] | None = None
 ) -> int:
@@ -197,8 +193,7 @@ async def _serve_http(
                 app,
                 host=settings.host,
                 port=settings.port,
-                keep_alive_s=KEEP_ALIVE_S,
-                drain_timeout_s=settings.drain_timeout,
+                options=settings.server_options(),
                 server=options.http_server,
                 shutdown_trigger=shutdown.wait,
             )

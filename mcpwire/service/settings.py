@@ -9,9 +9,12 @@ import hmac
 import ipaddress
 import os
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
+
+if TYPE_CHECKING:
+    from ..server.listen import ServerOptions
 
 __all__ = [
     "DEFAULT_PORT",
@@ -25,6 +28,12 @@ __all__ = [
 ]
 
 DEFAULT_PORT: Final = 8750
+#: the HTTP server's options that are flags of ``mcpwire serve``
+_FLAG_FIELDS: Final = frozenset(
+    {"certfile", "keyfile", "forwarded_allow_ips", "max_connections", "max_connections_per_client"}
+)
+#: an idle keep-alive connection is closed after this long
+KEEP_ALIVE_S: Final = 30.0
 TOKEN_ENV_VAR: Final = "MCPWIRE_TOKEN"
 #: Host header names that mean "this machine" (a browser on another site cannot send them for us)
 LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -112,6 +121,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         namespacing: the gateway prefixes tool names with their server's name.
         approval_poll: seconds between polls of shared approvals (several replicas).
         approval_timeout: seconds a call waits for a decision before it is denied.
+        certfile, keyfile: a PEM certificate (and its key): the service speaks HTTPS only.
+        forwarded_allow_ips: proxies whose forwarding headers give the client's address and
+            scheme (addresses or networks; ``*``: any).
+        max_connections: connections at once; max_connections_per_client: from one address.
     """
 
     host: str = "127.0.0.1"
@@ -128,6 +141,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     namespacing: bool = True
     approval_poll: float = 0.5
     approval_timeout: float = 300.0
+    certfile: str | None = None
+    keyfile: str | None = None
+    forwarded_allow_ips: tuple[str, ...] = ()
+    max_connections: int = 1000
+    max_connections_per_client: int = 256
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.certfile else "http"
 
     def check(self) -> None:
         """Raises SettingsError for a setting the service must not start with."""
@@ -140,3 +162,32 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise SettingsError(f"--port {self.port}: expected 0..65535")
         if self.rate_limit < 0 or self.rate_burst < 1:
             raise SettingsError("the rate limit must be >= 0 calls/s with a burst of at least 1")
+        self.server_options()
+
+    def server_options(self) -> ServerOptions:
+        """The HTTP server's options (limits, certificate, trusted proxies) from these settings.
+
+        Raises:
+            SettingsError: a limit, the certificate or a proxy address is invalid.
+        """
+        from ..server.listen import ServerOptions, tls_context
+
+        try:
+            options = ServerOptions(
+                keep_alive_s=KEEP_ALIVE_S,
+                drain_timeout_s=self.drain_timeout,
+                max_connections=self.max_connections,
+                max_connections_per_client=self.max_connections_per_client,
+                certfile=self.certfile,
+                keyfile=self.keyfile,
+                forwarded_allow_ips=self.forwarded_allow_ips,
+            )
+            tls_context(options)
+        except ValueError as exc:
+            # the server names its options as fields; the command line as flags
+            head, sep, rest = str(exc).partition(" ")
+            if head.rstrip(":").replace("-", "_") in _FLAG_FIELDS:
+                head = "--" + head.replace("_", "-")
+            rest = rest.replace("needs a certfile", "needs a --certfile").replace("with keyfile", "with --keyfile")
+            raise SettingsError(head + sep + rest) from None
+        return options

@@ -312,16 +312,67 @@ async def test_a_connection_that_sends_nothing_is_closed_after_the_header_timeou
         assert 10.0 <= trio.current_time() - start < 11.0
 
 
-async def test_connections_over_the_limit_get_503() -> None:
+async def test_a_connection_over_the_limit_gets_503_when_none_is_idle() -> None:
+    release = trio.Event()
+
+    async def slow(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await release.wait()
+        await respond(send, 200, b"done")
+
+    options = ServerOptions(max_connections=2)
+    async with serving(slow, options) as [url], connect(url) as first, connect(url) as second:
+        await first.send(request("GET", "/"))
+        await second.send(request("GET", "/"))
+        await trio.testing.wait_all_tasks_blocked()
+        async with connect(url) as third:
+            reply = await third.read_response()
+            assert (reply.status, reply.body) == (503, b"the server is busy\n")
+            assert await third.closed()
+        release.set()
+        assert (await first.read_response()).body == b"done"
+        assert (await second.read_response()).body == b"done"
+
+
+async def test_a_full_server_closes_the_connection_idle_longest_to_make_room() -> None:
     options = ServerOptions(max_connections=2)
     async with serving(echo, options) as [url], connect(url) as first, connect(url) as second:
         assert (await get(first)).status == 200
+        await trio.sleep(0.01)
         assert (await get(second)).status == 200
         async with connect(url) as third:
-            reply = await third.read_response()
-            assert reply.status == 503
-            assert await third.closed()
-        assert (await get(first)).status == 200
+            assert (await get(third)).status == 200
+            assert await first.closed()  # idle longest: closed, with nothing written
+            assert first.buffer == b""
+            assert (await get(second)).status == 200
+
+
+async def test_connections_from_one_address_are_limited_and_others_are_not() -> None:
+    options = ServerOptions(max_connections_per_client=2)
+    async with serving(echo, options, host="0.0.0.0") as [url]:
+        port = int(url.rsplit(":", 1)[1])
+        streams = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
+        try:
+            async with connect(f"http://127.0.0.1:{port}") as third:
+                reply = await third.read_response()
+                assert (reply.status, reply.body) == (503, b"too many connections from your address\n")
+            other = await _connect_from("127.0.0.2", port)
+            try:
+                client = RawClient(other)
+                assert (await get(client)).status == 200
+            finally:
+                await other.aclose()
+        finally:
+            for stream in streams:
+                await stream.aclose()
+
+
+async def _connect_from(source: str, port: int) -> trio.SocketStream:
+    sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)
+    await sock.bind((source, 0))
+    await sock.connect(("127.0.0.1", port))
+    return trio.SocketStream(sock)
 
 
 # -- streaming, disconnects, failures ----------------------------------------------------------
@@ -408,27 +459,6 @@ async def test_a_request_pipelined_behind_a_stream_is_served_after_it() -> None:
         assert await client.read_chunk() == b""
         assert (await client.read_response()).body == b"second"
     assert seen == []  # the client stayed: no disconnect was reported
-
-
-async def test_a_simple_request_answered_at_a_fixed_length_costs_h11_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    events: list[object] = []
-    next_event = h11.Connection.next_event
-
-    def counted(conn: h11.Connection) -> Any:
-        events.append(event := next_event(conn))
-        return event
-
-    monkeypatch.setattr(h11.Connection, "next_event", counted)
-    async with serving(echo) as [url], connect(url) as client:
-        for n in range(3):
-            await client.send(request("POST", f"/n/{n}", body=b"{}"))
-            reply = await client.read_response()
-            assert json.loads(reply.body) == {"method": "POST", "path": f"/n/{n}", "query": "", "body": "{}"}
-        assert events == []  # read by the shortcut, answered by hand: h11 never ran
-        await client.send(request("POST", "/chunked", Transfer_Encoding="chunked")[:-2] + b"\r\n3\r\nabc\r\n0\r\n\r\n")
-        reply = await client.read_response()
-        assert json.loads(reply.body)["body"] == "abc"
-        assert events  # not simple: h11 read it, on the same connection
 
 
 async def test_a_simple_request_answered_by_a_stream_then_more_on_the_connection() -> None:

@@ -4,6 +4,7 @@ httpx client speaking HTTP to it."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sys
@@ -74,7 +75,8 @@ async def running_service(
         async with host, trio.open_nursery() as nursery:
             shutdown = trio.Event()
             where = {"host": settings.host, "port": settings.port}
-            serve = functools.partial(serve_http, app, **where, drain_timeout_s=2.0, shutdown_trigger=shutdown.wait)
+            options = dataclasses.replace(settings.server_options(), drain_timeout_s=2.0)
+            serve = functools.partial(serve_http, app, **where, options=options, shutdown_trigger=shutdown.wait)
             binds = await nursery.start(serve)
             url = binds[0]
             async with httpx.AsyncClient(base_url=url, headers=dict(headers or {}), timeout=30) as client:

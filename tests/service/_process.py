@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 READY_LINE = "Ctrl+C stops."
-_API = re.compile(r"^API\s+(http://\S+)/api/v1\b")
+_API = re.compile(r"^API\s+(https?://\S+)/api/v1\b")
 
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:

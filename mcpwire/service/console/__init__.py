@@ -29,7 +29,8 @@ _SECTIONS: Final = frozenset(
 def handles(path: str) -> bool:
     """Whether ``path`` is the console's: it checks its own session cookie there, so the service's
     bearer-token check leaves these paths alone."""
-    return path == "/" or path.split("/", 2)[1] in _SECTIONS
+    parts = path.split("/", 2)
+    return path == "/" or (len(parts) > 1 and parts[0] == "" and parts[1] in _SECTIONS)
 
 
 def routes() -> list[BaseRoute]:
