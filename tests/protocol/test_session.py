@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 import pytest
 from protocol_support import (
@@ -182,6 +184,18 @@ def refused(session: ClientSession[str], method: str, params: dict[str, object] 
     return str(info.value)
 
 
+def allowed(session: ClientSession[str], method: str, params: dict[str, object] | None = None) -> None:
+    """The request is registered and encoded as one JSON-RPC request for ``method``."""
+    before = len(session.table)
+    pending, data = session.prepare_request(method, params, "w")
+    message = json.loads(data)
+    assert (message["jsonrpc"], message["id"], message["method"]) == ("2.0", pending.id, method)
+    assert (pending.method, pending.waiter) == (method, "w")
+    assert len(session.table) == before + 1
+    for key, value in (params or {}).items():
+        assert message["params"][key] == value
+
+
 @pytest.mark.parametrize("version", ALL)
 def test_prompts_list_without_prompts_capability(version: str) -> None:
     """LC-14/LC-16 (and LC-26 in the modern era): only negotiated capabilities are used."""
@@ -225,7 +239,7 @@ def test_subscribe_needs_resources_subscribe(version: str, method: str, resource
 @pytest.mark.parametrize("version", LEGACY)
 def test_subscribe_allowed_with_resources_subscribe(version: str) -> None:
     session = make_session(version, ServerCapabilities(resources={"subscribe": True}))
-    session.prepare_request("resources/subscribe", {"uri": "file:///a"}, "w")
+    allowed(session, "resources/subscribe", {"uri": "file:///a"})
 
 
 def test_logging_set_level_does_not_exist_in_2026() -> None:
@@ -269,7 +283,7 @@ def test_logging_set_level_needs_logging(version: str) -> None:
 def test_completion_needs_no_capability_in_2024() -> None:
     """UT-K01: 2024-11-05 had no ``completions`` capability; completion is just attempted."""
     session = make_session("2024-11-05", ServerCapabilities())
-    session.prepare_request("completion/complete", {"ref": {}, "argument": {}}, "w")
+    allowed(session, "completion/complete", {"ref": {}, "argument": {}})
 
 
 @pytest.mark.parametrize("version", ALL)
@@ -283,21 +297,21 @@ def test_methods_allowed_with_every_capability(version: str) -> None:
         "prompts/list",
         "completion/complete",
     ):
-        session.prepare_request(method, None, "w")
+        allowed(session, method)
     if version == MODERN:
-        session.prepare_request("server/discover", None, "w")
-        session.prepare_request("subscriptions/listen", {"notifications": {}}, "w")
+        allowed(session, "server/discover")
+        allowed(session, "subscriptions/listen", {"notifications": {}})
     else:
-        session.prepare_request("ping", None, "w")
-        session.prepare_request("logging/setLevel", {"level": "info"}, "w")
+        allowed(session, "ping")
+        allowed(session, "logging/setLevel", {"level": "info"})
 
 
 @pytest.mark.parametrize("version", ALL)
 def test_unknown_methods_pass_unchecked(version: str) -> None:
     """Extensions and experiments are not in the method table."""
     session = make_session(version, ServerCapabilities())
-    session.prepare_request("x.example/do", {"a": 1}, "w")
-    session.prepare_request("tasks/get", {"taskId": "t"}, "w")
+    allowed(session, "x.example/do", {"a": 1})
+    allowed(session, "tasks/get", {"taskId": "t"})
 
 
 def test_check_false_bypasses_gating() -> None:
