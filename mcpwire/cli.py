@@ -5,7 +5,7 @@ Every command that reaches a server takes the same target (see :mod:`mcpwire.cli
 when one is given (``--config``) or found (``$MCPWIRE_CONFIG``, ``./mcp.json``, the user's config
 file) for the commands that work on many servers (``tools``, ``call``, ``resources``, ``read``,
 ``prompts``, ``prompt``, ``servers``, ``export``), and the bundled demo server otherwise, so every
-command works on a fresh install. ``check``, ``fuzz``, ``login``, ``serve`` and ``chat`` live in
+command works on a fresh install. ``check``, ``fuzz``, ``login``, ``serve``, ``token`` and ``chat`` live in
 their own modules; ``add`` writes mcp.json entries (:mod:`mcpwire.catalog`).
 
 Exit status: 0 on success; 1 when a called tool reports an error (``check``: a MUST fails;
@@ -128,6 +128,11 @@ _DELEGATED: Final[dict[str, tuple[str, str, str]]] = {
         "the serve extra: pip install 'mcpwire[serve]'",
         "run the host as a service: API, web console, MCP gateway",
     ),
+    "token": (
+        "mcpwire.service.tokencli",
+        "",
+        "create, list and revoke the API tokens of mcpwire serve",
+    ),
     "chat": (
         "mcpwire.agent.cli",
         "the agent extra: pip install 'mcpwire[agent]'",
@@ -150,6 +155,7 @@ _ORDER: Final = (
     "fuzz",
     "login",
     "serve",
+    "token",
     "chat",
 )
 

@@ -374,6 +374,11 @@ def _http_target(url: str, args: argparse.Namespace) -> ResolvedTarget:
     if _stdio_given(args):
         raise UsageError("--env, --env-pass and --cwd are for servers we start; a URL names a running server")
     headers, token = _headers(args)
+    if token is None and not any(key.lower() == "authorization" for key in headers):
+        # a loopback URL of the local `mcpwire serve` (it left a note in its data folder): its token
+        from .service.localfiles import token_for_url
+
+        token = token_for_url(url)
     transport = _transport(args)
     try:
         spec = HttpServer(url=url, headers=headers, bearer_token=token, transport=transport)

@@ -212,8 +212,6 @@ async def auth_challenge(ctx: Context) -> None:
         parts = urllib.parse.urlsplit(ctx.target.url or "")
         candidates = [match.group(1)] if match else []
         if not candidates:
-            if ctx.revision < "2025-11-25":
-                ctx.fail("the 401 challenge has no resource_metadata (required in 2025-06-18)")
             base = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource"
             candidates = [base + parts.path.rstrip("/"), base]
         document: Any = None
@@ -222,7 +220,17 @@ async def auth_challenge(ctx: Context) -> None:
             if got.status == 200:
                 document = got.json()
                 break
+        if isinstance(document, dict) and match is None and ctx.revision < "2025-11-25":
+            ctx.fail("the 401 challenge has no resource_metadata (required in 2025-06-18)")
         if not isinstance(document, dict):
+            if match is None:
+                # no sign of MCP authorization at all (no resource_metadata, no metadata document):
+                # the server guards itself with credentials of its own, as MCP allows ("Authorization
+                # is OPTIONAL for MCP implementations"); there is no OAuth flow here to grade
+                ctx.skip(
+                    "the server needs credentials but does not use MCP authorization (no resource metadata in "
+                    f"its challenge nor at {', '.join(candidates)}): not graded"
+                )
             ctx.fail(f"no protected resource metadata at {', '.join(candidates)}")
         servers = document.get("authorization_servers")
         if not isinstance(servers, list) or not servers:

@@ -30,10 +30,11 @@ basic/transports §Security Warning), unless the embedder checks them (``allowed
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import urllib.parse
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
@@ -186,7 +187,7 @@ def _spoke(stream: EventStream) -> bool:
 class _Request:
     """One HTTP request: its headers (lower-case names), body, and the ASGI callables."""
 
-    __slots__ = ("body", "gone", "headers", "method", "origin", "path", "query", "receive", "root", "send")
+    __slots__ = ("body", "gone", "headers", "method", "origin", "path", "query", "receive", "root", "send", "state")
 
     def __init__(self, scope: Scope, receive: Receive, send: Send, path: str, root: str) -> None:
         self.method: str = scope["method"]
@@ -205,6 +206,7 @@ class _Request:
         self.body = b""
         # what an embedding service's middleware learnt about the request (trace id, caller)
         state = scope.get("state") or {}
+        self.state: Mapping[str, Any] = state
         self.origin = {k: str(state[k]) for k in ("trace_id", "caller") if k in state}
 
 
@@ -240,8 +242,13 @@ class StreamableHTTPApp:
         keepalive_s: float = KEEPALIVE_S,
         input_timeout: float = 30.0,
         answer_grace_s: float | None = None,
+        admit_batch: Callable[[Mapping[str, Any], int], float | None] | None = None,
     ) -> None:
         self.server = server
+        #: asked before a JSON-RPC batch runs, with the request's state (what an embedding
+        #: service's middleware put there) and how many requests it carries: None lets it run,
+        #: a number of seconds refuses it (429 with Retry-After)
+        self.admit_batch = admit_batch
         self.answer_grace_s = answer_grace_s
         self.mcp_path = mcp_path
         self.sse_path = sse_path
@@ -629,6 +636,14 @@ class StreamableHTTPApp:
                 raise _Reject(
                     400, INVALID_REQUEST, "Invalid Request: JSON-RPC batches exist only in protocol revision 2025-03-26"
                 )
+            if self.admit_batch is not None:
+                # each request a batch carries is a call: a limit on calls counts them all
+                calls = sum(1 for m in message if isinstance(m, dict) and "method" in m and "id" in m)
+                wait = self.admit_batch(request.state, calls)
+                if wait is not None:
+                    seconds = str(max(1, math.ceil(wait)))
+                    raise _Reject(429, None, f"too many calls in this batch; retry in {seconds} s",
+                                  headers={"Retry-After": seconds})  # fmt: skip
             stream = session.new_stream(sse_events=False)
             if await connection.receive(message, stream, transport=request.origin):
                 await self._watched(request, self._respond(request, stream, modern=False))

@@ -343,14 +343,17 @@ async def _admit_and_serve(
     host = client[0] if client else None
     refusal = connections.admit(host)
     if refusal is not None:
+        # said and closed at once: a refused client gets no lingering read (one address opening
+        # connections by the thousand must cost the service as little as can be)
         log.debug("%s: connection refused: %s", host, refusal)
         if tls is None:  # a TLS client would read plain text as garbage: it just sees the close
             with trio.move_on_after(CLOSE_LINGER_S):
                 try:
                     await stream.send_all(plain_response(503, refusal))
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    await stream.send_eof()
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     pass
-        await close_gently(stream)
+        await trio.aclose_forcefully(stream)
         return
     try:
         served: trio.abc.Stream = stream

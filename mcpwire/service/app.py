@@ -29,6 +29,7 @@ from .api import API, PREFIX, map_error
 from .audit import AuditWriter
 from .bridge import StoreAudit
 from .events import EventHub
+from .identity import Authenticator, Role
 from .metrics import CallMetrics, HttpMetrics, RouteNamer
 from .middleware import RateLimiter, ServiceMiddleware
 from .problems import ProblemError
@@ -130,10 +131,19 @@ def build_app(
         extra_routes: more routes (the console, the agent), after the API's.
     """
     service = _service(host, store, settings, sources=sources, rows=rows, base_path=base_path)
+    service.authenticator = Authenticator(settings.token, store)
     service.gateway = gateway if gateway is not None else _gateway_app(host, settings)
     if service.gateway is not None:
         # the gateway keeps its own bound as well (INTERFACES: it refuses bodies over it)
-        mcp = _Asgi(service.gateway.asgi_app(max_body_bytes=settings.max_body_bytes))
+        limiter = service.limiter
+
+        def admit_batch(state: Mapping[str, Any], calls: int) -> float | None:
+            # the middleware took one token for the HTTP request; a batch pays for the rest
+            if not limiter.enabled or calls <= 1:
+                return None
+            return limiter.take(str(state.get("address", "unknown")), calls - 1)
+
+        mcp = _Asgi(service.gateway.asgi_app(max_body_bytes=settings.max_body_bytes, admit_batch=admit_batch))
     else:
         mcp = _Asgi(_gateway_missing)
     console = _console()
@@ -163,6 +173,8 @@ def build_app(
                 is_public=is_public,
                 is_call=_is_call,
                 limiter=service.limiter,
+                authenticator=service.authenticator,
+                path_role=_path_role,
                 barrier=service.audit.barrier,
                 observe=service.http.observe,
             )
@@ -210,6 +222,16 @@ def _service(
         http=HttpMetrics(namer=namer),
         calls=calls,
     )
+
+
+def _path_role(method: str, path: str) -> Role | None:
+    """The role a path outside the API's operations needs (those check their own): the gateway
+    and the agent's runs call tools; reading conversations is reading."""
+    if path == MCP_PATH:
+        return Role.CALLER
+    if path.startswith(f"{PREFIX}/agent/"):
+        return Role.CALLER if method == "POST" else Role.VIEWER
+    return None
 
 
 def _is_call(method: str, path: str) -> bool:

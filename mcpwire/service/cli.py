@@ -1,7 +1,7 @@
 """``mcpwire serve``: the host as a service (management API, MCP gateway, events, metrics).
 
     mcpwire serve [--config PATH] [--host 127.0.0.1] [--port 8750] [--db URL] [--stdio]
-                  [--namespacing on|off] [--token-file F] [--allowed-host H] [--cors-origin O]
+                  [--namespacing on|off] [--token-file F | --no-auth] [--allowed-host H] [--cors-origin O]
                   [--rate-limit N] [--rate-burst N] [--max-body MiB] [--drain-timeout S]
                   [--http-server builtin|hypercorn] [--certfile F [--keyfile F]]
                   [--forwarded-allow-ips IPS] [--max-connections N] [--max-connections-per-client N] [-v]
@@ -20,11 +20,14 @@ import logging
 import sys
 from collections.abc import Sequence
 
+import msgspec
+
 from ..cliargs import EXIT_SIGINT, EXIT_SIGTERM, run_cli
 from ..errors import ConfigError
 from ..redaction import clean_terminal
+from .localfiles import data_folder, local_token
 from .middleware import TraceFilter
-from .settings import DEFAULT_PORT, TOKEN_ENV_VAR, Settings, SettingsError, read_token
+from .settings import DEFAULT_PORT, TOKEN_ENV_VAR, Secret, Settings, SettingsError, is_loopback, read_token
 from .store import StoreError
 
 __all__ = ["main"]
@@ -36,8 +39,9 @@ examples:
   mcpwire serve --host 0.0.0.0 --token-file /run/secrets/mcpwire --db postgresql://mcp@db/mcpwire
   mcpwire serve --stdio --namespacing off         one backend as a stdio MCP server, for a desktop client
 
-Listening on anything but loopback needs a token (${TOKEN_ENV_VAR} or --token-file); clients send it
-as 'Authorization: Bearer TOKEN' to /api/v1, /events, /metrics and /mcp.
+Every request needs a token ('Authorization: Bearer TOKEN' to /api/v1, /events, /metrics and /mcp):
+the admin token (${TOKEN_ENV_VAR} or --token-file; on loopback without one, the first start makes one
+in the data folder and prints a sign-in link), or one made with 'mcpwire token create NAME --role ROLE'.
 """
 
 
@@ -66,8 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--namespacing", choices=["on", "off"], default="on",
                         help="prefix tool names with their server's (off: a pure proxy of one backend)")  # fmt: skip
     parser.add_argument(
-        "--token-file", metavar="FILE", help=f"file whose first line is the token (else ${TOKEN_ENV_VAR})"
+        "--token-file", metavar="FILE", help=f"file whose first line is the admin token (else ${TOKEN_ENV_VAR})"
     )
+    parser.add_argument("--no-auth", action="store_true",
+                        help="no token at all (loopback only): anyone on this machine may use the API")  # fmt: skip
     parser.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
                         help="a Host header to accept besides loopback names (repeatable; '*': any)")  # fmt: skip
     parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
@@ -125,10 +131,16 @@ def _trusted(args: argparse.Namespace) -> bool:
 def _settings(args: argparse.Namespace) -> Settings:
     if args.max_body <= 0 or args.drain_timeout < 0 or args.approval_timeout <= 0:
         raise SettingsError("--max-body and --approval-timeout must be positive, --drain-timeout not negative")
+    token = read_token(args.token_file)
+    if args.no_auth:
+        if token is not None:
+            raise SettingsError("--no-auth and a token: choose one")
+        if not is_loopback(args.host):
+            raise SettingsError(f"--no-auth: only on a loopback address, not {args.host}")
     settings = Settings(
         host=args.host,
         port=args.port,
-        token=read_token(args.token_file),
+        token=token,
         allowed_hosts=tuple(args.allowed_host),
         cors_origins=tuple(args.cors_origin),
         rate_limit=args.rate_limit,
@@ -176,9 +188,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if not _trusted(args):
         return 2
+    local = False
+    if settings.token is None and not args.no_auth and not args.stdio:
+        # secure by default: on loopback too, a token; the first start makes one (as Jupyter does)
+        try:
+            value, _ = local_token()
+        except (OSError, ValueError) as exc:
+            print(f"mcpwire serve: cannot keep the admin token in {data_folder()}: {exc}", file=sys.stderr)
+            return 2
+        settings = msgspec.structs.replace(settings, token=Secret(value))
+        local = True
     _logging(args.verbose)
+    if args.no_auth:
+        print(
+            "mcpwire serve: WARNING: authentication is off (--no-auth): anyone on this machine can use the API, "
+            "start commands and approve calls",
+            file=sys.stderr,
+        )
     options = ServeOptions(
-        settings=settings, config=args.config, db=args.db, stdio=args.stdio, http_server=args.http_server
+        settings=settings,
+        config=args.config,
+        db=args.db,
+        stdio=args.stdio,
+        http_server=args.http_server,
+        local_token=local,
     )
     try:
         code = run_cli(lambda: serve(options))

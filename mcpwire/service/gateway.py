@@ -153,7 +153,11 @@ class Gateway:
         return {**self.bridge.client_options(config), "on_notification": notified}
 
     def asgi_app(
-        self, *, allowed_hosts: frozenset[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES
+        self,
+        *,
+        allowed_hosts: frozenset[str] | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        admit_batch: Callable[[Mapping[str, Any], int], float | None] | None = None,
     ) -> StreamableHTTPApp:
         """The Streamable HTTP endpoint (both eras), to mount at the service's ``/mcp``.
 
@@ -170,6 +174,7 @@ class Gateway:
                 allowed_hosts=allowed_hosts,
                 max_body_bytes=max_body_bytes,
                 answer_grace_s=ANSWER_GRACE_S,
+                admit_batch=admit_batch,
             )
         return self._app
 

@@ -9,10 +9,15 @@ Theory of operation, in the order a request meets it:
    or ``allowed_hosts``) when the service listens on loopback; an ``Origin`` must be the page's
    own origin or one of ``cors_origins``. Refusals are 403 problems.
 3. CORS, only for configured origins (preflights answered here).
-4. The bearer token, compared in constant time, on everything but the public operations.
+4. Who is calling (:mod:`.identity`): a bearer credential (the service's admin token, a named
+   token of the store, or a JWT of the configured identity provider) on everything but the public
+   operations and the console (which has its own sessions); no credential or a bad one is a 401.
+   The identity goes into ``scope["state"]``; a path that needs more than its role is a 403
+   (the API's operations check their own role).
 5. The body limit: ``Content-Length`` over it is a 413 at once; a chunked body is counted as it
    is read.
-6. The per-client rate limit on calls (a token bucket per address): 429 with ``Retry-After``.
+6. The per-client rate limit on calls (a token bucket per address; a JSON-RPC batch costs one
+   token per request it carries, taken by the gateway): 429 with ``Retry-After``.
 7. Durability: the response (and every later chunk of a streamed one) waits until the audit
    records written so far are committed, so nothing acknowledged can be lost.
 
@@ -37,11 +42,13 @@ from typing import Any, Final
 import msgspec
 
 from ..redaction import clean_terminal, shorten
+from .identity import LOCAL, Authenticator, Identity, Role
 from .problems import Problem, ProblemError
 from .settings import LOOPBACK_NAMES, Settings, is_loopback
 
 __all__ = [
     "TRACE_ID",
+    "forbidden",
     "BodyTooLarge",
     "RateLimiter",
     "ServiceMiddleware",
@@ -80,6 +87,11 @@ class TraceFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.trace_id = TRACE_ID.get() or "-"
         return True
+
+
+def forbidden(identity: Identity, needed: Role) -> str:
+    """The words of a 403: what the request needs and what the caller is."""
+    return f"this needs the {needed.label} role; {identity.describe()} is a {identity.role.label}"
 
 
 class BodyTooLarge(ProblemError):
@@ -127,8 +139,9 @@ class RateLimiter:
     def enabled(self) -> bool:
         return self.rate > 0
 
-    def take(self, client: str) -> float | None:
-        """Takes one token; ``None`` when allowed, else the seconds until a token is there."""
+    def take(self, client: str, cost: int = 1) -> float | None:
+        """Takes ``cost`` tokens; ``None`` when allowed, else the seconds until they are there
+        (a cost over the burst can never be paid: it waits as long as a full bucket takes)."""
         if not self.enabled:
             return None
         now = self.clock()
@@ -141,11 +154,11 @@ class RateLimiter:
         self._buckets[client] = bucket
         while len(self._buckets) > self.clients:
             self._buckets.popitem(last=False)
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
+        if bucket.tokens >= cost:
+            bucket.tokens -= cost
             return None
         self.limited += 1
-        return (1.0 - bucket.tokens) / self.rate
+        return (min(float(cost), float(self.burst)) - bucket.tokens) / self.rate
 
 
 def _host_name(value: str) -> str:
@@ -164,6 +177,9 @@ class ServiceMiddleware:
         settings: limits, token, allowed hosts and origins.
         is_public: ``(method, path)`` that need no token.
         is_call: ``(method, path)`` that count against the rate limit.
+        authenticator: bearer credentials to identities.
+        path_role: the role ``(method, path)`` needs, or None where the handler checks it (the
+            API's operations).
         barrier: waits until what was audited so far is durable; returns False when it cannot.
         observe: ``(method, path, status, seconds)`` once per response, for metrics.
     """
@@ -176,6 +192,8 @@ class ServiceMiddleware:
         is_public: Callable[[str, str], bool],
         is_call: Callable[[str, str], bool],
         limiter: RateLimiter,
+        authenticator: Authenticator | None = None,
+        path_role: Callable[[str, str], Role | None] | None = None,
         barrier: Callable[[], Awaitable[bool]] | None = None,
         observe: Callable[[str, str, int, float], None] | None = None,
     ) -> None:
@@ -184,6 +202,8 @@ class ServiceMiddleware:
         self.is_public = is_public
         self.is_call = is_call
         self.limiter = limiter
+        self.authenticator = authenticator or Authenticator(settings.token, None)
+        self.path_role = path_role or (lambda method, path: None)
         self.barrier = barrier
         self.observe = observe
         self.loopback = is_loopback(settings.host)
@@ -207,10 +227,10 @@ class ServiceMiddleware:
         headers = dict(scope.get("headers") or [])
         trace_id = trace_id_from(headers)
         client = scope.get("client")
-        caller = client[0] if client else "unknown"
+        address = client[0] if client else "unknown"
         state = scope.setdefault("state", {})
         state["trace_id"] = trace_id
-        state["caller"] = caller
+        state["caller"] = state["address"] = address
         token = TRACE_ID.set(trace_id)
         origin = headers.get(b"origin", b"").decode("latin-1")
         response = _Response(self, scope, send, trace_id, began, origin if origin and origin in self.cors else None)
@@ -220,7 +240,11 @@ class ServiceMiddleware:
                 # an asterisk-form target (RFC 9112 §3.2.4)
                 await self._asterisk(response.send, scope, trace_id, began)
                 return
-            refusal = self._refuse(scope, headers, origin, caller)
+            refusal = self._refuse(scope, headers, origin)
+            if refusal is None:
+                refusal = await self._identify(scope, headers, state, address)
+            if refusal is None:
+                refusal = self._limit(scope, address)
             if refusal is not None:
                 await self._problem(response.send, scope, trace_id, began, *refusal)
                 response.status = refusal[0]
@@ -238,7 +262,7 @@ class ServiceMiddleware:
                         raise
                     await self._problem(response.send, scope, trace_id, began, exc.status, exc.detail)
         finally:
-            self._done(scope, caller, response.status, time.perf_counter() - began, trace_id)
+            self._done(scope, state["caller"], response.status, time.perf_counter() - began, trace_id)
             TRACE_ID.reset(token)
 
     async def _asterisk(self, send: Send, scope: Scope, trace_id: str, began: float) -> None:
@@ -283,11 +307,49 @@ class ServiceMiddleware:
                 trace_id,
             )
 
-    def _refuse(
-        self, scope: Scope, headers: dict[bytes, bytes], origin: str, caller: str
+    async def _identify(
+        self, scope: Scope, headers: dict[bytes, bytes], state: dict[str, Any], address: str
     ) -> tuple[int, str, dict[str, str]] | None:
+        """Who is calling (into ``state``), or why they may not."""
         method: str = scope["method"]
         path: str = scope.get("path", "")
+        if self.is_public(method, path):
+            return None
+        if method == "OPTIONS" and headers.get(b"origin", b"").decode("latin-1") in self.cors:
+            return None  # a CORS preflight carries no credentials
+        identity: Identity | None = LOCAL
+        if self.authenticator.required:
+            given = headers.get(b"authorization", b"")
+            scheme, _, value = given.partition(b" ")
+            identity = None
+            if scheme.lower() == b"bearer":
+                identity = await self.authenticator.identify(value.strip().decode("latin-1"))
+            if identity is None:
+                what = "a token it does not accept" if given else "no token"
+                return (
+                    401,
+                    f"this endpoint needs a token as 'Authorization: Bearer ...'; got {what}",
+                    {"WWW-Authenticate": self.authenticator.challenge()},
+                )
+            state["caller"] = f"{address} {identity.describe()}"
+        state["identity"] = identity
+        assert identity is not None
+        needed = self.path_role(method, path)
+        if needed is not None and not identity.may(needed):
+            return 403, forbidden(identity, needed), {}
+        return None
+
+    def _limit(self, scope: Scope, address: str) -> tuple[int, str, dict[str, str]] | None:
+        """The per-address rate limit on calls (an HTTP request is one; a batch pays the rest)."""
+        if self.limiter.enabled and self.is_call(scope["method"], scope.get("path", "")):
+            wait = self.limiter.take(address)
+            if wait is not None:
+                seconds = max(1, math.ceil(wait))
+                return 429, f"too many calls from {address}; retry in {seconds} s", {"Retry-After": str(seconds)}
+        return None
+
+    def _refuse(self, scope: Scope, headers: dict[bytes, bytes], origin: str) -> tuple[int, str, dict[str, str]] | None:
+        method: str = scope["method"]
         host = headers.get(b"host", b"").decode("latin-1")
         if host and not self.any_host and _host_name(host) not in self.host_names:
             return 403, f"the Host header {shorten(host, 100)!r} is not allowed here (DNS rebinding protection)", {}
@@ -298,16 +360,6 @@ class ServiceMiddleware:
                 return 403, f"requests from the origin {shorten(origin, 100)!r} are not allowed", {}
         if method == "OPTIONS" and origin in self.cors:
             return None
-        if self.settings.token is not None and not self.is_public(method, path):
-            given = headers.get(b"authorization", b"")
-            scheme, _, value = given.partition(b" ")
-            if scheme.lower() != b"bearer" or not self.settings.token.matches(value.strip()):
-                what = "a wrong token" if given else "no token"
-                return (
-                    401,
-                    f"this endpoint needs the service token as 'Authorization: Bearer ...'; got {what}",
-                    {"WWW-Authenticate": 'Bearer realm="mcpwire"'},
-                )
         length = headers.get(b"content-length")
         if length is not None:
             try:
@@ -316,11 +368,6 @@ class ServiceMiddleware:
                 return 400, "the Content-Length header is not a number", {}
             if size > self.settings.max_body_bytes:
                 return 413, f"the request body is larger than {self.settings.max_body_bytes} bytes", {}
-        if self.limiter.enabled and self.is_call(method, path):
-            wait = self.limiter.take(caller)
-            if wait is not None:
-                seconds = max(1, math.ceil(wait))
-                return 429, f"too many calls from {caller}; retry in {seconds} s", {"Retry-After": str(seconds)}
         return None
 
     def _limited(self, receive: Receive) -> Receive:

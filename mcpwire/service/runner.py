@@ -13,6 +13,7 @@ exit status is 0. A second signal cuts the drain short.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
@@ -34,6 +35,7 @@ from ..testing import demo_server_argv
 from .agent_runs import agent_routes
 from .app import build_app
 from .bridge import service_host
+from .localfiles import TOKEN_FILE, announce, data_folder
 from .servers import Source, effective_config
 from .settings import Settings
 from .store import ServerRow, Store, describe_url, open_store
@@ -56,6 +58,8 @@ class ServeOptions:
     first_attempt_timeout: float = FIRST_ATTEMPT_TIMEOUT
     #: ``builtin`` (HTTP/1.1 on h11) or ``hypercorn`` (HTTP/2 as well)
     http_server: HttpServerName = "builtin"
+    #: the admin token is the one kept in the data folder (loopback without a token given)
+    local_token: bool = False
 
 
 def _demo_config() -> HostConfig:
@@ -208,11 +212,22 @@ async def _serve_http(
             print(f"events    {url}/events   metrics {url}/metrics   health {url}/healthz {url}/readyz", file=out)
             print(f"console   {url}/", file=out)
         print(f"database  {describe_url(options.db)}", file=out)
-        if options.settings.token is not None:
-            print("token     required (Authorization: Bearer ...)", file=out)
-        print("Ctrl+C stops.", file=out, flush=True)
-        if ready is not None:
-            ready(binds)
+        with contextlib.ExitStack() as announced:
+            token = settings.token
+            if token is not None and options.local_token:
+                # as Jupyter does: a link that signs the console in, for the person who started it
+                for url in binds:
+                    print(f"sign in   {url}/login?token={token.reveal()}", file=out)
+                print(f"token     {data_folder() / TOKEN_FILE} (the mcpwire command line finds it)", file=out)
+                announced.enter_context(announce(int(binds[0].rsplit(":", 1)[1])))
+            elif token is not None:
+                print("token     required (Authorization: Bearer ...)", file=out)
+            else:
+                print("token     none: authentication is off (--no-auth)", file=out)
+            print("Ctrl+C stops.", file=out, flush=True)
+            if ready is not None:
+                ready(binds)
+            await shutdown.wait()
 
 
 async def _serve_stdio(

@@ -22,6 +22,7 @@ from .._version import __version__
 from ..host import Approval, ApprovalQueue, Host, ServerStatus
 from .audit import AuditWriter
 from .events import EventHub
+from .identity import Authenticator
 from .metrics import CallMetrics, HttpMetrics
 from .middleware import RateLimiter
 from .problems import ProblemError
@@ -92,6 +93,8 @@ class Service:
     running: bool = False
     outcomes: OrderedDict[str, CallOutcome] = field(default_factory=OrderedDict)
     gateway: Any = None
+    #: bearer credentials to identities (tokens, the identity provider's JWTs)
+    authenticator: Authenticator | None = None
     _nursery: trio.Nursery | None = None
 
     def watch_approvals(self, run_id: str, seen: trio.Event) -> ApprovalWatch:

@@ -309,13 +309,15 @@ async def test_mcpwire_check_is_clean_against_mcpwire_serve_with_its_rate_limit(
     work = tmp_path / "work"
     work.mkdir()
     db = f"sqlite:///{tmp_path / 'service.db'}"
-    serve = start_serve(["--port", "0", "--db", db], cwd=work, env=clean_env(tmp_path / "home"))
+    token = "rate-limited-admin-token-0123456789"
+    auth = {"Authorization": f"Bearer {token}"}
+    serve = start_serve(["--port", "0", "--db", db], cwd=work, env=clean_env(tmp_path / "home", MCPWIRE_TOKEN=token))
     try:
         await trio.to_thread.run_sync(serve.read_until, READY_LINE)
-        target = Target(url=f"{serve.url}/mcp", transport="auto", name="serve")
+        target = Target(url=f"{serve.url}/mcp", transport="auto", name="serve", headers=auth)
         with trio.fail_after(240):
             outcome = await run(target)
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, headers=auth) as client:
             metrics = (await client.get(f"{serve.url}/metrics")).text
     finally:
         await trio.to_thread.run_sync(serve.stop)

@@ -41,6 +41,22 @@ class Serve:
         return self.process.url
 
     @property
+    def sign_in(self) -> str:
+        """The one-click sign-in link ``mcpwire serve`` printed (with the admin token it made)."""
+        for line in self.process.lines:
+            if line.startswith("sign in "):
+                return line.split(None, 2)[2].strip()
+        raise AssertionError(f"no sign-in link in {self.process.lines}")
+
+    @property
+    def token(self) -> str:
+        return self.sign_in.rsplit("token=", 1)[1]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    @property
     def state(self) -> Path:
         return self.folder / "state"
 
@@ -86,6 +102,16 @@ def start_serve(folder: Path, servers: dict[str, Any], *, token: str | None = No
         process.kill()
         raise
     return Serve(process, folder)
+
+
+def signed_in(browser: Any, serve: Serve, **options: Any) -> Any:
+    """A browser context signed in to the console through the link ``mcpwire serve`` printed."""
+    context = browser.new_context(base_url=serve.url, **options)
+    page = context.new_page()
+    page.goto(serve.sign_in)
+    assert page.url.rstrip("/") == serve.url.rstrip("/"), page.url  # the token left the address at once
+    page.close()
+    return context
 
 
 def screenshot(page: Any, name: str) -> None:

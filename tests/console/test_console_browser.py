@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _console import PY_BIN, SCREENSHOTS, Serve, console_config, require, screenshot, start_serve
+from _console import PY_BIN, SCREENSHOTS, Serve, console_config, require, screenshot, signed_in, start_serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.real]
 
@@ -39,7 +39,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
 
 @pytest.fixture(scope="module")
 def context(browser: Any, serve: Serve) -> Iterator[Any]:
-    made = browser.new_context(base_url=serve.url, viewport={"width": 1280, "height": 900})
+    made = signed_in(browser, serve, viewport={"width": 1280, "height": 900})
     made.add_init_script(WATCH)
     made.set_default_timeout(20_000)
     try:
@@ -61,7 +61,7 @@ def page(context: Any) -> Iterator[Any]:
 
 
 def api(serve: Serve) -> httpx.Client:
-    return httpx.Client(base_url=serve.url, timeout=60)
+    return httpx.Client(base_url=serve.url, timeout=60, headers=serve.headers)
 
 
 def row(page: Any, server: str) -> Any:

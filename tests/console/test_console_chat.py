@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _console import NPM_BIN, Serve, require, screenshot, start_serve
+from _console import NPM_BIN, Serve, require, screenshot, signed_in, start_serve
 from test_console_browser import WATCH
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
@@ -52,7 +52,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLM) -> Iterator[Se
 
 @pytest.fixture
 def context(browser: Any, serve: Serve) -> Iterator[Any]:
-    made = browser.new_context(base_url=serve.url, viewport={"width": 1280, "height": 900})
+    made = signed_in(browser, serve, viewport={"width": 1280, "height": 900})
     made.add_init_script(WATCH)
     made.set_default_timeout(30_000)
     try:

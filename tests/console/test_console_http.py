@@ -94,7 +94,7 @@ async def test_with_a_token_the_console_asks_to_sign_in(db: str, config: Path) -
         assert page.status_code == 200 and 'type="password"' in page.text
         assert page.headers["content-security-policy"] == CSP
         wrong = await browser.post("/login", data={"token": "not-the-token-at-all", "next": "/"})
-        assert wrong.status_code == 401 and "That is not the service" in wrong.text
+        assert wrong.status_code == 401 and "That token is not accepted here" in wrong.text
         assert "mcpwire_console" not in browser.cookies
         outside = await browser.post("/login", data={"token": TOKEN, "next": "//evil.example/x"})
         assert outside.status_code == 303 and outside.headers["location"] == "/"
@@ -111,3 +111,6 @@ async def test_with_a_token_the_console_asks_to_sign_in(db: str, config: Path) -
         browser.cookies.set("mcpwire_console", value)
         out = await browser.post("/logout", data={"csrf_token": csrf_of(signed.text)})
         assert out.status_code == 303 and out.headers["location"] == "/login"
+        # logging out ended the session on the service: the old cookie is dead at once
+        browser.cookies.set("mcpwire_console", value)
+        assert (await browser.get("/tools?q=echo")).status_code == 303

@@ -34,7 +34,7 @@ def test_the_token_is_exchanged_for_a_strict_http_only_session(browser: Any, ser
         screenshot(page, "login")
         page.get_by_label("Service token").fill("wrong-token-but-long-enough")
         page.get_by_role("button", name="Sign in").click()
-        page.locator(".problem", has_text="That is not the service").wait_for()
+        page.locator(".problem", has_text="That token is not accepted here").wait_for()
         page.get_by_label("Service token").fill(TOKEN)
         page.get_by_role("button", name="Sign in").click()
         page.wait_for_url("**/tools?q=time")

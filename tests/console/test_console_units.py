@@ -11,9 +11,8 @@ from mcpwire.service.console.charts import BUCKET_SECONDS, BUCKETS, server_chart
 from mcpwire.service.console.forms import arguments_from, fields_of, json_path, validate_arguments
 from mcpwire.service.console.results import blocks_of, table_of
 from mcpwire.service.console.servers import parse_entry
-from mcpwire.service.console.web import Form, Sessions
+from mcpwire.service.console.web import Form
 from mcpwire.service.problems import ProblemError
-from mcpwire.service.settings import Secret
 from mcpwire.service.store import AuditPage, AuditRow
 
 SCHEMA = {
@@ -36,21 +35,6 @@ SCHEMA = {
         "flag": {"type": "boolean"},
     },
 }
-
-
-def test_sessions_are_signed_expire_and_are_shared_by_a_token() -> None:
-    sessions = Sessions(Secret("x" * 20), ttl=60)
-    cookie, nonce = sessions.issue(now=1000)
-    assert sessions.nonce(cookie, now=1059) == nonce
-    assert sessions.nonce(cookie, now=1061) is None
-    expires, _, signature = cookie.split(".")
-    assert sessions.nonce(f"{expires}.{'A' * 24}.{signature}", now=1000) is None
-    assert sessions.nonce(f"{int(expires) + 999}.{nonce}.{signature}", now=1000) is None
-    assert sessions.nonce("garbage", now=1000) is None and sessions.nonce(None) is None
-    assert Sessions(Secret("x" * 20)).nonce(cookie, now=1000) == nonce  # another replica, same token
-    assert Sessions(Secret("y" * 20)).nonce(cookie, now=1000) is None
-    assert Sessions(None).nonce(cookie, now=1000) is None
-    assert sessions.csrf(nonce) != sessions.csrf(sessions.issue()[1])
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,10 @@ from _process import READY_LINE, ServeProcess, clean_env, start_serve
 BURST_SECONDS = 2.5
 
 
+TOKEN = "durability-admin-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
 def asking_config(tmp_path: Path) -> Path:
     entry = {**demo_entry(), "policy": {"tools": {"add": {"approval": "ask"}}}}
     return write_config(tmp_path / "mcp.json", {"demo": entry})
@@ -28,7 +32,7 @@ def start(tmp_path: Path, config: Path, db: str) -> ServeProcess:
     serve = start_serve(
         ["--config", str(config), "--port", "0", "--db", db, "--rate-limit", "0"],
         cwd=tmp_path,
-        env=clean_env(tmp_path),
+        env=clean_env(tmp_path, MCPWIRE_TOKEN=TOKEN),
     )
     serve.read_until(READY_LINE, timeout=120)
     return serve
@@ -37,7 +41,7 @@ def start(tmp_path: Path, config: Path, db: str) -> ServeProcess:
 async def _burst(url: str, acked_calls: set[str], acked_decisions: dict[str, str]) -> None:
     """Echo calls and add-calls with their approvals, from 16 clients, until cancelled."""
     limits = httpx.Limits(max_connections=32)
-    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits, headers=AUTH) as client:
 
         async def echo_loop(worker: int) -> None:
             n = 0
@@ -131,8 +135,8 @@ async def test_two_replicas_share_approvals_through_postgresql(tmp_path: Path, p
     second = start(tmp_path, config, db)
     try:
         async with (
-            httpx.AsyncClient(base_url=first.url, timeout=30) as a,
-            httpx.AsyncClient(base_url=second.url, timeout=30) as b,
+            httpx.AsyncClient(base_url=first.url, timeout=30, headers=AUTH) as a,
+            httpx.AsyncClient(base_url=second.url, timeout=30, headers=AUTH) as b,
         ):
             accepted = await a.post("/api/v1/tools/demo__add/call", json={"arguments": {"a": 20, "b": 22}})
             assert accepted.status_code == 202, accepted.text

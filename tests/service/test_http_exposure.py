@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -21,6 +22,7 @@ from _process import READY_LINE, ServeProcess, clean_env, start_serve
 from mcpwire.server.http import HTTP_SERVERS
 
 TOKEN = "exposure-test-token-0123456789"
+FIXTURES = Path(__file__).with_name("fixtures")
 AUTH = f"Authorization: Bearer {TOKEN}"
 #: a call (it counts against the rate limit): reading the demo server's resource
 READ = "/api/v1/resources/read?uri=demo://static/hello"
@@ -67,38 +69,15 @@ async def test_a_thousand_idle_and_a_thousand_trickling_connections_leave_others
 ) -> None:
     with serving(tmp_path, "--http-server", kind) as serve:
         port = port_of(serve)
-        held: list[trio.SocketStream] = []
-        latencies: list[float] = []
         request = f"GET /api/v1/servers HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{AUTH}\r\nConnection: close\r\n\r\n"
-
-        async def attack_idle() -> None:
-            for _ in range(1000):
-                try:
-                    held.append(await connect_from("127.0.0.1", port))
-                except OSError:
-                    pass
-
-        async def attack_trickling() -> None:
-            streams = []
-            head = f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 1000\r\n\r\n".encode()
-            for _ in range(1000):
-                try:
-                    stream = await connect_from("127.0.0.1", port)
-                    await stream.send_all(head)
-                    streams.append(stream)
-                except (OSError, trio.BrokenResourceError):
-                    pass
-            held.extend(streams)
-            for _ in range(10):  # a byte every two seconds, on every connection still open
-                await trio.sleep(2)
-                for stream in streams:
-                    try:
-                        await stream.send_all(b"x")
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        pass
-
-        async def legitimate() -> None:
-            await trio.sleep(3)  # the attack is under way
+        attacker = [sys.executable, str(FIXTURES / "slow_clients.py"), str(port), "1000", "1000", "20"]
+        latencies: list[float] = []
+        async with trio.open_nursery() as nursery:
+            # the attack from 127.0.0.1 in a process of its own; the client measured from 127.0.0.2
+            attack = await nursery.start(partial(trio.run_process, attacker, stdout=subprocess.PIPE, check=False))
+            assert attack.stdout is not None
+            with trio.fail_after(120):
+                assert (await attack.stdout.receive_some(100)).startswith(b"attacking")
             for _ in range(20):
                 start = time.perf_counter()
                 stream = await connect_from("127.0.0.2", port)
@@ -108,16 +87,8 @@ async def test_a_thousand_idle_and_a_thousand_trickling_connections_leave_others
                 await stream.aclose()
                 assert reply.startswith(b"HTTP/1.1 200"), reply[:200]
                 await trio.sleep(0.3)
-
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(attack_idle)
-                nursery.start_soon(attack_trickling)
-                await legitimate()
-                nursery.cancel_scope.cancel()
-        finally:
-            for stream in held:
-                await trio.aclose_forcefully(stream)
+            with trio.fail_after(60):
+                await attack.wait()
         assert max(latencies) < 1.0, latencies
 
 

@@ -64,10 +64,10 @@ async def test_the_token_guards_everything_but_the_probes(db: str, config: Path)
             assert reply.status_code == 401, path
             assert reply.headers["www-authenticate"] == 'Bearer realm="mcpwire"'
             assert reply.json()["detail"] == (
-                "this endpoint needs the service token as 'Authorization: Bearer ...'; got no token"
+                "this endpoint needs a token as 'Authorization: Bearer ...'; got no token"
             )
         wrong = await c.get("/api/v1/servers", headers={"Authorization": "Bearer " + TOKEN[:-1] + "X"})
-        assert wrong.status_code == 401 and wrong.json()["detail"].endswith("got a wrong token")
+        assert wrong.status_code == 401 and wrong.json()["detail"].endswith("got a token it does not accept")
         assert TOKEN not in wrong.text
         ok = await c.get("/api/v1/servers", headers={"Authorization": f"Bearer {TOKEN}"})
         assert ok.status_code == 200

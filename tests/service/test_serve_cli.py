@@ -79,8 +79,15 @@ def test_start_up_lines_serve_and_stop_on_sigterm(tmp_path: Path) -> None:
         assert lines[2].startswith("  broken           stdio  error: ") and lines[2].endswith(" (retrying)")
         assert lines[3] == "  off              stdio  disabled"
         assert serve.url.startswith("http://127.0.0.1:")
-        assert lines[-2] == f"database  sqlite:///{tmp_path / 's.db'}"
-        with httpx.Client(base_url=serve.url, timeout=30) as client:
+        token = (tmp_path / "data" / "mcpwire" / "token").read_text().strip()
+        assert lines[-4:] == [
+            f"database  sqlite:///{tmp_path / 's.db'}",
+            f"sign in   {serve.url}/login?token={token}",
+            f"token     {tmp_path / 'data' / 'mcpwire' / 'token'} (the mcpwire command line finds it)",
+            READY_LINE,
+        ]
+        auth = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=serve.url, timeout=30, headers=auth) as client:
             assert client.get("/healthz").status_code == 200
             assert [s["name"] for s in client.get("/api/v1/servers").json()["items"]] == ["demo", "broken", "off"]
             assert processes_with(marker)
@@ -110,7 +117,8 @@ def test_no_config_anywhere_serves_the_demo_server_and_sigint_exits_0(tmp_path: 
         lines = serve.read_until(READY_LINE)
         assert "  demo             stdio  modern 2026-07-28  11 tools" in lines
         assert f"database  sqlite:///{tmp_path / 'data' / 'mcpwire' / 'service.db'}" in lines
-        with httpx.Client(base_url=serve.url, timeout=30) as client:
+        token = (tmp_path / "data" / "mcpwire" / "token").read_text().strip()
+        with httpx.Client(base_url=serve.url, timeout=30, headers={"Authorization": f"Bearer {token}"}) as client:
             reply = client.post("/api/v1/tools/demo__echo/call", json={"arguments": {"text": "hi"}})
             assert reply.json()["text"] == "hi"
         assert serve.stop(signal.SIGINT) == 0
@@ -123,8 +131,9 @@ def test_no_config_anywhere_serves_the_demo_server_and_sigint_exits_0(tmp_path: 
 def test_help_names_every_option(tmp_path: Path) -> None:
     proc = run_serve(["--help"], tmp_path)
     assert proc.returncode == 0
-    for option in ("--config", "--host", "--port", "--db", "--stdio", "--namespacing", "--token-file",
-                   "--allowed-host", "--cors-origin", "--rate-limit", "--max-body", "--drain-timeout"):  # fmt: skip
+    for option in ("--config", "--host", "--port", "--db", "--stdio", "--namespacing", "--token-file", "--no-auth",
+                   "--allowed-host", "--cors-origin", "--rate-limit", "--max-body", "--drain-timeout", "--certfile",
+                   "--keyfile", "--forwarded-allow-ips", "--max-connections-per-client"):  # fmt: skip
         assert option in proc.stdout
     assert "mcpwire serve --stdio --namespacing off" in proc.stdout
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from ...host import RegisteredResource
+from ..identity import Role
 from ..problems import ProblemError
 from .core import API, PREFIX, named, service_of
 from .routing import Ctx, ResponseSpec
@@ -52,6 +53,7 @@ async def list_prompts(ctx: Ctx) -> PromptList:
 @API.operation(
     "POST",
     f"{PREFIX}/prompts/{{name}}/get",
+    role=Role.CALLER,
     summary="Render a prompt",
     tags=("prompts",),
     body=PromptGetIn,
@@ -127,6 +129,7 @@ def _server_for(resources: list[RegisteredResource], uri: str, server: str | Non
 @API.operation(
     "GET",
     f"{PREFIX}/resources/read",
+    role=Role.CALLER,
     summary="Read a resource",
     tags=("resources",),
     query=ResourceReadQuery,

@@ -8,6 +8,7 @@ import trio
 
 from ...host import Approval, ApprovalQueue, ApprovalState, Pin
 from ...host.pins import definition_diff
+from ..identity import Role
 from ..problems import ProblemError
 from .core import API, PREFIX, service_of
 from .routing import Ctx, ResponseSpec
@@ -112,6 +113,7 @@ async def get_approval(ctx: Ctx) -> ApprovalOut:
 @API.operation(
     "POST",
     f"{PREFIX}/approvals/{{id}}",
+    role=Role.APPROVER,
     summary="Approve or deny",
     tags=("approvals",),
     body=ApprovalDecision,
@@ -175,6 +177,7 @@ async def list_pins(ctx: Ctx) -> PinList:
 @API.operation(
     "POST",
     f"{PREFIX}/pins/{{server}}/{{tool}}/approve",
+    role=Role.APPROVER,
     summary="Approve a changed tool definition",
     tags=("pins",),
     responses={200: ResponseSpec("The pin, now holding the new definition.", PinOut)},

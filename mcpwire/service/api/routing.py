@@ -22,6 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..identity import Identity, Role
+from ..middleware import forbidden
 from ..problems import Problem, ProblemError, validation_error
 
 __all__ = [
@@ -107,8 +109,10 @@ class Operation:
     body: type | None
     responses: Mapping[int, ResponseSpec]
     description: str = ""
-    #: requires the bearer token (when one is configured)
+    #: needs no credential
     public: bool = False
+    #: the least role that may run it
+    role: Role = Role.VIEWER
 
 
 _PARAM = re.compile(r"{([a-zA-Z_][a-zA-Z0-9_]*)}")
@@ -140,7 +144,12 @@ class Api:
         body: type | None = None,
         tags: Sequence[str] = (),
         public: bool = False,
+        role: Role | None = None,
     ) -> Callable[[Handler], Handler]:
+        """Registers an operation; ``role`` is the least role that may run it (reading needs a
+        viewer, anything else an admin, unless it says otherwise)."""
+        needed = role if role is not None else Role.VIEWER if method.upper() in ("GET", "HEAD") else Role.ADMIN
+
         def register(handler: Handler) -> Handler:
             self.operations.append(
                 Operation(
@@ -155,6 +164,7 @@ class Api:
                     responses=dict(responses),
                     description=(handler.__doc__ or "").strip(),
                     public=public,
+                    role=needed,
                 )
             )
             return handler
@@ -217,6 +227,9 @@ class Api:
                 item["requestBody"] = {"required": True, "content": {JSON: {"schema": schema_of[id(op.body)]}}}
             if secured and not op.public:
                 item["security"] = [{"bearer": []}]
+                item["x-mcpwire-role"] = op.role.label
+                note = f"Needs the {op.role.label} role (or a higher one)."
+                item["description"] = f"{item['description']}\n\n{note}" if op.description else note
             for status, spec in sorted(op.responses.items()):
                 response: dict[str, Any] = {
                     "description": spec.description,
@@ -242,8 +255,9 @@ class Api:
                 "bearer": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "The service token ($MCPWIRE_TOKEN or --token-file); needed unless the "
-                    "service listens on loopback without one.",
+                    "description": "A token: the service's admin token ($MCPWIRE_TOKEN, --token-file, or "
+                    "the one it made in its data folder), a named token with a role (mcpwire token create), or "
+                    "a JWT from the configured identity provider. Roles: viewer < caller < approver < admin.",
                 }
             }
         return {
@@ -272,6 +286,12 @@ def _endpoint(
 ) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         op = ops[request.method if request.method != "HEAD" else "GET"]
+        if not op.public:
+            identity = (request.scope.get("state") or {}).get("identity")
+            if not isinstance(identity, Identity):  # (the service's middleware names every caller)
+                return problem_response(ProblemError(401, "this endpoint needs a token"), request)
+            if not identity.may(op.role):
+                return problem_response(ProblemError(403, forbidden(identity, op.role)), request)
         try:
             reply = await _handle(op, request, service, errors)
         except ProblemError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from ...host import Host, RegisteredTool
+from ..identity import Role
 from ..problems import ProblemError
 from ..state import CallOutcome, Service
 from .core import API, PREFIX, map_error, named, service_of
@@ -135,6 +136,7 @@ async def run_call(
 @API.operation(
     "POST",
     f"{PREFIX}/tools/{{name}}/call",
+    role=Role.CALLER,
     summary="Call a tool",
     tags=TAGS,
     body=ToolCallIn,

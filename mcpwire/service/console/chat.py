@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from ...agent import Message, Preset, PresetError, TextPart, ToolCall, ToolResultPart
 from ..agent_conversations import load_messages
+from ..identity import Role
 from ..problems import ProblemError
 from ..store import Store
 from .web import View, page
@@ -98,5 +99,5 @@ def routes(runs: Runs) -> list[BaseRoute]:
 
     return [
         Route("/chat", page(chat_page), methods=["GET"]),
-        Route("/chat/runs", page(chat_run), methods=["POST"]),
+        Route("/chat/runs", page(chat_run, role=Role.CALLER), methods=["POST"]),
     ]

@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 
 from ...host import HostConfig
 from ...protocol.types import JSONValue
+from ..identity import Role
 from ..problems import FieldError, ProblemError
 from ..store import CheckRunRow
 from .web import View, page
@@ -140,7 +141,7 @@ async def check_report(view: View) -> Response:
 def routes() -> list[BaseRoute]:
     return [
         Route("/checks", page(checks_page), methods=["GET"]),
-        Route("/checks", page(start_check), methods=["POST"]),
+        Route("/checks", page(start_check, role=Role.ADMIN), methods=["POST"]),
         Route("/checks/{id}", page(check_run_page), methods=["GET"]),
         Route("/checks/{id}/report", page(check_report), methods=["GET"]),
     ]

@@ -10,6 +10,7 @@ from typing import Any, Final
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from ..identity import Role
 from ..problems import FieldError, ProblemError
 from .web import View, call_api, page
 
@@ -120,7 +121,7 @@ async def approve_pin(view: View) -> Response:
 def routes() -> list[BaseRoute]:
     return [
         Route("/approvals", page(approvals_page), methods=["GET"]),
-        Route("/approvals/{id}", page(decide), methods=["POST"]),
+        Route("/approvals/{id}", page(decide, role=Role.APPROVER), methods=["POST"]),
         Route("/pins", page(pins_page), methods=["GET"]),
-        Route("/pins/{server}/{tool}/approve", page(approve_pin), methods=["POST"]),
+        Route("/pins/{server}/{tool}/approve", page(approve_pin, role=Role.APPROVER), methods=["POST"]),
     ]

@@ -3,34 +3,24 @@ entry, enable/disable, restart and remove, and signing in and out."""
 
 from __future__ import annotations
 
-import urllib.parse
 from typing import Any
 
 import msgspec
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from ..events import sse_stream
 from ..problems import FieldError, ProblemError
 from .charts import BUCKET_SECONDS, BUCKETS, HEIGHT, MAX_RECORDS, WIDTH, server_charts
 from .web import (
-    ENV,
-    SESSION_COOKIE,
     View,
     call_api,
-    console_of,
-    read_form,
     reply_body,
-    secure,
-    set_session_cookie,
 )
 
 __all__ = [
     "add_server",
     "charts_fragment",
     "events",
-    "login",
-    "logout",
     "parse_entry",
     "server_action",
     "servers_fragment",
@@ -179,46 +169,3 @@ async def events(view: View) -> Response:
     )
 
 
-# -- signing in ---------------------------------------------------------------------------------------------
-
-
-def _safe_next(value: str) -> str:
-    """Only a path on this service (no scheme, no host, no ``//``) is followed after signing in."""
-    parsed = urllib.parse.urlsplit(value)
-    if not value.startswith("/") or value.startswith("//") or parsed.scheme or parsed.netloc or "\\" in value:
-        return "/"
-    return value
-
-
-async def login(request: Request) -> Response:
-    service = request.app.state.service
-    sessions = console_of(request).sessions
-    error = None
-    status = 200
-    next_path = _safe_next(request.query_params.get("next", "/"))
-    if request.method == "POST":
-        form = await read_form(request)
-        next_path = _safe_next(form.get("next", "/"))
-        token = service.settings.token
-        given = form.get("token").strip()
-        if token is None:
-            return secure(RedirectResponse(next_path, status_code=303))
-        if given and token.matches(given):
-            cookie, _ = sessions.issue()
-            response = RedirectResponse(next_path, status_code=303)
-            set_session_cookie(request, response, cookie, sessions.ttl)
-            return secure(response)
-        error = "That is not the service's token."
-        status = 401
-    elif service.settings.token is None:
-        return secure(RedirectResponse("/", status_code=303))
-    html = ENV.get_template("login.html").render(
-        csrf="", live=False, token_required=False, version=service.version, path="/login", next=next_path, error=error
-    )
-    return secure(HTMLResponse(html, status_code=status))
-
-
-async def logout(view: View) -> Response:
-    response = RedirectResponse("/login" if view.service.settings.token is not None else "/", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    return response

@@ -18,10 +18,8 @@ control characters (ANSI escapes, bidi overrides) made visible by :func:`mcpwire
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
-import secrets
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
@@ -38,8 +36,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from ...redaction import clean_markup, shorten
 from ..api import API, PREFIX, map_error
 from ..api.routing import Ctx, Operation, Reply, run_operation
+from ..identity import LOCAL, Authenticator, Identity, Role
+from ..middleware import forbidden
 from ..problems import ProblemError, validation_error
-from ..settings import Secret
+from .sessions import SESSION_COOKIE, Sessions, set_session_cookie
 
 __all__ = [
     "CSP",
@@ -56,9 +56,6 @@ __all__ = [
 
 TEMPLATES: Final = Path(__file__).with_name("templates")
 STATIC: Final = Path(__file__).with_name("static")
-SESSION_COOKIE: Final = "mcpwire_console"
-#: how long a console session lasts
-SESSION_SECONDS: Final = 12 * 3600
 CSRF_FIELD: Final = "csrf_token"
 CSRF_HEADER: Final = "x-csrf-token"
 #: the pages' policy: scripts and styles from the console's own files only, nothing inline
@@ -68,47 +65,6 @@ CSP: Final = (
 )
 #: the longest JSON shown in a page before it is cut (the API has it all)
 MAX_JSON_CHARS: Final = 20_000
-
-
-class Sessions:
-    """Signed session cookies (``expiry.nonce.signature``) and the CSRF token of each session.
-
-    With a service token, the signing key is derived from it, so every replica sharing the token
-    accepts the same sessions and a changed token ends them all; without one (loopback only), the
-    key is random per process.
-    """
-
-    def __init__(self, token: Secret | None, *, ttl: float = SESSION_SECONDS) -> None:
-        self.required = token is not None
-        self.ttl = ttl
-        if token is not None:
-            self._key = hashlib.sha256(b"mcpwire console session\0" + token.reveal().encode()).digest()
-        else:
-            self._key = secrets.token_bytes(32)
-
-    def _sign(self, text: str) -> str:
-        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
-
-    def issue(self, now: float | None = None) -> tuple[str, str]:
-        """A new session: the cookie's value and the session's nonce."""
-        expires = int((now if now is not None else time.time()) + self.ttl)
-        nonce = secrets.token_urlsafe(18)
-        payload = f"{expires}.{nonce}"
-        return f"{payload}.{self._sign(payload)}", nonce
-
-    def nonce(self, cookie: str | None, now: float | None = None) -> str | None:
-        """The session's nonce when ``cookie`` is a valid, unexpired session; else ``None``."""
-        if not cookie or cookie.count(".") != 2:
-            return None
-        expires, nonce, signature = cookie.split(".")
-        if not hmac.compare_digest(self._sign(f"{expires}.{nonce}"), signature):
-            return None
-        if not expires.isdigit() or int(expires) < (now if now is not None else time.time()):
-            return None
-        return nonce
-
-    def csrf(self, nonce: str) -> str:
-        return self._sign("csrf\0" + nonce)[:40]
 
 
 @dataclass(slots=True)
@@ -122,7 +78,8 @@ def console_of(request: Request) -> ConsoleState:
     state = getattr(request.app.state, "console", None)
     if state is None:
         service = request.app.state.service
-        state = ConsoleState(sessions=Sessions(service.settings.token))
+        authenticator = service.authenticator or Authenticator(service.settings.token, service.store)
+        state = ConsoleState(sessions=Sessions(service.store, authenticator))
         request.app.state.console = state
     assert isinstance(state, ConsoleState)
     return state
@@ -228,12 +185,20 @@ ENV.filters.update(ago=_ago, duration=_duration, clock=_clock, pretty=_pretty, c
 
 @dataclass(slots=True)
 class View:
-    """What a page handler gets: the request, the service, the session's CSRF token."""
+    """What a page handler gets: the request, the service, who is signed in, the session's CSRF
+    token."""
 
     request: Request
     service: Any
     csrf: str
+    identity: Identity = LOCAL
+    sessions: Any = None
     form: Form | None = None
+
+    def require(self, role: Role) -> None:
+        """Raises a 403 problem unless the signed-in identity has ``role``."""
+        if not self.identity.may(role):
+            raise ProblemError(403, forbidden(self.identity, role))
 
     @property
     def htmx(self) -> bool:
@@ -244,6 +209,7 @@ class View:
         context.setdefault("path", self.request.url.path)
         html = ENV.get_template(template).render(
             csrf=self.csrf,
+            identity=self.identity,
             token_required=self.service.settings.token is not None,
             version=self.service.version,
             **context,
@@ -282,23 +248,35 @@ def _next_path(request: Request) -> str:
 PageHandler = Callable[[View], Awaitable[Response]]
 
 
-def page(handler: PageHandler, *, public: bool = False) -> Callable[[Request], Awaitable[Response]]:
-    """A starlette endpoint for ``handler``: session, CSRF, errors as pages, security headers."""
+def page(
+    handler: PageHandler, *, public: bool = False, role: Role = Role.VIEWER
+) -> Callable[[Request], Awaitable[Response]]:
+    """A starlette endpoint for ``handler``: session, role, CSRF, errors as pages, security
+    headers. ``role`` is the least role that may use it (what it does through the API's
+    operations is checked again against theirs)."""
 
     async def endpoint(request: Request) -> Response:
-        console = console_of(request)
-        sessions = console.sessions
-        nonce = sessions.nonce(request.cookies.get(SESSION_COOKIE))
-        cookie = None
-        if nonce is None and sessions.required and not public:
+        sessions = console_of(request).sessions
+        session = await sessions.find(request.cookies.get(SESSION_COOKIE))
+        fresh = None
+        if session is None and sessions.required and not public:
             if request.method == "GET" and request.headers.get("hx-request") != "true":
                 target = "/login?" + urllib.parse.urlencode({"next": _next_path(request)})
                 return secure(RedirectResponse(target, status_code=303))
             return secure(Response("your console session has ended; sign in again", status_code=401))
-        if nonce is None:
-            cookie, nonce = sessions.issue()
-        view = View(request=request, service=request.app.state.service, csrf=sessions.csrf(nonce))
+        if session is None:  # authentication is off (or a public page): a session for the CSRF token
+            session = fresh = await sessions.start(LOCAL)
+        view = View(
+            request=request,
+            service=request.app.state.service,
+            csrf=session.csrf,
+            identity=session.identity,
+            sessions=sessions,
+        )
+        state = request.scope.setdefault("state", {})
+        state["identity"] = session.identity
         try:
+            view.require(role)
             if request.method not in ("GET", "HEAD"):
                 view.form = await read_form(request)
                 given = request.headers.get(CSRF_HEADER) or view.form.get(CSRF_FIELD)
@@ -307,23 +285,11 @@ def page(handler: PageHandler, *, public: bool = False) -> Callable[[Request], A
             response = await handler(view)
         except ProblemError as exc:
             response = _error_page(view, exc)
-        if cookie is not None:
-            set_session_cookie(request, response, cookie, sessions.ttl)
+        if fresh is not None:
+            set_session_cookie(request, response, fresh.cookie, sessions.ttl)
         return secure(response)
 
     return endpoint
-
-
-def set_session_cookie(request: Request, response: Response, value: str, ttl: float) -> None:
-    response.set_cookie(
-        SESSION_COOKIE,
-        value,
-        max_age=int(ttl),
-        path="/",
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
 
 
 # -- the API's operations ----------------------------------------------------------------------------
@@ -345,6 +311,7 @@ async def call_api(
     operation's types (a 422 naming the bad field when they do not fit), and errors become the
     same problems. Returns what the handler returned (a Struct, or a :class:`Reply`)."""
     op = _OPERATIONS.get((method, PREFIX + path)) or _OPERATIONS[(method, path)]
+    view.require(op.role)
     parsed_query: object | None = None
     if op.query is not None:
         try:
@@ -367,7 +334,7 @@ async def call_api(
         query=parsed_query,
         body=parsed_body,
         trace_id=state.get("trace_id"),
-        caller=f"console {state.get('caller') or 'unknown'}",
+        caller=f"console {state.get('caller') or 'unknown'} {view.identity.describe()}",
     )
     return await run_operation(op, ctx, map_error)
 

@@ -10,10 +10,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ...redaction import redact_url
+from ..localfiles import data_folder
+from .access import SessionRow, TokenRow
 from .base import MAX_PAGE, Store
 from .schema import MIGRATIONS, Migration
 from .types import (
@@ -42,8 +43,10 @@ __all__ = [
     "Migration",
     "PinRow",
     "ServerRow",
+    "SessionRow",
     "Store",
     "StoreError",
+    "TokenRow",
     "default_database_path",
     "describe_url",
     "open_store",
@@ -52,8 +55,7 @@ __all__ = [
 
 def default_database_path() -> Path:
     """``$XDG_DATA_HOME/mcpwire/service.db`` (``~/.local/share/mcpwire/service.db`` by default)."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "mcpwire" / "service.db"
+    return data_folder() / "service.db"
 
 
 def _sqlite_path(url: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
+from .access import AccessStore
 from .schema import MIGRATIONS, Dialect, Migration, render
 from .types import (
     ApprovalRow,
@@ -101,6 +102,8 @@ class Store:
     def __init__(self, driver: Driver, *, migrations: Sequence[Migration] = MIGRATIONS) -> None:
         self._driver = driver
         self._migrations = tuple(sorted(migrations, key=lambda m: m.version))
+        #: API tokens and console sessions
+        self.access = AccessStore(driver)
 
     @property
     def dialect(self) -> Dialect:

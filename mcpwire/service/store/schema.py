@@ -97,4 +97,17 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         description="edits of the config file's servers kept apart from their entries",
         statements=("ALTER TABLE servers ADD COLUMN patch TEXT",),
     ),
+    Migration(
+        version=4,
+        description="API tokens with roles and console sessions, kept as hashes",
+        statements=(
+            "CREATE TABLE tokens ("
+            " name TEXT PRIMARY KEY, role TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, created_at {float} NOT NULL,"
+            " revoked_at {float})",
+            "CREATE TABLE sessions ("
+            " hash TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, role TEXT NOT NULL,"
+            " created_at {float} NOT NULL, seen_at {float} NOT NULL, ended_at {float})",
+            "CREATE INDEX sessions_by_name ON sessions (kind, name)",
+        ),
+    ),
 )

@@ -11,6 +11,7 @@ service batches audit records, so this costs one sync per batch, not per record)
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -20,6 +21,7 @@ from typing import Any, Final, TypeVar
 
 import trio
 
+from ..localfiles import data_folder, private_file, private_folder
 from .base import Transaction
 from .schema import Dialect
 from .types import StoreError
@@ -50,6 +52,21 @@ class _Tx:
         return self._conn.execute(sql, params).rowcount
 
 
+def _private_database(path: Path) -> None:
+    """The database file and its folder readable by this user only: the folder made 0700 when
+    it is made (the data folder is tightened if it was more open), the file made 0600, and a
+    file found more open tightened, with a log line."""
+    folder = path.parent
+    if folder == data_folder():
+        private_folder(folder)
+    else:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        private_file(path)
+
+
 class SqliteDriver:
     """A SQLite database file (``":memory:"`` for a private in-memory one).
 
@@ -73,9 +90,12 @@ class SqliteDriver:
     def _connect(self) -> None:
         try:
             if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                _private_database(Path(self.path))
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
             _set_wal(conn)
+            if self.path != ":memory:":
+                for suffix in ("-wal", "-shm"):  # SQLite makes them as open as the database; be sure
+                    private_file(Path(self.path + suffix))
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")

@@ -1,0 +1,194 @@
+"""Signing in to the console: sessions kept by the store, the login and logout pages.
+
+Theory of operation: a session is a random id in an HttpOnly, SameSite=Strict cookie; the store
+keeps only its SHA-256 and whose it is (:class:`~mcpwire.service.identity.Identity`: a token's name
+and role, a signed-in user, or ``local`` when authentication is off). A session ends when its
+owner logs out, when its token is revoked, after ``SESSION_IDLE_S`` without a request, and after
+``SESSION_SECONDS`` whatever happens; every replica on the store sees the end within a second
+(what a replica has read is believed that long). Its CSRF token is derived from its id, which
+only the cookie holds.
+
+Signing in takes any token the service accepts (the admin token, a named token, a JWT of the
+identity provider); the link ``/login?token=...`` that ``mcpwire serve`` prints signs in with one
+click and drops the token from the address at once. Attempts are limited per client address.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ..identity import LOCAL, Authenticator, Identity, Role, hash_credential
+from ..middleware import RateLimiter
+from ..store import SessionRow, Store
+
+if TYPE_CHECKING:
+    from .web import View
+
+__all__ = ["SESSION_COOKIE", "SESSION_IDLE_S", "SESSION_SECONDS", "Sessions", "safe_next"]
+
+SESSION_COOKIE: Final = "mcpwire_console"
+#: the longest a console session lasts
+SESSION_SECONDS: Final = 12 * 3600
+#: a session with no request for this long has ended
+SESSION_IDLE_S: Final = 3600
+#: a session's last use is written at most this often
+_TOUCH_S: Final = 60.0
+#: seconds a session read from the store is believed
+_CACHE_S: Final = 1.0
+#: sign-in attempts per client address: a burst, then one every six seconds
+LOGIN_BURST: Final = 10
+LOGIN_RATE: Final = 10 / 60
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A live session: its cookie value, whose it is, and its CSRF token."""
+
+    cookie: str
+    identity: Identity
+    csrf: str
+
+
+class Sessions:
+    """The console's sessions in ``store`` (see the module's theory of operation)."""
+
+    def __init__(
+        self,
+        store: Store,
+        authenticator: Authenticator,
+        *,
+        ttl: float = SESSION_SECONDS,
+        idle: float = SESSION_IDLE_S,
+    ) -> None:
+        self.store = store
+        self.authenticator = authenticator
+        self.ttl = ttl
+        self.idle = idle
+        self.attempts = RateLimiter(rate=LOGIN_RATE, burst=LOGIN_BURST)
+        self._cache: dict[str, tuple[float, SessionRow | None]] = {}
+
+    @property
+    def required(self) -> bool:
+        return self.authenticator.required
+
+    @staticmethod
+    def csrf(cookie: str) -> str:
+        return hashlib.sha256(b"mcpwire console csrf\0" + cookie.encode()).hexdigest()[:40]
+
+    async def start(self, identity: Identity) -> Session:
+        cookie = secrets.token_urlsafe(32)
+        row = await self.store.access.start_session(
+            hash_credential(cookie), kind=identity.kind, name=identity.name, role=identity.role.label
+        )
+        self._cache[row.hash] = (time.monotonic(), row)
+        return Session(cookie, identity, self.csrf(cookie))
+
+    async def find(self, cookie: str | None) -> Session | None:
+        """The live session of ``cookie``, or None (unknown, ended, idle too long, too old)."""
+        if not cookie or len(cookie) > 100:
+            return None
+        key = hash_credential(cookie)
+        now = time.monotonic()
+        cached = self._cache.get(key)
+        if cached is not None and now - cached[0] < _CACHE_S:
+            row = cached[1]
+        else:
+            row = await self.store.access.session(key)
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[key] = (now, row)
+        if row is None or row.ended_at is not None:
+            return None
+        wall = time.time()
+        if wall - row.created_at > self.ttl or wall - row.seen_at > self.idle:
+            return None
+        try:
+            identity = LOCAL if row.kind == "local" else Identity(row.kind, row.name, Role.parse(row.role))
+        except ValueError:
+            return None
+        if wall - row.seen_at > _TOUCH_S:
+            await self.store.access.touch_session(key, wall)
+            self._cache.pop(key, None)
+        return Session(cookie, identity, self.csrf(cookie))
+
+    async def end(self, cookie: str | None) -> None:
+        if cookie:
+            key = hash_credential(cookie)
+            await self.store.access.end_session(key)
+            self._cache.pop(key, None)
+
+
+def safe_next(value: str) -> str:
+    """Only a path on this service (no scheme, no host, no ``//``) is followed after signing in."""
+    parsed = urllib.parse.urlsplit(value)
+    if not value.startswith("/") or value.startswith("//") or parsed.scheme or parsed.netloc or "\\" in value:
+        return "/"
+    return value
+
+
+def set_session_cookie(request: Request, response: Response, value: str, ttl: float) -> None:
+    response.set_cookie(
+        SESSION_COOKIE,
+        value,
+        max_age=int(ttl),
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+
+
+async def login(request: Request) -> Response:
+    """The sign-in page; a token posted to it (or given as ``?token=``) starts a session."""
+    from .web import ENV, console_of, read_form, secure
+
+    service = request.app.state.service
+    sessions = console_of(request).sessions
+    next_path = safe_next(request.query_params.get("next", "/"))
+    if not sessions.required:
+        return secure(RedirectResponse(next_path, status_code=303))
+    given = request.query_params.get("token", "")
+    if request.method == "POST":
+        form = await read_form(request)
+        next_path = safe_next(form.get("next", "/"))
+        given = form.get("token")
+    error = None
+    status = 200
+    if given.strip():
+        client = request.client
+        wait = sessions.attempts.take(client.host if client else "unknown")
+        identity = None if wait is not None else await sessions.authenticator.identify(given.strip())
+        if wait is not None:
+            error, status = f"Too many sign-in attempts from your address; try again in {max(1, int(wait))} s.", 429
+        elif identity is None:
+            error, status = "That token is not accepted here.", 401
+        else:
+            session = await sessions.start(identity)
+            # the token leaves the address bar at once (it never reaches the next page's URL)
+            response = RedirectResponse(next_path, status_code=303)
+            set_session_cookie(request, response, session.cookie, sessions.ttl)
+            return secure(response)
+    html = ENV.get_template("login.html").render(
+        csrf="", live=False, token_required=False, version=service.version, path="/login", next=next_path, error=error
+    )
+    page: Response = secure(HTMLResponse(html, status_code=status))
+    if status == 429:
+        page.headers["Retry-After"] = str(max(1, int(wait or 1)))
+    return page
+
+
+async def logout(view: View) -> Response:
+    """Ends the session on the service (the cookie is dead at once, on every replica)."""
+    sessions = view.sessions
+    await sessions.end(view.request.cookies.get(SESSION_COOKIE))
+    response = RedirectResponse("/login" if sessions.required else "/", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
