@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from ..host import Host
+from ..host import Host, HostConfig
 from .api import API, PREFIX, map_error
 from .audit import AuditWriter
 from .bridge import StoreAudit
@@ -115,6 +115,7 @@ def build_app(
     sources: Mapping[str, Source] | None = None,
     rows: list[ServerRow] | None = None,
     base_path: Path | None = None,
+    file: HostConfig | None = None,
     gateway: Any = None,
     extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
@@ -127,10 +128,13 @@ def build_app(
         sources: where each server came from (``config`` or ``api``); all ``config`` by default.
         rows: what the store held about servers when the host was built.
         base_path: the config file's folder (for ``{BASE_PATH}`` in entries added through the API).
+        file: the config file's own servers: with it, servers another process changes through the
+            API on the same store are followed here (:class:`~mcpwire.service.changes.ChangeFeed`).
         gateway: the MCP gateway to mount (made from ``host`` when ``None``, if available).
         extra_routes: more routes (the console, the agent), after the API's.
     """
     service = _service(host, store, settings, sources=sources, rows=rows, base_path=base_path)
+    service.servers.file = file
     service.authenticator = Authenticator(settings.token, store)
     service.gateway = gateway if gateway is not None else _gateway_app(host, settings)
     if service.gateway is not None:

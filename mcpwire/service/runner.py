@@ -80,6 +80,8 @@ class LoadedServers:
     sources: dict[str, Source]
     problems: list[str]
     base_path: Path | None
+    #: the config file's own servers (the demo server's config when there is none)
+    file: HostConfig | None = None
 
 
 def load_servers(config: str | None, rows: list[ServerRow]) -> LoadedServers:
@@ -91,11 +93,12 @@ def load_servers(config: str | None, rows: list[ServerRow]) -> LoadedServers:
     """
     found = find_config(config)
     if found is None and not rows:
-        return LoadedServers(_demo_config(), {DEMO_NAME: "config"}, [], None)
+        demo = _demo_config()
+        return LoadedServers(demo, {DEMO_NAME: "config"}, [], None, demo)
     file = load_config(found) if found is not None else HostConfig()
     merged, sources, problems = effective_config(file, rows)
     base = found.resolve().parent if found is not None else None
-    return LoadedServers(merged, sources, [*file.problems, *problems], base)
+    return LoadedServers(merged, sources, [*file.problems, *problems], base, file)
 
 
 def server_line(info: ServerInfo) -> str:
@@ -158,6 +161,7 @@ async def serve(
             sources=loaded.sources,
             rows=rows,
             base_path=loaded.base_path,
+            file=loaded.file,
             extra_routes=agent_routes(host, find_config(options.config), store),
         )
         service = app.state.service

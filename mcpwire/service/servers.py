@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 import msgspec
+import trio
 
 from ..errors import ConfigError, HostError
 from ..host import Host, HostConfig, ServerConfig, parse_server
@@ -93,6 +94,11 @@ class ServerManager:
     base_path: Path | None = None
     #: the stored rows as last written (entries of API servers, patches of config servers)
     rows: dict[str, ServerRow] = field(default_factory=dict)
+    #: the config file's servers (what the stored rows are laid over); None: nothing to follow
+    file: HostConfig | None = None
+    #: held by a change from start (stored) to end (applied), so that following the store
+    #: never sees this process's own change half done
+    lock: trio.Lock = field(default_factory=trio.Lock)
 
     def source(self, name: str) -> Source:
         return self.sources.get(name, "api")
@@ -106,6 +112,10 @@ class ServerManager:
             raise ProblemError(422, f"the server entry for {name!r} is invalid", errors=errors) from None
 
     async def add(self, name: str, entry: JSONObject) -> ServerConfig:
+        async with self.lock:
+            return await self._add(name, entry)
+
+    async def _add(self, name: str, entry: JSONObject) -> ServerConfig:
         if name in {info.name for info in self.host.list()}:
             raise ProblemError(409, f"a server named {name!r} already exists; PATCH or DELETE it first")
         config = self.validate(name, entry)
@@ -115,6 +125,10 @@ class ServerManager:
         return config
 
     async def edit(self, name: str, patch: JSONObject) -> ServerConfig:
+        async with self.lock:
+            return await self._edit(name, patch)
+
+    async def _edit(self, name: str, patch: JSONObject) -> ServerConfig:
         info = self.host.get(name)
         if self.source(name) == "api":
             row = self.rows.get(name)
@@ -139,6 +153,10 @@ class ServerManager:
         return config
 
     async def remove(self, name: str) -> None:
+        async with self.lock:
+            await self._remove(name)
+
+    async def _remove(self, name: str) -> None:
         self.host.get(name)
         if self.source(name) == "config":
             self.rows[name] = await self.store.remove_server(name)
@@ -155,6 +173,36 @@ class ServerManager:
             await restart(name)
         else:  # a host without runtime restart: stop and start it again
             await self._replace(name, info.config)
+
+    async def reconcile(self) -> None:
+        """Brings the host into line with the store: what another process added, edited or
+        removed through the API is added, changed or removed here (a server whose config is
+        unchanged is left alone, so this process's own writes cost nothing when they come back)."""
+        if self.file is None:
+            return
+        async with self.lock:
+            await self._reconcile(self.file)
+
+    async def _reconcile(self, file: HostConfig) -> None:
+        rows = await self.store.servers()
+        wanted, sources, problems = effective_config(file, rows)
+        for problem in problems:
+            log.warning("%s", problem)
+        self.rows = {row.name: row for row in rows}
+        running = {info.name: info.config for info in self.host.list()}
+        desired = {config.name: config for config in wanted.servers}
+        for name in running.keys() - desired.keys():
+            log.info("server %r was removed on another replica; removing it here", name)
+            await self.host.remove(name)
+            self.sources.pop(name, None)
+        for name, config in desired.items():
+            self.sources[name] = sources.get(name, "api")
+            if name not in running:
+                log.info("server %r was added on another replica; starting it here", name)
+                self.host.register(name, config)
+            elif running[name] != config:
+                log.info("server %r was changed on another replica; applying it here", name)
+                await self._replace(name, config)
 
     async def _replace(self, name: str, config: ServerConfig) -> None:
         update = getattr(self.host, "update", None)

@@ -21,6 +21,7 @@ import trio
 from .._version import __version__
 from ..host import Approval, ApprovalQueue, Host, ServerStatus
 from .audit import AuditWriter
+from .changes import ChangeFeed
 from .events import EventHub
 from .identity import Authenticator
 from .metrics import CallMetrics, HttpMetrics
@@ -95,6 +96,8 @@ class Service:
     gateway: Any = None
     #: bearer credentials to identities (tokens, the identity provider's JWTs)
     authenticator: Authenticator | None = None
+    #: what other processes on the store change, followed here (set while running)
+    changes: ChangeFeed | None = None
     _nursery: trio.Nursery | None = None
 
     def watch_approvals(self, run_id: str, seen: trio.Event) -> ApprovalWatch:
@@ -110,6 +113,8 @@ class Service:
             self._nursery = nursery
             await nursery.start(self.audit.run)
             await nursery.start(self._pump)
+            self.changes = ChangeFeed(self.store, {"servers": self.servers.reconcile})
+            await nursery.start(self.changes.run)
             if self.gateway is not None and hasattr(self.gateway, "run"):
                 nursery.start_soon(self.gateway.run)  # the gateway's sessions and background work
             self._observe_all()

@@ -69,7 +69,14 @@ async def running_service(
         host = service_host(loaded.config, store, settings, **dict(host_options or {}))
         extra = routes(host, store) if routes is not None else ()
         app = build_app(
-            host, store, settings, sources=loaded.sources, rows=rows, base_path=loaded.base_path, extra_routes=extra
+            host,
+            store,
+            settings,
+            sources=loaded.sources,
+            rows=rows,
+            base_path=loaded.base_path,
+            file=loaded.file,
+            extra_routes=extra,
         )
         service: Service = app.state.service
         async with host, trio.open_nursery() as nursery:

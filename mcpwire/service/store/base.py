@@ -37,10 +37,12 @@ from .types import (
     StoreError,
 )
 
-__all__ = ["MAX_PAGE", "Driver", "Store", "Transaction"]
+__all__ = ["CHANGES_CHANNEL", "MAX_PAGE", "Driver", "Store", "Transaction"]
 
 T = TypeVar("T")
 
+#: the PostgreSQL channel a change is announced on (its payload: the kind of change)
+CHANGES_CHANNEL = "mcpwire_changes"
 #: the most rows one page (audit, approvals, check runs...) returns
 MAX_PAGE = 500
 #: advisory lock id taken while migrating (PostgreSQL), so replicas starting together migrate once
@@ -180,6 +182,39 @@ class Store:
 
         return await self._driver.call(read, write=True)
 
+    # -- changes ----------------------------------------------------------------------------------
+
+    def _changed(self, tx: Transaction, kind: str) -> None:
+        """Counts a change of ``kind`` (``servers``, ``pins``...) in the writing transaction, so
+        that every process on the store learns of it (:meth:`changes`; PostgreSQL also notifies
+        its listeners when the transaction commits)."""
+        tx.run(
+            "INSERT INTO counters (name, value) VALUES (?, 1)"
+            " ON CONFLICT (name) DO UPDATE SET value = counters.value + 1",
+            (f"changes:{kind}",),
+        )
+        if self.dialect == "postgresql":
+            tx.one("SELECT pg_notify(?, ?)", (CHANGES_CHANNEL, kind))
+
+    async def changes(self) -> dict[str, int]:
+        """How many changes of each kind the store has seen (a cheap read, to poll)."""
+        rows = await self._driver.call(
+            lambda tx: tx.all("SELECT name, value FROM counters WHERE name LIKE ?", ("changes:%",)), write=False
+        )
+        return {str(name).removeprefix("changes:"): int(value) for name, value in rows}
+
+    async def listen_changes(self, wake: Callable[[], None], ready: Callable[[], None] | None = None) -> None:
+        """Calls ``wake`` on every change another process announces, until cancelled (``ready``
+        once it listens); returns at once on a database that cannot announce (SQLite: the
+        counters are polled instead).
+
+        Raises:
+            StoreError: the listening connection failed.
+        """
+        listen = getattr(self._driver, "listen", None)
+        if listen is not None:
+            await listen(CHANGES_CHANNEL, wake, ready)
+
     async def ping(self) -> None:
         """A round trip to the database (for readiness)."""
         await self._driver.call(lambda tx: tx.one("SELECT 1"), write=False)
@@ -208,7 +243,12 @@ class Store:
         """Stores what the API knows of a server, replacing what was stored before: the entry of
         a server added through the API, the edits of one from the config file, or a tombstone."""
         row = ServerRow(name=name, entry=entry, patch=patch, removed=removed, updated_at=time.time())
-        await self._driver.call(lambda tx: self._upsert_server(tx, row), write=True)
+
+        def put(tx: Transaction) -> None:
+            self._upsert_server(tx, row)
+            self._changed(tx, "servers")
+
+        await self._driver.call(put, write=True)
         return row
 
     async def remove_server(self, name: str) -> ServerRow:
@@ -217,8 +257,13 @@ class Store:
 
     async def forget_server(self, name: str) -> bool:
         """Drops what the API stored about a server (the config file's entry applies again)."""
-        changed = await self._driver.call(lambda tx: tx.run("DELETE FROM servers WHERE name = ?", (name,)), write=True)
-        return changed > 0
+        def forget(tx: Transaction) -> int:
+            changed = tx.run("DELETE FROM servers WHERE name = ?", (name,))
+            if changed:
+                self._changed(tx, "servers")
+            return changed
+
+        return await self._driver.call(forget, write=True) > 0
 
     def _upsert_server(self, tx: Transaction, row: ServerRow) -> None:
         tx.run(
@@ -397,15 +442,16 @@ class Store:
         return None if row is None else self._pin(row)
 
     async def put_pin(self, row: PinRow) -> None:
-        await self._driver.call(
-            lambda tx: tx.run(
+        def put(tx: Transaction) -> None:
+            tx.run(
                 "INSERT INTO pins (server, tool, hash, state, changed_at, data) VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (server, tool) DO UPDATE SET hash = excluded.hash, state = excluded.state,"
                 " changed_at = excluded.changed_at, data = excluded.data",
                 (row.server, row.tool, row.hash, row.state, row.changed_at, _json(row.data)),
-            ),
-            write=True,
-        )
+            )
+            self._changed(tx, "pins")
+
+        await self._driver.call(put, write=True)
 
     async def pins(self, *, server: str | None = None) -> list[PinRow]:
         where, params = ("WHERE server = ? ", [server]) if server is not None else ("", [])

@@ -11,6 +11,7 @@ again. Every statement is bounded by ``statement_timeout`` and every connection 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -124,6 +125,45 @@ class PostgresDriver:
                     self._discard(conn)
                 else:
                     self._free.append(conn)
+
+    async def listen(self, channel: str, wake: Callable[[], None], ready: Callable[[], None] | None = None) -> None:
+        """Calls ``wake`` (in trio) for every notification on ``channel``, on a connection of its
+        own, until cancelled; ``ready`` once it listens.
+
+        Raises:
+            StoreError: the connection could not be made or broke.
+
+        Cancellation: returns at once; the listening thread ends within a second.
+        """
+        import psycopg
+
+        token = trio.lowlevel.current_trio_token()
+        stop = threading.Event()
+
+        def loop() -> None:
+            conn = self._connect()
+            self._all.discard(conn)  # not one of the pool's
+            try:
+                conn.execute(f"LISTEN {channel}")
+                if ready is not None:
+                    trio.from_thread.run_sync(ready, trio_token=token)
+                while not stop.is_set():
+                    for _ in conn.notifies(timeout=1.0, stop_after=1):
+                        if stop.is_set():
+                            return
+                        try:
+                            trio.from_thread.run_sync(wake, trio_token=token)
+                        except trio.RunFinishedError:
+                            return
+            except psycopg.Error as exc:
+                raise StoreError(f"listening on the database {self.location} failed: {_first_line(exc)}") from None
+            finally:
+                conn.close()
+
+        try:
+            await trio.to_thread.run_sync(loop, abandon_on_cancel=True)
+        finally:
+            stop.set()
 
     async def aclose(self) -> None:
         self._closed = True
