@@ -239,16 +239,22 @@ async def _serve_stdio(
 ) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(service.run)
-        await _first_attempts(host, options.first_attempt_timeout)
-        for info in host.list():
-            print(server_line(info), file=out, flush=True)
-        print("mcpwire serve: the MCP gateway is on stdin/stdout", file=out, flush=True)
 
         async def gateway() -> None:
             await service.gateway.serve_stdio()
             shutdown.set()
 
+        # a desktop client may give up on its initialize within seconds: the gateway answers at
+        # once with what is connected, and says tools/list_changed as the others arrive
         nursery.start_soon(gateway)
+        print("mcpwire serve: the MCP gateway is on stdin/stdout", file=out, flush=True)
+
+        async def report() -> None:
+            await _first_attempts(host, options.first_attempt_timeout)
+            for info in host.list():
+                print(server_line(info), file=out, flush=True)
+
+        nursery.start_soon(report)
         await shutdown.wait()
         nursery.cancel_scope.cancel()
 
