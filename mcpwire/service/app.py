@@ -38,11 +38,14 @@ from .settings import Settings
 from .state import Service
 from .store import ServerRow, Store
 
-__all__ = ["MCP_PATH", "build_app"]
+__all__ = ["MCP_PATH", "MESSAGES_PATH", "SSE_PATH", "build_app"]
 
 log = logging.getLogger("mcpwire.service")
 
 MCP_PATH: Final = "/mcp"
+#: the 2024-11-05 HTTP+SSE transport's event stream and POSTs, for clients that speak nothing newer
+SSE_PATH: Final = "/sse"
+MESSAGES_PATH: Final = "/messages"
 _CALL_PATHS: Final = (f"{PREFIX}/tools/", f"{PREFIX}/prompts/", f"{PREFIX}/resources/read")
 
 
@@ -147,11 +150,19 @@ def build_app(
                 return None
             return limiter.take(str(state.get("address", "unknown")), calls - 1)
 
-        mcp = _Asgi(service.gateway.asgi_app(max_body_bytes=settings.max_body_bytes, admit_batch=admit_batch))
+        endpoint = service.gateway.asgi_app(
+            max_body_bytes=settings.max_body_bytes,
+            admit_batch=admit_batch,
+            mcp_path=MCP_PATH,
+            sse_path=SSE_PATH,
+            messages_path=MESSAGES_PATH,
+        )
+        mcp = _Asgi(endpoint)
     else:
         mcp = _Asgi(_gateway_missing)
     console = _console()
-    routes: list[BaseRoute] = [*API.routes(service, map_error), Route(MCP_PATH, mcp), *extra_routes]
+    legacy = [Route(SSE_PATH, mcp, methods=["GET"]), Route(MESSAGES_PATH, mcp, methods=["POST"])]
+    routes: list[BaseRoute] = [*API.routes(service, map_error), Route(MCP_PATH, mcp), *legacy, *extra_routes]
     if console is not None:
         routes += console.routes()  # the console checks its own session cookie (not the bearer token)
 
@@ -214,7 +225,7 @@ def _service(
         base_path=base_path,
         rows={r.name: r for r in rows or []},
     )
-    namer = RouteNamer([op.path for op in API.operations] + [MCP_PATH], prefixes=[PREFIX])
+    namer = RouteNamer([op.path for op in API.operations] + [MCP_PATH, SSE_PATH, MESSAGES_PATH], prefixes=[PREFIX])
     return Service(
         host=host,
         store=store,
@@ -231,7 +242,7 @@ def _service(
 def _path_role(method: str, path: str) -> Role | None:
     """The role a path outside the API's operations needs (those check their own): the gateway
     and the agent's runs call tools; reading conversations is reading."""
-    if path == MCP_PATH:
+    if path in (MCP_PATH, SSE_PATH, MESSAGES_PATH):
         return Role.CALLER
     if path.startswith(f"{PREFIX}/agent/"):
         return Role.CALLER if method == "POST" else Role.VIEWER
@@ -241,6 +252,6 @@ def _path_role(method: str, path: str) -> Role | None:
 def _is_call(method: str, path: str) -> bool:
     """Whether a request is a call (tools, prompts, resources, the gateway's POSTs): calls count
     against the rate limit."""
-    if path == MCP_PATH:
+    if path in (MCP_PATH, MESSAGES_PATH):
         return method == "POST"
     return (method == "POST" and path.startswith(_CALL_PATHS)) or path.startswith(f"{PREFIX}/resources/read")

@@ -158,19 +158,24 @@ class Gateway:
         allowed_hosts: frozenset[str] | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
         admit_batch: Callable[[Mapping[str, Any], int], float | None] | None = None,
+        mcp_path: str | None = None,
+        sse_path: str | None = None,
+        messages_path: str | None = None,
     ) -> StreamableHTTPApp:
-        """The Streamable HTTP endpoint (both eras), to mount at the service's ``/mcp``.
+        """The gateway over HTTP: Streamable HTTP (both eras) at ``mcp_path`` (None: whatever
+        path it is mounted at), and the 2024-11-05 HTTP+SSE transport at ``sse_path`` (its event
+        stream) and ``messages_path`` (its POSTs) when they are given.
 
-        It serves whatever path it is mounted at; Host/Origin checks, authentication and rate
-        limits are the service's middleware (``allowed_hosts`` checks them here too). It starts
-        its sessions' nursery on first use, or runs in :meth:`run`.
+        Host/Origin checks, authentication and rate limits are the service's middleware
+        (``allowed_hosts`` checks them here too). It starts its sessions' nursery on first use,
+        or runs in :meth:`run`.
         """
         if self._app is None:
             self._app = StreamableHTTPApp(
                 self.server,
-                mcp_path=None,
-                sse_path=None,
-                messages_path=None,
+                mcp_path=mcp_path,
+                sse_path=sse_path,
+                messages_path=messages_path,
                 allowed_hosts=allowed_hosts,
                 max_body_bytes=max_body_bytes,
                 answer_grace_s=ANSWER_GRACE_S,

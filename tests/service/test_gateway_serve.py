@@ -81,3 +81,18 @@ async def test_mcpwire_serve_stdio_serves_the_gateway(tmp_path: Path, config: Pa
                 await trio.sleep(0.2)
                 names = {t.name for t in await client.list_tools()}
             assert (await client.call_tool("demo__echo", {"text": "over stdio"})).text() == "over stdio"
+
+
+async def test_clients_of_the_2024_11_05_http_sse_transport_connect_at_sse(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        endpoint = HttpServer(url=f"{svc.url}/sse", transport="sse")
+        with trio.fail_after(60):
+            async with mcpwire.open_client(endpoint, era_cache=False) as client:
+                assert client.server_info is not None and client.server_info.name == "mcpwire-gateway"
+                assert "demo__echo" in {t.name for t in await client.list_tools()}
+                assert (await client.call_tool("demo__echo", {"text": "over sse"})).text() == "over sse"
+        refused = await svc.client.post("/sse", json={})
+        assert refused.status_code == 405
+        metrics = (await svc.client.get("/metrics")).text
+        assert 'route="/sse",method="GET",code="200"' in metrics
+        assert 'route="/messages",method="POST",code="202"' in metrics
