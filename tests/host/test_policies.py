@@ -15,6 +15,8 @@ from mcpwire.errors import (
     ApprovalDenied,
     CircuitOpen,
     ClientClosed,
+    LocalProtocolError,
+    OutputSchemaError,
     RemoteProtocolError,
     RequestTimeout,
     RPCError,
@@ -180,6 +182,27 @@ async def test_breaker_counts_answers_as_success_and_can_be_disabled() -> None:
         with pytest.raises(ServerGone):
             await stack(breaker=never).run(ctx(), Flaky(1))
     assert never.current() is BreakerState.CLOSED and never.consecutive == 10
+
+
+async def test_what_the_caller_did_wrong_never_counts_against_the_server() -> None:
+    # a gateway's clients send bad requests, and relayed rounds their client never answers: the
+    # backend answered or was never asked, so its breaker stays closed for everyone else
+    breaker = CircuitBreaker("s", failures=2)
+    s = stack(breaker=breaker)
+    caller_faults: list[Exception] = [
+        LocalProtocolError("cannot call 'tools/call' on server 's': invalid params"),
+        OutputSchemaError("structuredContent does not match the tool's outputSchema"),
+        ValueError("a relayed round the client never answered"),
+    ]
+    for fault in caller_faults * 3:
+        with pytest.raises(type(fault)):
+            await s.run(ctx(), Flaky(1, fault))
+    assert breaker.current() is BreakerState.CLOSED and breaker.opened == 0
+    # the server's own failures still do
+    for fault in (RequestTimeout("no answer", method="tools/call", server="s"), RemoteProtocolError("garbage")):
+        with pytest.raises(type(fault)):
+            await s.run(ctx(), Flaky(1, fault))
+    assert breaker.current() is BreakerState.OPEN
 
 
 # -- cache ----------------------------------------------------------------------------------------

@@ -2,10 +2,13 @@
 
 closed --N consecutive failures--> open --cool-down--> half-open --success--> closed; a failed
 trial reopens it. While open, calls fail fast with :class:`CircuitOpen`; half-open lets one
-trial call through at a time. An answer from the server (even a JSON-RPC error) proves it alive
-and counts as a success; anything else (a lost connection, a timeout, a broken answer) is a
-failure. Time is
-``trio.current_time()``, so tests drive it with the autojump clock.
+trial call through at a time. An answer from the server (even a JSON-RPC error, or a result that
+breaks its own output schema) proves it alive and counts as a success. Only the server's own
+failures count against it: a lost or refused connection, no answer in time, an answer that is not
+valid JSON-RPC. What the caller did wrong (a request refused before it was sent, a relayed round
+its client never answered) is neither: a gateway client's failing requests must not shut the
+server off for every other client. Time is ``trio.current_time()``, so tests drive it with the
+autojump clock.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from typing import TypeVar
 
 import trio
 
-from ...errors import CircuitOpen, HostError, RPCError
+from ...errors import (
+    CircuitOpen,
+    HostError,
+    OutputSchemaError,
+    RemoteProtocolError,
+    RequestTimeout,
+    RPCError,
+    TransportError,
+)
 
 __all__ = ["BreakerState", "CircuitBreaker"]
 
@@ -93,14 +104,15 @@ class CircuitBreaker:
         self.before()
         try:
             result = await invoke()
-        except (RPCError, HostError):
+        except (RPCError, HostError, OutputSchemaError):
             # the server answered (or a policy refused): it is alive
             self.success()
             raise
-        except Exception:
+        except (TransportError, RequestTimeout, RemoteProtocolError):
             self.failure()
             raise
         except BaseException:
+            # the caller's own doing (or a bug): no word on the server either way
             self.trial_running = False
             raise
         self.success()
