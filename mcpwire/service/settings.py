@@ -112,6 +112,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         namespacing: the gateway prefixes tool names with their server's name.
         approval_poll: seconds between polls of shared approvals (several replicas).
         approval_timeout: seconds a call waits for a decision before it is denied.
+        caller_grace: seconds a gateway client may stay disconnected from a call waiting for a
+            decision (resuming within them keeps it); then its approval is abandoned.
     """
 
     host: str = "127.0.0.1"
@@ -128,6 +130,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     namespacing: bool = True
     approval_poll: float = 0.5
     approval_timeout: float = 300.0
+    caller_grace: float = 30.0
 
     def check(self) -> None:
         """Raises SettingsError for a setting the service must not start with."""

@@ -322,7 +322,7 @@ async def test_denied_expired_and_cancelled_approvals(autojump_clock: trio.testi
     assert [(a.state, a.reason) for a in stored] == [
         (ApprovalState.DENIED, "too risky"),
         (ApprovalState.EXPIRED, "no decision before it expired"),
-        (ApprovalState.EXPIRED, "the call was cancelled or failed while it waited"),
+        (ApprovalState.ABANDONED, "the call was cancelled while it waited (its caller stopped waiting)"),
     ]
 
 
@@ -359,7 +359,7 @@ async def test_per_call_approver_and_a_queue_decision_race(autojump_clock: trio.
         assert done.approval == "approved" and asked[0].id == done.approval_id
         assert (asked[0].context, asked[0].confirmation, asked[0].confirmations_needed) == ({"caller": "gw"}, 1, 1)
         decided = await queue.get(done.approval_id or "")
-        assert decided.decided_by == "approver"
+        assert (decided.decided_by, decided.decided_via) == ("elicit", "callback")  # the callback's name
         # the approver never answers, but a person decides on the queue: the call goes on
         async with trio.open_nursery() as nursery:
             nursery.start_soon(functools.partial(host.call_tool, "a__set_thing", {"q": "2"}, approver=silent))
