@@ -242,7 +242,7 @@ def test_approvals_release_the_waiting_api_caller(page: Any, serve: Serve) -> No
     thread.join(60)
     final = out["final"]
     assert final["state"] == "approved" and final["result"]["text"] == "The sum of 2 and 3 is 5."
-    assert final["decidedBy"].startswith("api console ")
+    assert final["decidedBy"].startswith("console ") and final["decidedVia"] == "console"
 
     thread, out, card = _waiting_call(page, serve, {"a": 7, "b": 7})
     card.get_by_label("Reason for denying").fill("not today")

@@ -43,9 +43,12 @@ def approval_out(ctx: Ctx, approval: Approval) -> ApprovalOut:
         expires_at=approval.expires_at,
         decided_at=approval.decided_at,
         decided_by=approval.decided_by,
+        decided_via=approval.decided_via,
         confirmations=approval.confirmations,
         confirmations_needed=approval.confirmations_needed,
         context=dict(approval.context),
+        caller_present=approval.caller_present,
+        caller_away_since=approval.caller_away_since,
         result=outcome.result if done and outcome is not None else None,
         error=outcome.error if done and outcome is not None else None,
     )
@@ -128,9 +131,21 @@ async def decide_approval(ctx: Ctx) -> ApprovalOut:
         approve=body.decision == "approve",
         arguments=body.arguments,
         reason=body.reason,
-        by=f"api {ctx.caller or 'unknown'}",
+        by=_decider(ctx),
+        via=_channel(ctx),
     )
     return approval_out(ctx, approval)
+
+
+def _channel(ctx: Ctx) -> str:
+    """Through what a decision came: the console (its pages call the API's operations) or the API."""
+    return "console" if (ctx.caller or "").startswith("console ") else "api"
+
+
+def _decider(ctx: Ctx) -> str:
+    """Who decided, as far as the service knows: the channel and the caller's address."""
+    caller = ctx.caller or "unknown"
+    return caller if _channel(ctx) == "console" else f"api {caller}"
 
 
 def pin_out(pin: Pin) -> PinOut:
@@ -186,4 +201,4 @@ async def approve_pin(ctx: Ctx) -> PinOut:
         raise ProblemError(409, "this host does not pin tool definitions")
     if await host.pins.get(server, tool) is None:
         raise ProblemError(404, f"no pinned tool {tool!r} on server {server!r}")
-    return pin_out(await host.approve_pin(server, tool, by=f"api {ctx.caller or 'unknown'}"))
+    return pin_out(await host.approve_pin(server, tool, by=_decider(ctx)))

@@ -334,7 +334,7 @@ class PinList(Out, frozen=True, kw_only=True):
 
 
 class ApprovalQuery(msgspec.Struct, frozen=True, kw_only=True):
-    state: Literal["pending", "approved", "denied", "expired"] | None = None
+    state: Literal["pending", "approved", "denied", "expired", "abandoned"] | None = None
     limit: Limit = 100
 
 
@@ -363,9 +363,16 @@ class ApprovalOut(Out, frozen=True, kw_only=True):
     expires_at: float
     decided_at: float | None
     decided_by: str | None
+    #: the channel of the decision: console, api, callback, caller or queue
+    decided_via: str | None
     confirmations: int
     confirmations_needed: int
     context: dict[str, str]
+    #: whether whoever waits for the call's answer could receive it now (a REST caller that got
+    #: 202 waits by design, polling)
+    caller_present: bool
+    #: when the caller went away (it may still come back, until its approval is abandoned)
+    caller_away_since: float | None
     #: the call's outcome once it ran (only on the replica that made the call)
     result: ToolCallOut | None = None
     error: str | None = None
