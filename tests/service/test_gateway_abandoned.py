@@ -47,7 +47,7 @@ async def _approvals(svc: Running, state: str) -> list[dict[str, Any]]:
 async def _one(svc: Running, state: str) -> dict[str, Any]:
     """The one approval in ``state``, once there is one."""
     with trio.fail_after(30):
-        while not (items := await _approvals(svc, state)):
+        while not (items := await _approvals(svc, state)):  # noqa: ASYNC110 - the API under test, polled as a client would
             await trio.sleep(0.05)
     [approval] = items
     return approval
@@ -118,7 +118,7 @@ async def test_a_client_that_vanishes_is_given_the_grace_then_its_approval_is_ab
             assert (waiting["callerPresent"], waiting["callerAwaySince"]) == (True, None)
             process.send_signal(signal.SIGKILL)  # gone without a word: no cancellation, no DELETE
         with trio.fail_after(30):
-            while (current := (await svc.client.get(f"/api/v1/approvals/{waiting['id']}")).json())["callerPresent"]:
+            while (current := (await svc.client.get(f"/api/v1/approvals/{waiting['id']}")).json())["callerPresent"]:  # noqa: ASYNC110 - the API under test, polled as a client would
                 await trio.sleep(0.05)
         assert current["state"] == "pending" and current["callerAwaySince"] is not None  # away, within its grace
         approval = await _one(svc, "abandoned")
@@ -165,7 +165,7 @@ async def test_a_client_that_resumes_within_the_grace_keeps_its_approval(tmp_pat
         last_id = primed[-1][0]
         assert last_id is not None
         with trio.fail_after(30):
-            while (away := await _one(svc, "pending"))["callerPresent"]:
+            while (away := await _one(svc, "pending"))["callerPresent"]:  # noqa: ASYNC110 - the API under test, polled as a client would
                 await trio.sleep(0.05)
         assert away["callerAwaySince"] is not None
         # it comes back within the grace: its approval is waiting for it again, and is approved
@@ -180,7 +180,7 @@ async def test_a_client_that_resumes_within_the_grace_keeps_its_approval(tmp_pat
 
             nursery.start_soon(resume)
             with trio.fail_after(30):
-                while not (back := await _one(svc, "pending"))["callerPresent"]:
+                while not (back := await _one(svc, "pending"))["callerPresent"]:  # noqa: ASYNC110 - the API under test, polled as a client would
                     await trio.sleep(0.05)
             assert back["callerAwaySince"] is None
             decided = await svc.client.post(f"/api/v1/approvals/{back['id']}", json={"decision": "approve"})
