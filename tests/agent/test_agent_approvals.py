@@ -81,7 +81,7 @@ async def test_a_destructive_call_pauses_the_run_until_approve(llm: FakeLLM, tmp
                 if isinstance(event, ApprovalRequired):
                     assert run.state is RunState.AWAITING_APPROVAL
                     # paused: the model has not been asked again, and the entity is still there
-                    await trio.sleep(0.2)
+                    await trio.sleep(0.5)
                     assert len(llm.requests) == 2
                     assert _names(tmp_path) == {"Ada", "Bob"}
                     assert [t.id for t in run.pending_approvals()] == [event.approval_id]
@@ -102,6 +102,8 @@ async def test_a_destructive_call_pauses_the_run_until_approve(llm: FakeLLM, tmp
     assert [(e.approved, e.by, e.edited) for e in resolved] == [(True, "tester", False)] * 2
     results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
     assert results["c3"].outcome == "ok" and results["c3"].approval == "approved"
+    # the call's time is the call's: the half second a person took is its wait, apart
+    assert results["c3"].wait_ms >= 500 > results["c3"].latency_ms
     assert results["c1"].approval == "allow" and results["c1"].risk == "high"
     states = [e.state for e in events if isinstance(e, StateChanged)]
     assert states == [
@@ -123,6 +125,8 @@ async def test_a_destructive_call_pauses_the_run_until_approve(llm: FakeLLM, tmp
         ("create_entities", final.run_id, "allow"),
         ("delete_entities", final.run_id, "approved"),
     ]
+    assert calls[1]["approval_wait_ms"] >= 500 > calls[1]["latency_ms"]  # type: ignore[operator]
+    assert "approval_wait_ms" not in calls[0]  # it needed no decision
 
 
 async def test_a_denial_goes_back_to_the_model_and_the_run_goes_on(llm: FakeLLM, tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ async def test_a_call_that_needs_approval_is_accepted_then_released(db: str, con
                 waited["reply"] = await c.get(accepted["location"], params={"wait": 30})
 
             nursery.start_soon(waiter)
-            await trio.sleep(0.2)  # the waiter is waiting
+            await trio.sleep(0.6)  # the waiter is waiting (and the call waits, for longer than it takes)
             decided = await c.post(accepted["location"], json={"decision": "approve", "reason": "fine"})
             assert decided.status_code == 200, decided.text
             assert decided.json()["state"] == "approved" and decided.json()["decidedBy"] == "api 127.0.0.1"
@@ -75,6 +75,11 @@ async def test_a_call_that_needs_approval_is_accepted_then_released(db: str, con
         assert tool_record["traceId"] == reply.headers["x-trace-id"] and tool_record["runId"].startswith("run_")
         assert tool_record["record"]["approval_id"] == accepted["approvalId"]
         assert tool_record["caller"] == "api 127.0.0.1"
+        # the call's latency is the call's; the wait for the decision is a figure of its own
+        assert tool_record["record"]["approval_wait_ms"] >= 600 > tool_record["record"]["latency_ms"]
+        metrics = (await c.get("/metrics")).text
+        assert 'mcpwire_approval_wait_seconds_count{server="demo"} 1' in metrics
+        assert 'mcpwire_call_duration_seconds_bucket{server="demo",tool="add",le="0.5"} 1' in metrics
 
 
 def problem_detail(reply: Any, status: int) -> str:
