@@ -7,7 +7,7 @@ import time
 import trio
 
 from ...host import Approval, ApprovalQueue, ApprovalState, Pin
-from ...host.pins import definition_diff
+from ...host.pins import definition_diff, word_diff
 from ..problems import ProblemError
 from .core import API, PREFIX, service_of
 from .routing import Ctx, ResponseSpec
@@ -20,6 +20,8 @@ from .types import (
     PinList,
     PinOut,
     PinQuery,
+    WordChangeOut,
+    WordPiece,
 )
 
 __all__ = ["approval_out", "pin_out"]
@@ -150,8 +152,15 @@ def _decider(ctx: Ctx) -> str:
 
 def pin_out(pin: Pin) -> PinOut:
     diff = None
-    if pin.quarantined and pin.pending_definition is not None:
-        diff = definition_diff(pin.definition, pin.pending_definition, label=f"{pin.server}/{pin.tool}")
+    other = pin.pending_definition if pin.quarantined else pin.reordered_definition
+    words: list[WordChangeOut] = []
+    if other is not None:
+        if pin.quarantined:
+            diff = definition_diff(pin.definition, other, label=f"{pin.server}/{pin.tool}")
+        words = [
+            WordChangeOut(field=c.field, pieces=[WordPiece(op=op, text=text) for op, text in c.pieces])  # type: ignore[arg-type]
+            for c in word_diff(pin.definition, other)
+        ]
     return PinOut(
         server=pin.server,
         tool=pin.tool,
@@ -162,7 +171,10 @@ def pin_out(pin: Pin) -> PinOut:
         pending_definition=None if pin.pending_definition is None else dict(pin.pending_definition),
         first_seen=pin.first_seen,
         changed_at=pin.changed_at,
+        reordered_at=pin.reordered_at,
+        reorders=pin.reorders,
         diff=diff,
+        word_diff=words,
     )
 
 

@@ -312,6 +312,16 @@ class PinQuery(msgspec.Struct, frozen=True, kw_only=True):
     state: Literal["pinned", "quarantined"] | None = None
 
 
+class WordPiece(Out, frozen=True, kw_only=True):
+    op: Literal["same", "add", "del"]
+    text: str
+
+
+class WordChangeOut(Out, frozen=True, kw_only=True):
+    field: str
+    pieces: list[WordPiece]
+
+
 class PinOut(Out, frozen=True, kw_only=True):
     server: str
     tool: str
@@ -322,8 +332,14 @@ class PinOut(Out, frozen=True, kw_only=True):
     pending_definition: dict[str, Any] | None
     first_seen: float
     changed_at: float | None
+    #: the last time the tool listed the pinned words in another order (not quarantined), and how often
+    reordered_at: float | None
+    reorders: int
     #: the change a quarantined tool awaits approval for (unified diff of the definitions)
     diff: str | None
+    #: the change word by word: each changed field's pieces, ``same``, ``add`` or ``del`` (of a
+    #: quarantined pin: pinned to pending; of a reordered one: pinned to the order seen last)
+    word_diff: list[WordChangeOut] = msgspec.field(default_factory=list)
 
 
 class PinList(Out, frozen=True, kw_only=True):
