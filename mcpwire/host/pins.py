@@ -205,19 +205,46 @@ def word_diff(old: JSONObject, new: JSONObject) -> list[WordChange]:
         a, b = before.get(field, ""), after.get(field, "")
         if a == b:
             continue
-        left, right = _PIECES.findall(a), _PIECES.findall(b)
-        pieces: list[tuple[str, str]] = []
-        matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
-            if op == "equal":
-                pieces.append(("same", "".join(left[i1:i2])))
-                continue
-            if i2 > i1:
-                pieces.append(("del", "".join(left[i1:i2])))
-            if j2 > j1:
-                pieces.append(("add", "".join(right[j1:j2])))
-        changes.append(WordChange(field=field, pieces=pieces))
+        changes.append(WordChange(field=field, pieces=_pieces(_PIECES.findall(a), _PIECES.findall(b))))
     return changes
+
+
+def _pieces(left: list[str], right: list[str]) -> list[tuple[str, str]]:
+    """The pieces of one field's change. A stretch kept between two changes that is only a mark
+    or a space (the ``.`` of ``window.x`` matched with a sentence's full stop) joins them: one
+    change reads better than three."""
+    runs: list[list[str]] = []  # ["same", text] or ["change", removed, added]
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        removed, added = "".join(left[i1:i2]), "".join(right[j1:j2])
+        if op == "equal":
+            runs.append(["same", removed])
+        elif runs and runs[-1][0] == "change":
+            runs[-1][1] += removed
+            runs[-1][2] += added
+        else:
+            runs.append(["change", removed, added])
+        if len(runs) >= 3 and runs[-1][0] == runs[-3][0] == "change" and _slight(runs[-2][1]):
+            kept = runs[-2][1]
+            last = runs.pop()
+            runs.pop()
+            runs[-1][1] += kept + last[1]
+            runs[-1][2] += kept + last[2]
+    pieces: list[tuple[str, str]] = []
+    for run in runs:
+        if run[0] == "same":
+            pieces.append(("same", run[1]))
+            continue
+        if run[1]:
+            pieces.append(("del", run[1]))
+        if run[2]:
+            pieces.append(("add", run[2]))
+    return pieces
+
+
+def _slight(text: str) -> bool:
+    """Whether a kept stretch is too slight to read on its own between two changes."""
+    return len(text) <= 2 and not any(c.isalnum() for c in text)
 
 
 def _canonical(definition: JSONObject) -> bytes:

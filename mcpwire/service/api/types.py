@@ -217,6 +217,8 @@ class ToolCallIn(In, frozen=True, kw_only=True):
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
     #: seconds for each attempt (1 to 3600), instead of the server's configured timeout
     timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] | None = None
+    #: call the server even when the cache holds a fresh result (the new result replaces it)
+    fresh: bool = False
 
 
 class ToolCallOut(Out, frozen=True, kw_only=True):
