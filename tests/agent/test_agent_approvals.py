@@ -28,7 +28,7 @@ from mcpwire.agent import (
     ToolResult,
 )
 from mcpwire.agent.events import RunEvent
-from mcpwire.host import ApprovalQueue, ApprovalState, Host
+from mcpwire.host import ApprovalNotPending, ApprovalQueue, ApprovalState, Host
 
 pytestmark = pytest.mark.real
 
@@ -231,3 +231,21 @@ def events_of(events: list[RunEvent], kind: type) -> list:  # type: ignore[type-
 async def _events(agent: Agent, prompt: str) -> list[RunEvent]:
     async with agent.run(prompt) as run:
         return [event async for event in run]
+
+
+async def test_a_run_left_while_its_call_waits_leaves_an_abandoned_approval(llm: FakeLLM, tmp_path: Path) -> None:
+    """An approval lives as long as its caller: leaving the run cancels its call, the approval ends
+    abandoned, and approving it afterwards is refused (the entity stays)."""
+    _script_delete(llm, "unused")
+    queue = ApprovalQueue()
+    async with _host(tmp_path, approvals=queue) as host, _openai(llm) as p:
+        async with Agent(host, p).run("Remember Ada and Bob, then forget Ada") as run:
+            async for event in run:
+                if isinstance(event, ApprovalRequired):
+                    approval_id = event.approval_id
+                    break  # the person walks away: leaving the block cancels the run
+        left = await queue.get(approval_id)
+        assert (left.state, left.decided_by) == (ApprovalState.ABANDONED, None)
+        with pytest.raises(ApprovalNotPending, match=r"was abandoned at \S+: its caller went away"):
+            await queue.decide(approval_id, approve=True, by="too late")
+        assert _names(tmp_path) == {"Ada", "Bob"}
