@@ -330,7 +330,8 @@ def test_a_changed_definition_is_quarantined_until_approved(page: Any, serve: Se
 
     page.goto("/pins")
     pin.get_by_role("button", name="Approve the new definition of report").click()
-    page.locator("#pins .notice").wait_for()
+    # the action's notice stays while the live list reloads on the approval's pin event
+    page.locator("#pins-notice", has_text="hostile/report: the new definition is approved").wait_for()
     assert page.locator("article.pin:not(.reordered)").count() == 0
     page.locator("#held:not(:has(.count))").wait_for(state="attached")  # the badge is gone
     page.goto("/tools/hostile__report")
