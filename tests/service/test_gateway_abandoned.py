@@ -1,14 +1,15 @@
-"""An approval lives only as long as its caller: a client nobody here wrote (the official MCP
-Python SDK) gives up on a call that waits for a decision, in both eras, on both stores; the
-approval ends abandoned, cannot be approved, and the backend (server-memory) never receives the
-call. A client that vanishes without a word is given the grace, one that resumes its stream
-within it keeps its approval, and a client that declares elicitation is never asked to approve
-its own call."""
+"""An approval lives only as long as its caller: clients nobody here wrote (the official MCP
+Python SDK, in both eras and on both stores; the TypeScript SDK, which sends no cancellation the
+gateway hears) give up on a call that waits for a decision; the approval ends abandoned, cannot be
+approved, and the backend (server-memory) never receives the call. A client that vanishes without
+a word is given the grace, one that resumes its stream within it keeps its approval, and a client
+that declares elicitation is never asked to approve its own call."""
 
 from __future__ import annotations
 
 import functools
 import json
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,33 @@ async def test_an_official_client_that_gives_up_leaves_an_abandoned_approval(
         # the store keeps it so: a fresh read of the row, not the queue's memory
         row = await svc.store.approval(approval["id"])
         assert row is not None and (row.state, row.data["state"]) == ("abandoned", "abandoned")
+
+
+async def test_the_official_typescript_client_that_gives_up_leaves_an_abandoned_approval(tmp_path: Path) -> None:
+    """The client of the first report: the TypeScript SDK (1.x, a 2025-11-25 session) times out
+    after its own 3 s, closes its transport and exits, without a cancellation the gateway hears:
+    its approval is abandoned once the grace (2 s here) is over."""
+    sdk = require(NPM_BIN.parent / "@modelcontextprotocol" / "sdk")
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    db = f"sqlite:///{tmp_path / 'service.db'}"
+    settings = Settings(port=0, rate_limit=0, caller_grace=2.0)
+    async with running_service(db, _config(tmp_path), settings=settings) as svc:
+        argv = [node, str(FIXTURES / "ts_patient.mjs"), sdk, f"{svc.url}/mcp", "memory__create_entities"]
+        argv += [json.dumps(CREATE), "3000"]
+        with trio.fail_after(120):
+            done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        out = json.loads(done.stdout.decode().strip().splitlines()[-1])
+        assert (out["outcome"], out["elicited"]) == ("timeout", 0), out
+        approval = await _one(svc, "abandoned")
+        assert approval["name"] == "memory__create_entities", approval
+        # it sent no cancellation: its connection closed, and it did not come back within the grace
+        assert approval["reason"] == "the client's connection closed and it did not resume the call's stream within 2 s"
+        assert approval["decidedAt"] - approval["callerAwaySince"] >= 2.0
+        assert "was abandoned" in await _refused(svc, approval)
+        await _never_received(svc)
 
 
 async def test_a_client_that_vanishes_is_given_the_grace_then_its_approval_is_abandoned(tmp_path: Path) -> None:
