@@ -375,8 +375,10 @@ class Bridge:
         return [c for c in calls if parked or c.id not in self._parked]
 
     def _only(self, server: str) -> Pending | None:
-        calls = self._by_server.get(server) or set()
-        return next(iter(calls)) if len(calls) == 1 else None
+        """The one call to ``server`` whose backend may be asking (a call waiting for a 2026-07-28
+        client's retry does not count: its backend waits for that answer)."""
+        calls = self.calls_to(server, parked=False)
+        return calls[0] if len(calls) == 1 else None
 
     # -- a backend's own state, relayed --------------------------------------------------------------
 

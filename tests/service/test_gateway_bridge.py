@@ -154,3 +154,24 @@ async def test_a_request_state_the_gateway_did_not_issue_is_refused() -> None:
             error = reply.json()["error"]
             assert error["code"] == -32602
             assert text in error["message"]
+
+
+async def test_a_call_waiting_for_a_retry_does_not_take_another_calls_question() -> None:
+    """A 2026-07-28 client that never retries leaves its call parked; a legacy backend's question
+    for the one other call in flight still reaches that call's client."""
+    async with gateway({"ref": {**reference(), "era": "legacy"}}) as running, httpx.AsyncClient(timeout=30) as http:
+        caps = {"elicitation": {}}
+        meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": caps}
+        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "ref__ask"}
+        params = {"name": "ref__ask", "arguments": {"question": "never answered?"}, "_meta": meta}
+        parked = await http.post(
+            running.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, headers=headers
+        )
+        assert parked.json()["result"]["resultType"] == "input_required"  # and no retry comes
+        asked: list[Any] = []
+        with trio.fail_after(60):
+            async with mcpwire.open_client(
+                running.url, era="legacy", era_cache=False, elicitation=_asked(asked)
+            ) as client:
+                answered = await client.call_tool("ref__ask", {"question": "the answer?"})
+        assert (answered.text(), [a["message"] for a in asked]) == ("answer: forty-two", ["the answer?"])
