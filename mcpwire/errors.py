@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "ApprovalAbandoned",
     "ApprovalDenied",
     "AuthError",
     "CircuitOpen",
@@ -326,6 +327,11 @@ class CircuitOpen(HostError):
 
 class ApprovalDenied(HostError):
     """The approval policy (or the approver) denied the call."""
+
+
+class ApprovalAbandoned(ApprovalDenied):
+    """The call's caller went away while its approval waited: the approval ended as abandoned
+    and the call was never sent."""
 
 
 class ToolExecutionError(HostError):

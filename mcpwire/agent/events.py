@@ -190,7 +190,10 @@ class ToolResult(Event, tag="tool_result"):
     is_error: bool
     text: str
     truncated: bool = False
+    #: the call's own time (its wait for a decision is ``wait_ms``)
     latency_ms: float = 0.0
+    #: milliseconds it waited for a decision
+    wait_ms: float = 0.0
     risk: str | None = None
     approval: str | None = None
     approval_id: str | None = None

@@ -576,7 +576,8 @@ class Run:
                 is_error=outcome.is_error,
                 text=text,
                 truncated=truncated,
-                latency_ms=round((trio.current_time() - started) * 1000, 3),
+                latency_ms=round(_call_time(outcome, trio.current_time() - started) * 1000, 3),
+                wait_ms=round(outcome.approval_wait * 1000, 3),
                 risk=outcome.risk,
                 approval=outcome.approval,
                 approval_id=outcome.approval_id,
@@ -625,6 +626,14 @@ class Run:
                 stop_reason=completion.stop_reason,
             )
         )
+
+
+def _call_time(outcome: ToolOutcome, elapsed: float) -> float:
+    """Seconds the call itself took: the surface's figure, else the time it took here less its
+    wait for a decision (a person's time is not the tool's)."""
+    if outcome.latency is not None:
+        return outcome.latency
+    return max(0.0, elapsed - outcome.approval_wait)
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:

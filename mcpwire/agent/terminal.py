@@ -194,7 +194,8 @@ class Renderer:
         name = f"{event.server}/{event.tool}" if event.server else event.name
         first = event.text.strip().splitlines()[0] if event.text.strip() else ""
         if event.outcome == "ok":
-            self.term.note(f"  <- {self.term.clean(name, newlines=False)} ok ({event.latency_ms:.0f} ms)")
+            waited = f"; {event.wait_ms / 1000:.1f} s waiting for approval" if event.wait_ms else ""
+            self.term.note(f"  <- {self.term.clean(name, newlines=False)} ok ({event.latency_ms:.0f} ms{waited})")
         else:
             self.term.note(f"  <- {self.term.clean(name, newlines=False)} {event.outcome}: {self._short(first)}")
 

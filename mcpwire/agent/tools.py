@@ -16,7 +16,8 @@ calls through :meth:`~mcpwire.host.Host.call_tool`, so the host's policies apply
 allow/deny/ask rules, CRITICAL confirmations, the approval timeout, the breaker and the audit log
 (each record carries the run's id). Its approver turns each ``ask`` of the host into a ticket;
 with a host approval queue the ticket's id is the queue's, so the approval can be decided there
-too, and a denial with a reason is recorded there with that reason.
+too; the run's answer goes back as a :class:`~mcpwire.host.policies.Verdict`, so the approval
+records who decided (the terminal, a person through the service) and a denial's reason.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
 
 from ..errors import ApprovalDenied, HostError, MCPWireError, UnknownTool
-from ..host import ApprovalNotPending, Host, RegisteredTool, ToolQuarantined
-from ..host.policies import ApprovalRequest
+from ..host import Host, RegisteredTool, ToolQuarantined
+from ..host.policies import ApprovalRequest, Verdict
 from ..protocol.types import ImageContent, JSONObject
 from .messages import ImagePart, ToolSpec
 
@@ -100,6 +101,10 @@ class ToolOutcome:
     risk: str | None = None
     approval: str | None = None  #: allow, approved, approved_modified (or None when not run)
     approval_id: str | None = None
+    #: seconds the call itself took (None: not measured here; the run times it)
+    latency: float | None = None
+    #: seconds it waited for a decision
+    approval_wait: float = 0.0
 
 
 @runtime_checkable
@@ -216,14 +221,12 @@ class HostTools:
             risk=result.risk.name.lower() if result.risk is not None else None,
             approval=result.approval,
             approval_id=result.approval_id,
+            latency=result.latency,
+            approval_wait=result.approval_wait,
         )
 
-    def _approver(
-        self, ask: Ask, denied: list[Decision]
-    ) -> Callable[[ApprovalRequest], Awaitable[bool | Mapping[str, object]]]:
-        queue = self.host.approvals
-
-        async def approver(request: ApprovalRequest) -> bool | Mapping[str, object]:
+    def _approver(self, ask: Ask, denied: list[Decision]) -> Callable[[ApprovalRequest], Awaitable[Verdict]]:
+        async def approver(request: ApprovalRequest) -> Verdict:
             ticket = ApprovalTicket(
                 id=request.id or _local_id(),
                 kind="tool",
@@ -237,16 +240,11 @@ class HostTools:
                 confirmations_needed=request.confirmations_needed,
             )
             decision = await ask(ticket)
-            if decision.approve:
-                return True if decision.arguments is None else dict(decision.arguments)
-            denied.append(decision)
-            if queue is not None and request.id is not None:
-                # recorded in the queue with its reason and who gave it; the policy then finds it decided
-                try:
-                    await queue.decide(request.id, approve=False, reason=decision.reason, by=decision.by)
-                except ApprovalNotPending:
-                    pass
-            return False
+            if not decision.approve:
+                denied.append(decision)
+            arguments = None if decision.arguments is None else dict(decision.arguments)
+            # recorded on the approval with who gave it (the terminal, a person) and its reason
+            return Verdict(approve=decision.approve, arguments=arguments, reason=decision.reason, by=decision.by)
 
         return approver
 

@@ -29,7 +29,17 @@ from .config import (
 from .events import HostEvent, HostEvents
 from .host import Host, HostToolResult, ToolQuarantined, ToolResultError
 from .pins import MemoryPins, Pin, PinState, PinStore
-from .policies import ApprovalRequest, Approver, AuditLog, AuditRecord, AuditSink, Risk, classify_risk
+from .policies import (
+    ApprovalRequest,
+    Approver,
+    AuditLog,
+    AuditRecord,
+    AuditSink,
+    Caller,
+    Risk,
+    Verdict,
+    classify_risk,
+)
 from .registry import RegisteredTool, ToolRegistry
 from .render import render_result
 from .servers import HostStatistics, ServerInfo, ServerStatistics, ServerStatus
@@ -46,6 +56,7 @@ __all__ = [
     "AuditLog",
     "AuditRecord",
     "AuditSink",
+    "Caller",
     "Host",
     "HostConfig",
     "HostEvent",
@@ -74,6 +85,7 @@ __all__ = [
     "ToolSettings",
     "UnknownApproval",
     "UnknownPrompt",
+    "Verdict",
     "classify_risk",
     "find_config",
     "load_config",

@@ -9,8 +9,15 @@ command line, an API or the library) or from an approver callable that the polic
 decision is only taken while the approval is still pending. A CRITICAL call needs two
 confirmations: the first leaves it pending with ``confirmations == 1``; editing the arguments
 restarts the count, so the arguments that run are the ones confirmed twice. Silence past
-``expires_at`` makes it ``EXPIRED``, which denies the call; so does the caller giving up (the call
-was cancelled).
+``expires_at`` makes it ``EXPIRED``, which denies the call.
+
+An approval lives only as long as its caller. While it waits, the policy follows whoever waits
+for the answer (:class:`~mcpwire.host.policies.Caller`): the approval shows whether that caller is
+present (``caller_present``, ``caller_away_since``), and once the caller is gone for good (its
+task cancelled, its request cancelled, its stream or session closed, its connection not resumed
+in time) the approval ends as ``ABANDONED``: the call is never sent, and the approval can no
+longer be approved. Each decision records who took it (``decided_by``: a person, a token, a
+callback's name, the caller) and through what (``decided_via``: console, api, callback, caller).
 
 Approvals live in an :class:`ApprovalBackend`. The default keeps them in memory
 (:class:`MemoryApprovals`, bounded). A service passes its store instead, so approvals survive a
@@ -62,13 +69,16 @@ DEFAULT_POLL_INTERVAL: Final = 0.5
 DEFAULT_KEEP: Final = 1000
 #: approvals whose last version a queue remembers (so a change is announced once)
 NOTIFIED_KEPT: Final = 10_000
+#: saves a decision tries when the approval changed meanwhile (its caller's presence)
+DECIDE_TRIES: Final = 3
 
 
 class ApprovalState(enum.Enum):
     PENDING = "pending"  #: waiting for a decision (or for a second confirmation)
     APPROVED = "approved"  #: the call may run (with ``final_arguments`` when edited)
     DENIED = "denied"  #: someone said no
-    EXPIRED = "expired"  #: no decision in time, or the caller gave up; the call is denied
+    EXPIRED = "expired"  #: no decision in time; the call is denied
+    ABANDONED = "abandoned"  #: the caller went away before a decision; the call never runs
 
 
 class UnknownApproval(HostError):
@@ -76,7 +86,7 @@ class UnknownApproval(HostError):
 
 
 class ApprovalNotPending(HostError):
-    """The approval was already decided or has expired, so it cannot be decided again."""
+    """The approval was already decided, has expired or was abandoned, so it cannot be decided."""
 
 
 class ApprovalConflict(HostError):
@@ -94,7 +104,15 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
         reason: the decider's reason (for a denial, or given with an approval).
         why: why the call needed approval (the rule, or its risk against the threshold).
         created_at, expires_at, decided_at: epoch seconds.
-        decided_by: who took the last decision; ``confirmed_by`` lists each confirmation.
+        decided_by: who took the last decision (a person or a token once known, else the channel
+            and address, such as ``console 127.0.0.1``; a callback's name; the caller); ``None``
+            when nobody did (expired, abandoned). ``confirmed_by`` lists each confirmation.
+        decided_via: the channel of that decision: ``console``, ``api``, ``callback`` (the
+            library's or an agent's approver), ``caller`` (the calling client's user, where the
+            policy is ``ask-caller``) or ``queue`` (a program deciding on the queue).
+        caller_present: whether whoever waits for the call's answer could receive it now;
+            ``caller_away_since`` is when it stopped (it may come back until its transport gives
+            up on it; then the approval is abandoned).
         confirmations, confirmations_needed: a CRITICAL call needs two.
         context: where the call came from (``trace_id``, ``run_id``, ``caller``...).
         version: one more with each saved change (for backends shared between processes).
@@ -114,10 +132,13 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
     expires_at: float
     decided_at: float | None = None
     decided_by: str | None = None
+    decided_via: str | None = None
     confirmations: int = 0
     confirmations_needed: int = 1
     confirmed_by: tuple[str, ...] = ()
     context: dict[str, str] = msgspec.field(default_factory=dict)
+    caller_present: bool = True
+    caller_away_since: float | None = None
     version: int = 1
 
     @property
@@ -371,57 +392,97 @@ class ApprovalQueue:
         arguments: Mapping[str, object] | None = None,
         reason: str | None = None,
         by: str | None = None,
+        via: str | None = "queue",
     ) -> Approval:
         """Approves or denies ``id``; approving with ``arguments`` runs the call with those.
 
         A CRITICAL call needs ``confirmations_needed`` approvals: until then it stays pending.
-        New arguments restart the count. A denial is final at once.
+        New arguments restart the count. A denial is final at once. ``by`` and ``via`` record who
+        decided and through what (see :class:`Approval`).
 
         Raises:
             UnknownApproval: no such approval.
-            ApprovalNotPending: it was already decided or has expired.
+            ApprovalNotPending: it was already decided, has expired or was abandoned (its
+                caller went away: approving it would run a call nobody waits for).
         """
-        current = await self.get(id)
-        if not current.pending:
-            when = "" if current.decided_at is None else " at " + _iso(current.decided_at)
-            who = f" by {current.decided_by}" if current.decided_by else ""
-            raise ApprovalNotPending(f"approval {id} is already {current.state.value}{who}{when}")
+        for _ in range(DECIDE_TRIES):
+            current = await self.get(id)
+            if not current.pending:
+                raise ApprovalNotPending(_not_pending(current))
+            update = self._decision(current, approve=approve, arguments=arguments, reason=reason, by=by, via=via)
+            try:
+                return await self._save(update)
+            except ApprovalConflict:
+                latest = await self.get(id)
+                if latest.pending and _same_question(latest, current):
+                    continue  # only its caller's presence changed meanwhile: decide again
+                if not latest.pending:
+                    raise ApprovalNotPending(_not_pending(latest)) from None
+                raise ApprovalNotPending(
+                    f"approval {id} was changed by someone else meanwhile (now {latest.confirmations} of "
+                    f"{latest.confirmations_needed} confirmations); look at it again and decide"
+                ) from None
+        raise ApprovalNotPending(f"approval {id} keeps changing while it is decided; try again")
+
+    def _decision(
+        self,
+        current: Approval,
+        *,
+        approve: bool,
+        arguments: Mapping[str, object] | None,
+        reason: str | None,
+        by: str | None,
+        via: str | None,
+    ) -> Approval:
         now = self._clock()
         if not approve:
-            update = msgspec.structs.replace(
+            return msgspec.structs.replace(
                 current,
                 state=ApprovalState.DENIED,
                 reason=reason,
                 decided_at=now,
                 decided_by=by,
+                decided_via=via,
                 version=current.version + 1,
             )
-        else:
-            final = current.final_arguments
-            count = current.confirmations + 1
-            confirmed = (*current.confirmed_by, by or "")
-            if arguments is not None and dict(arguments) != current.arguments_to_run:
-                final = dict(arguments)  # type: ignore[arg-type]
-                count, confirmed = 1, (by or "",)  # changed arguments need their own confirmations
-            done = count >= current.confirmations_needed
+        final = current.final_arguments
+        count = current.confirmations + 1
+        confirmed = (*current.confirmed_by, by or "")
+        if arguments is not None and dict(arguments) != current.arguments_to_run:
+            final = dict(arguments)  # type: ignore[arg-type]
+            count, confirmed = 1, (by or "",)  # changed arguments need their own confirmations
+        done = count >= current.confirmations_needed
+        return msgspec.structs.replace(
+            current,
+            state=ApprovalState.APPROVED if done else ApprovalState.PENDING,
+            final_arguments=final,
+            reason=reason if reason is not None else current.reason,
+            decided_at=now if done else None,
+            decided_by=by,
+            decided_via=via,
+            confirmations=count,
+            confirmed_by=confirmed,
+            version=current.version + 1,
+        )
+
+    async def mark_caller(self, id: str, *, present: bool) -> Approval | None:
+        """Records whether the caller of a pending approval is present (its away time starts
+        now); ``None`` when there is no such approval. A decided one is left as it is."""
+        for _ in range(DECIDE_TRIES):
+            approval = await self.backend.load(id)
+            if approval is None or not approval.pending or approval.caller_present == present:
+                return approval
             update = msgspec.structs.replace(
-                current,
-                state=ApprovalState.APPROVED if done else ApprovalState.PENDING,
-                final_arguments=final,
-                reason=reason if reason is not None else current.reason,
-                decided_at=now if done else None,
-                decided_by=by,
-                confirmations=count,
-                confirmed_by=confirmed,
-                version=current.version + 1,
+                approval,
+                caller_present=present,
+                caller_away_since=None if present else self._clock(),
+                version=approval.version + 1,
             )
-        try:
-            return await self._save(update)
-        except ApprovalConflict:
-            latest = await self.get(id)
-            raise ApprovalNotPending(
-                f"approval {id} was changed by someone else meanwhile; it is now {latest.state.value}"
-            ) from None
+            try:
+                return await self._save(update)
+            except ApprovalConflict:
+                continue  # decided or confirmed meanwhile: look again
+        return await self.backend.load(id)
 
     async def wait(self, id: str, *, timeout: float) -> Approval:
         """Waits until ``id`` is decided or expires (then marks it expired), for at most
@@ -461,16 +522,24 @@ class ApprovalQueue:
                 self._known.pop(id, None)
 
     async def withdraw(self, id: str, reason: str) -> Approval | None:
-        """Marks a still-pending approval expired (its caller gave up); ``None`` when unknown."""
+        """Marks a still-pending approval expired (no decision in time); ``None`` when unknown."""
+        return await self._end(id, reason, ApprovalState.EXPIRED)
+
+    async def abandon(self, id: str, reason: str) -> Approval | None:
+        """Marks a still-pending approval abandoned (its caller went away: ``reason`` says how);
+        it can no longer be approved. ``None`` when unknown; a decided one is returned as it is."""
+        return await self._end(id, reason, ApprovalState.ABANDONED)
+
+    async def _end(self, id: str, reason: str, state: ApprovalState) -> Approval | None:
         try:
             approval = await self.backend.load(id)
         except Exception:  # a backend failing here must not hide why the caller stopped
-            log.exception("cannot withdraw approval %s", id)
+            log.exception("cannot end approval %s", id)
             return None
         if approval is None or not approval.pending:
             return approval
         try:
-            return await self._expire(approval, reason)
+            return await self._expire(approval, reason, state=state)
         except (ApprovalConflict, ApprovalNotPending):
             return await self.backend.load(id)
 
@@ -492,24 +561,49 @@ class ApprovalQueue:
             self._changed(approval)
         return changes
 
-    async def _expire(self, approval: Approval, reason: str) -> Approval:
-        update = msgspec.structs.replace(
-            approval,
-            state=ApprovalState.EXPIRED,
-            reason=reason,
-            decided_at=self._clock(),
-            decided_by=None,
-            version=approval.version + 1,
-        )
-        try:
-            return await self._save(update)
-        except ApprovalConflict:
-            latest = await self.backend.load(approval.id)
-            if latest is None:  # pragma: no cover - a backend that lost it
-                raise UnknownApproval(f"no approval with id {approval.id!r}") from None
-            self._changed(latest)
-            return latest
+    async def _expire(
+        self, approval: Approval, reason: str, *, state: ApprovalState = ApprovalState.EXPIRED
+    ) -> Approval:
+        for _ in range(DECIDE_TRIES):
+            update = msgspec.structs.replace(
+                approval,
+                state=state,
+                reason=reason,
+                decided_at=self._clock(),
+                decided_by=None,
+                decided_via=None,
+                version=approval.version + 1,
+            )
+            try:
+                return await self._save(update)
+            except ApprovalConflict:
+                latest = await self.backend.load(approval.id)
+                if latest is None:  # pragma: no cover - a backend that lost it
+                    raise UnknownApproval(f"no approval with id {approval.id!r}") from None
+                if not latest.pending:
+                    self._changed(latest)
+                    return latest
+                approval = latest  # its caller's presence changed meanwhile: end that one
+        return approval
 
 
 def _iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def _not_pending(approval: Approval) -> str:
+    """Why ``approval`` cannot be decided, as the error says it."""
+    when = "" if approval.decided_at is None else " at " + _iso(approval.decided_at)
+    if approval.state is ApprovalState.ABANDONED:
+        why = f" ({approval.reason})" if approval.reason else ""
+        return (
+            f"approval {approval.id} was abandoned{when}: its caller went away{why}; nobody waits for the "
+            "result, so the call cannot run"
+        )
+    who = f" by {approval.decided_by}" if approval.decided_by else ""
+    return f"approval {approval.id} is already {approval.state.value}{who}{when}"
+
+
+def _same_question(a: Approval, b: Approval) -> bool:
+    """Whether two versions of a pending approval ask the same (only their caller's presence differs)."""
+    return (a.confirmations, a.final_arguments, a.confirmed_by) == (b.confirmations, b.final_arguments, b.confirmed_by)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
@@ -21,7 +22,16 @@ from ..client import Client, ProgressCallback
 from ..errors import HostError, MCPWireError, ServerGone, ToolExecutionError, UnknownTool
 from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
 from .catalog import RegisteredPrompt, RegisteredResource, RegisteredTemplate
-from .policies import Approver, CallContext, CircuitBreaker, ResultCache, Risk, classify_risk, summarize_arguments
+from .policies import (
+    Approver,
+    CallContext,
+    Caller,
+    CircuitBreaker,
+    ResultCache,
+    Risk,
+    classify_risk,
+    summarize_arguments,
+)
 from .registry import RegisteredTool
 from .render import first_line, render_result
 from .results import HostToolResult, ToolQuarantined, ToolResultError
@@ -120,6 +130,8 @@ class Calls(Roster):
         approver: Approver | None,
         context: Mapping[str, str] | None,
     ) -> CallContext:
+        """The call's context from the tool's annotations and settings (the caller's parts are
+        set by :meth:`call_tool`)."""
         settings = self._runtime[reg.server].for_tool(info.config.policy, reg.tool.name)
         ask_at = settings.ask_at
         return CallContext(
@@ -136,6 +148,7 @@ class Calls(Roster):
             retryable=settings.retryable,
             cacheable=settings.cacheable,
             cache_ttl=settings.cache_ttl_seconds,
+            invalidates=settings.invalidates,
             decision=settings.approval,
             risk=None if settings.risk is None else Risk[settings.risk.upper()],
             ask_at=None if ask_at is None else Risk[ask_at.upper()],
@@ -153,6 +166,9 @@ class Calls(Roster):
         approver: Approver | None = None,
         context: Mapping[str, str] | None = None,
         on_progress: ProgressCallback | None = None,
+        caller_approver: Approver | None = None,
+        caller: Caller | None = None,
+        fresh: bool = False,
     ) -> HostToolResult:
         """Calls a namespaced tool through its server's policies.
 
@@ -161,15 +177,22 @@ class Calls(Roster):
             arguments: the tool's arguments.
             timeout: seconds for each attempt, instead of the configured timeout.
             approver: decides this call if it needs approval, instead of the host's approver
-                (a gateway asks its client this way).
+                (someone other than the caller: a person at a prompt, an agent's run).
             context: where the call comes from (``trace_id``, ``run_id``, ``caller``...): kept
                 in its approval and its audit record.
             on_progress: called with each progress notification of the call (a gateway passes
                 them on); a cached result has none.
+            caller_approver: asks the caller itself (a gateway asks its client's user this way);
+                used only where the tool's approval setting is ``ask-caller``, and never alone
+                for a CRITICAL call.
+            caller: follows whoever waits for the answer while the call waits for a decision;
+                once it is gone the approval is abandoned and the call is never sent.
+            fresh: ask the server even when the cache holds a fresh result (which it replaces).
 
         Raises:
             UnknownTool: no such namespaced tool (the closest names are suggested).
             ToolQuarantined: its definition changed since it was pinned.
+            ApprovalAbandoned: its caller went away while it waited for a decision.
             ApprovalDenied, CircuitOpen: a policy refused the call.
             ToolExecutionError: the call failed; names server, tool and cause (``__cause__``).
             ToolResultError: the tool reported failure and the host raises those.
@@ -178,7 +201,7 @@ class Calls(Roster):
         made with ``raise_tool_errors=True``.
 
         Cancellation: the call is cancelled on the wire by the client; an approval it waits for
-        is marked expired.
+        is marked abandoned.
         """
         try:
             reg = self.registry.resolve(name)
@@ -193,6 +216,7 @@ class Calls(Roster):
             )
         info = self.get(reg.server)
         ctx = self._context(reg, info, arguments, timeout, approver, context)
+        ctx.caller_approver, ctx.caller, ctx.fresh = caller_approver, caller, fresh
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: calling %s with %s", reg.server, reg.tool.name, summarize_arguments(ctx.arguments))
 
@@ -201,8 +225,10 @@ class Calls(Roster):
                 info, lambda client: client.call_tool(reg.tool.name, args, timeout=ctx.timeout, on_progress=on_progress)
             )
 
+        started = time.perf_counter()
         result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
         assert isinstance(result, ToolResult)
+        latency = time.perf_counter() - started - ctx.approval_wait
         log.info("%s: %s -> %s", reg.server, reg.tool.name, ctx.outcome)
         out = HostToolResult(
             name=reg.name,
@@ -214,6 +240,8 @@ class Calls(Roster):
             risk=ctx.risk,
             approval=ctx.approval,
             approval_id=ctx.approval_id,
+            latency=max(0.0, latency),
+            approval_wait=ctx.approval_wait,
         )
         if self._raise_tool_errors and out.is_error:
             said = first_line(result.text(), 200) or "(no text)"

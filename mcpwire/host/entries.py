@@ -377,10 +377,11 @@ _POLICY_KEYS: Final = (
     "approval",
     "tools",
     "ask_at",
+    "invalidates",
 )
 _TOOL_NUMBERS: Final = ("timeout_seconds", "retries", "cache_ttl_seconds")
-_TOOL_KEYS: Final = (*_TOOL_NUMBERS, "retryable", "cacheable", "approval", "risk", "ask_at")
-_DECISIONS: Final = ("allow", "deny", "ask")
+_TOOL_KEYS: Final = (*_TOOL_NUMBERS, "retryable", "cacheable", "approval", "risk", "ask_at", "invalidates")
+_DECISIONS: Final = ("allow", "deny", "ask", "ask-caller")
 _RISKS: Final = ("low", "medium", "high", "critical")
 
 
@@ -421,14 +422,23 @@ def _risk(path: str, value: object, problems: list[str]) -> str | None:
 
 def _decision(path: str, value: object, problems: list[str]) -> Decision | None:
     if value not in _DECISIONS:
-        problems.append(f"{path}: expected 'allow', 'deny' or 'ask', got {value!r}")
+        problems.append(f"{path}: expected 'allow', 'deny', 'ask' or 'ask-caller', got {value!r}")
         return None
     return value
 
 
+def _invalidates(path: str, value: object, problems: list[str]) -> str | tuple[str, ...] | None:
+    if value in ("server", "none"):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    problems.append(f"{path}: expected 'server', 'none' or a list of tool names, URIs or globs, got {value!r}")
+    return None
+
+
 def _approval_rules(path: str, value: object, problems: list[str]) -> tuple[tuple[str, Decision], ...] | None:
     if not isinstance(value, dict):
-        problems.append(f"{path}: expected an object mapping tool globs to allow/deny/ask")
+        problems.append(f"{path}: expected an object mapping tool globs to allow/deny/ask/ask-caller")
         return None
     rules: list[tuple[str, Decision]] = []
     for glob, given in value.items():
@@ -468,6 +478,8 @@ def parse_policy(path: str, raw: object, problems: list[str]) -> PolicyConfig:
             return _approval_rules(f"{path}.approval", value, problems)
         if key == "ask_at":
             return _risk(f"{path}.ask_at", value, problems)
+        if key == "invalidates":
+            return _invalidates(f"{path}.invalidates", value, problems)
         if key == "tools":
             if not isinstance(value, dict):
                 problems.append(f"{path}.tools: expected an object mapping tool globs to settings, got {kind(value)}")
@@ -492,6 +504,8 @@ def _parse_tool_policy(path: str, raw: object, problems: list[str]) -> ToolPolic
             return _decision(f"{path}.approval", value, problems)
         if key in ("risk", "ask_at"):
             return _risk(f"{path}.{key}", value, problems)
+        if key == "invalidates":
+            return _invalidates(f"{path}.invalidates", value, problems)
         return None
 
     return msgspec.convert(_settings(path, raw, _TOOL_KEYS, problems, parse), ToolPolicy)

@@ -78,6 +78,25 @@ class Oversight(Supervision):
         """Every pin of the host's store (empty when the host does not pin)."""
         return [] if self.pins is None else await self.pins.all()
 
+    async def follow_pins(self) -> None:
+        """Brings the tools' quarantine into line with the pins as stored, when another process on
+        the same store quarantined a tool or approved its new definition. It reads and writes
+        nothing else: whether this process's own server agrees with a pin is checked, as ever,
+        when it lists its tools again (so two processes cannot undo each other's pins in a loop)."""
+        if self.pins is None:
+            return
+        held = {(pin.server, pin.tool) for pin in await self.pins.all() if pin.quarantined}
+        for info in builtins.list(self._servers.values()):
+            changed = False
+            for reg in self.registry.tools(info.name, include_quarantined=True):
+                wanted = (info.name, reg.tool.name) in held
+                if wanted != reg.quarantined:
+                    self.registry.set_quarantined(info.name, reg.tool.name, wanted)
+                    changed = True
+            if changed:
+                info.tool_count = self.registry.count(info.name)
+                self._emit(info, "tools")
+
     async def approve_pin(self, server: str, tool: str, *, by: str | None = None) -> Pin:
         """Accepts the changed definition of a quarantined tool: it becomes the pinned one and
         the tool is listed and callable again.

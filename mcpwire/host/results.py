@@ -34,6 +34,10 @@ class HostToolResult:
     risk: Risk | None = None
     approval: str = "allow"
     approval_id: str | None = None
+    #: seconds the call took, without its wait for a decision
+    latency: float = 0.0
+    #: seconds it waited for a decision (0 when none was needed)
+    approval_wait: float = 0.0
 
     @property
     def is_error(self) -> bool:

@@ -33,7 +33,11 @@ __all__ = [
 DEFAULT_TIMEOUT_SECONDS: Final = 30.0
 
 Transport = Literal["stdio", "http", "sse"]
-Decision = Literal["allow", "deny", "ask"]
+#: ``ask-caller``: as ``ask``, and the calling client's user may decide too (never for CRITICAL calls)
+Decision = Literal["allow", "deny", "ask", "ask-caller"]
+#: the cached results a call drops: ``server`` (all of its server's), ``none``, or globs of cached
+#: tool names and resource URIs of its server
+Invalidates = str | tuple[str, ...]
 RiskName = Literal["low", "medium", "high", "critical"]
 
 
@@ -52,6 +56,8 @@ class ToolPolicy(msgspec.Struct, frozen=True, kw_only=True):
     risk: RiskName | None = None
     #: ask for approval at or above this risk (instead of the server's or the host's threshold)
     ask_at: RiskName | None = None
+    #: the cached results a call of it drops (``None``: the server's rule)
+    invalidates: Invalidates | None = None
 
 
 class ToolSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,6 +72,8 @@ class ToolSettings(msgspec.Struct, frozen=True, kw_only=True):
     risk: RiskName | None
     #: ``None``: the host's threshold
     ask_at: RiskName | None = None
+    #: ``None``: ``server`` for a tool that is not read-only, ``none`` for one that is
+    invalidates: Invalidates | None = None
 
 
 class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,6 +94,8 @@ class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):
     trust_annotations: bool = False
     #: ask for approval at or above this risk (``None``: the host's threshold, HIGH by default)
     ask_at: RiskName | None = None
+    #: the cached results a tool call drops (``None``: ``server`` for a tool that is not read-only)
+    invalidates: Invalidates | None = None
     #: tool glob -> overrides, first match wins per setting
     tools: tuple[tuple[str, ToolPolicy], ...] = ()
 
@@ -113,6 +123,7 @@ class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True):
             approval=approval,
             risk=next((p.risk for p in matching if p.risk is not None), None),
             ask_at=next((p.ask_at for p in matching if p.ask_at is not None), self.ask_at),
+            invalidates=next((p.invalidates for p in matching if p.invalidates is not None), self.invalidates),
         )
 
 

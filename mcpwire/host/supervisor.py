@@ -92,11 +92,22 @@ class Supervision:
 
     # -- status and events ------------------------------------------------------------------------
 
-    def update_status(self, name: str, status: ServerStatus, error: str | None = None) -> None:
+    def update_status(self, name: str, status: ServerStatus | str, error: str | None = None) -> None:
         """Sets a server's status (and why it is not connected), logs it and tells listeners.
 
-        The supervisor calls this on every transition; a repeated identical status is ignored.
+        ``status`` is a :class:`ServerStatus` or its value (``"connected"``), as APIs in other
+        languages pass it; it is checked before anything is stored. The supervisor calls this on
+        every transition; a repeated identical status is ignored.
+
+        Raises:
+            ValueError: ``status`` names no status.
         """
+        if not isinstance(status, ServerStatus):
+            try:
+                status = ServerStatus(status)
+            except ValueError:
+                known = ", ".join(repr(s.value) for s in ServerStatus)
+                raise ValueError(f"server {name!r}: unknown status {status!r}; expected one of {known}") from None
         info = self._servers[name]
         if info.status is status and info.error == error:
             return
@@ -412,6 +423,11 @@ class Supervision:
                 info.name,
                 pin.tool,
             )
+        elif change == "reordered" and pin.reordered_definition is not None:
+            diff = definition_diff(pin.definition, pin.reordered_definition, label=f"{info.name}/{pin.tool}")
+            log.info(
+                "%s: tool %r lists the words of its definition in another order; still pinned", info.name, pin.tool
+            )
         elif change in ("reverted", "approved"):
             log.info(
                 "%s: tool %r is %s",
@@ -419,7 +435,13 @@ class Supervision:
                 pin.tool,
                 "back to its pinned definition" if change == "reverted" else "approved",
             )
-        outcome = {"pinned": "pinned", "changed": "quarantined", "reverted": "pinned", "approved": "pinned"}[change]
+        outcome = {
+            "pinned": "pinned",
+            "changed": "quarantined",
+            "reordered": "pinned",
+            "reverted": "pinned",
+            "approved": "pinned",
+        }[change]
         self._emit(info, "pin", pin=pin, change=change, diff=diff)
         self._record(
             AuditRecord(
@@ -431,7 +453,7 @@ class Supervision:
                 outcome=outcome,
                 diff=diff,
                 by=by,
-                arguments={"hash": pin.hash, "pending_hash": pin.pending_hash},
+                arguments={"hash": pin.hash, "pending_hash": pin.pending_hash, "reordered_hash": pin.reordered_hash},
             )
         )
 

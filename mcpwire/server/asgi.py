@@ -292,9 +292,9 @@ class StreamableHTTPApp:
     async def aclose(self) -> None:
         """Close every session and stream. Idempotent."""
         for session_id in list(self.sessions):
-            await self._end_session(session_id)
+            await self._end_session(session_id, "the server is closing")
         if self._modern is not None:
-            await self._modern.close()
+            await self._modern.close("the server is closing")
         self._nursery = None
 
     async def _ensure_running(self) -> trio.Nursery:
@@ -721,7 +721,7 @@ class StreamableHTTPApp:
         if session.connection.revision is not None and answer is not None:
             await self._json(request, 200, answer, {"Mcp-Session-Id": session.id})
             return
-        await self._end_session(session.id)
+        await self._end_session(session.id, "its initialize was refused")
         await self._json(request, 200, answer or encode(error_message(None, -32603, "no answer")))
 
     def _retire(self, session: _Session, stream: EventStream) -> None:
@@ -745,17 +745,20 @@ class StreamableHTTPApp:
         )
         session = self.sessions[session_id] = _Session(session_id, connection, sse_transport=sse_transport)
         if len(self.sessions) > MAX_SESSIONS:
-            await self._end_session(next(iter(self.sessions)))
+            await self._end_session(
+                next(iter(self.sessions)), f"the session expired (the server keeps the {MAX_SESSIONS} newest)"
+            )
         return session
 
-    async def _end_session(self, session_id: str) -> bool:
+    async def _end_session(self, session_id: str, reason: str) -> bool:
+        """End a session (``reason``: why, as its in-flight requests are told)."""
         session = self.sessions.pop(session_id, None)
         if session is None:
             return False
         self._terminated.add(session_id)
         for key in [k for k in self._finished if k[0] == session_id]:
             del self._finished[key]
-        await session.connection.close()
+        await session.connection.close(reason)
         for stream in [*session.live.values(), *([session.standalone] if session.standalone else [])]:
             stream.finish()
         return True
@@ -821,7 +824,9 @@ class StreamableHTTPApp:
                 return
             raise _Reject(400, INVALID_REQUEST, "Bad Request: DELETE needs an Mcp-Session-Id header")
         session = self.sessions.get(session_id.strip())
-        if session is None or session.sse_transport or not await self._end_session(session.id):
+        if session is None or session.sse_transport or not await self._end_session(
+            session.id, "the client ended its session (DELETE)"
+        ):
             raise _Reject(404, INVALID_REQUEST, "Session not found")
         await self._json(request, 200, None)
 
@@ -840,7 +845,7 @@ class StreamableHTTPApp:
             await self._watched(request, self._respond(request, stream, modern=False, started=True))
         finally:
             with trio.CancelScope(shield=True):
-                await self._end_session(session.id)
+                await self._end_session(session.id, "the client's HTTP+SSE stream closed")
 
     async def _post_sse_transport(self, request: _Request) -> None:
         session_id = urllib.parse.parse_qs(request.query).get("session_id", [""])[0]

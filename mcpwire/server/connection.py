@@ -106,6 +106,8 @@ class Connection:
         #: URIs of legacy ``resources/subscribe``
         self.subscriptions: set[str] = set()
         self.closed = False
+        #: why the connection closed (the session was deleted, its stream closed...), once it did
+        self.ended: str | None = None
         self._inflight: dict[object, RequestContext] = {}
         #: open listen streams, by their context (ids may repeat across 2026-07-28 HTTP clients)
         self._listens: dict[RequestContext, trio.Event] = {}
@@ -192,7 +194,7 @@ class Connection:
         if context is None:
             log.debug("%s: ignoring cancellation of unknown request %r", self.label, request_id)
             return
-        context.cancel()
+        context.cancel("the client cancelled the request (notifications/cancelled)")
 
     # -- admission --------------------------------------------------------------------------
 
@@ -433,18 +435,19 @@ class Connection:
 
     # -- closing ---------------------------------------------------------------------------------
 
-    async def close(self) -> None:
+    async def close(self, reason: str = "the connection closed") -> None:
         """Cancel what is in flight (unanswered) and end open listen streams with their completion
-        result. Idempotent."""
+        result; ``reason`` (why it closes) is kept in :attr:`ended`. Idempotent."""
         if self.closed:
             return
         self.closed = True
+        self.ended = reason
         self.server.sessions.discard(self)
         for waiter in list(self._waiters.values()):
             waiter.answered.set()
         for context in list(self._inflight.values()):
             if context.method != "subscriptions/listen":
-                context.cancel()
+                context.cancel(reason)
         for closing in list(self._listens.values()):
             closing.set()
 

@@ -69,6 +69,7 @@ class RequestContext:
         "client_capabilities",
         "client_info",
         "connection",
+        "ended",
         "era",
         "id",
         "method",
@@ -113,6 +114,8 @@ class RequestContext:
         self.scope = trio.CancelScope()
         #: set when the client cancelled the request (it is then never answered)
         self.cancelled = False
+        #: why the request was cancelled, as a sentence (``notifications/cancelled``, the session ended)
+        self.ended: str | None = None
 
     @property
     def modern(self) -> bool:
@@ -130,10 +133,26 @@ class RequestContext:
         """True when the request's revision has what ``revision`` introduced."""
         return self.revision >= revision
 
-    def cancel(self) -> None:
-        """Cancel the request: its handler stops and it is never answered."""
+    def cancel(self, reason: str | None = None) -> None:
+        """Cancel the request: its handler stops and it is never answered (``reason``: why)."""
         self.cancelled = True
+        if self.ended is None:
+            self.ended = reason
         self.scope.cancel()
+
+    @property
+    def listening(self) -> bool:
+        """Whether a response is reading what the request sends now. A legacy request over
+        Streamable HTTP outlives its connection: its stream waits unread until the client resumes
+        it (``Last-Event-ID``); elsewhere the transport cancels the request when its client goes,
+        and this is True."""
+        readers = getattr(self.outlet, "readers", None)
+        return self.era is Era.MODERN or not isinstance(readers, int) or readers > 0 or self.outlet.closed
+
+    @property
+    def resumable(self) -> bool:
+        """Whether the client may resume the request's stream after its connection closed."""
+        return self.era is Era.LEGACY and getattr(self.outlet, "resumable", True) is True
 
     # -- sending while the request runs -----------------------------------------------------
 

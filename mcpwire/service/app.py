@@ -96,7 +96,7 @@ def _gateway_app(host: Host, settings: Settings) -> Any:
     except ImportError:
         log.warning("the MCP gateway is not available; /mcp answers 503")
         return None
-    gateway = Gateway(host, namespacing=settings.namespacing)
+    gateway = Gateway(host, namespacing=settings.namespacing, caller_grace=settings.caller_grace)
     return gateway
 
 

@@ -105,7 +105,9 @@ class StoreAudit:
 
     def write(self, record: AuditRecord) -> None:
         if self.metrics is not None:
-            self.metrics.observe(record.kind, record.server, record.tool, record.outcome, record.latency_ms)
+            self.metrics.observe(
+                record.kind, record.server, record.tool, record.outcome, record.latency_ms, record.approval_wait_ms
+            )
         data: dict[str, Any] = msgspec.to_builtins(record)
         self.writer.add(
             AuditIn(

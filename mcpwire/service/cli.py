@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--approval-timeout", type=float, default=300.0, metavar="S",
                         help="seconds a call waits for a decision before it is denied (default 300)")  # fmt: skip
+    parser.add_argument("--caller-grace", type=float, default=30.0, metavar="S",
+                        help="seconds a disconnected gateway client may take to resume a call waiting for a decision "
+                        "before its approval is abandoned (default 30)")  # fmt: skip
     parser.add_argument("--http-server", choices=["builtin", "hypercorn"], default="builtin",
                         help="builtin: HTTP/1.1, the fastest (default); hypercorn: HTTP/2 too (TLS)")  # fmt: skip
     parser.add_argument("--certfile", metavar="FILE", help="PEM certificate chain: serve HTTPS only")
@@ -129,8 +132,10 @@ def _trusted(args: argparse.Namespace) -> bool:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    if args.max_body <= 0 or args.drain_timeout < 0 or args.approval_timeout <= 0:
-        raise SettingsError("--max-body and --approval-timeout must be positive, --drain-timeout not negative")
+    if args.max_body <= 0 or args.drain_timeout < 0 or args.approval_timeout <= 0 or not args.caller_grace >= 0:
+        raise SettingsError(
+            "--max-body and --approval-timeout must be positive, --drain-timeout and --caller-grace not negative"
+        )
     token = read_token(args.token_file)
     if args.no_auth:
         if token is not None:
@@ -148,6 +153,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         max_body_bytes=int(args.max_body * 1024 * 1024),
         drain_timeout=args.drain_timeout,
         approval_timeout=args.approval_timeout,
+        caller_grace=args.caller_grace,
         namespacing=args.namespacing == "on",
         certfile=args.certfile,
         keyfile=args.keyfile,

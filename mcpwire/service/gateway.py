@@ -13,6 +13,9 @@ a single backend); quarantined tools (pinned, then changed) are not listed. Call
 :meth:`~mcpwire.host.Host.read_resource`, so every policy applies exactly as for the service's
 API (filters, timeout, retry, breaker, cache, approval, audit, metrics); the call carries the
 trace id and caller the service's middleware found, and its progress goes back to the client.
+A call that waits for a decision lives only as long as its client waits for it (see
+:mod:`mcpwire.service.gateway_bridge`); a quarantined tool is refused with a result saying that
+its changed definition awaits review (not as an unknown tool).
 A backend's questions (sampling, elicitation, roots) and the approval policy's "ask" reach the
 client through :mod:`mcpwire.service.gateway_bridge`; when the client and the backend both speak
 2026-07-28, a tool call's input rounds are relayed between them as they are.
@@ -65,7 +68,7 @@ from ..server import (
     serve_stdio,
 )
 from ..server.asgi import MAX_BODY_BYTES
-from .gateway_bridge import DEFAULT_INPUT_TIMEOUT, Bridge, Pending, Unanswerable
+from .gateway_bridge import DEFAULT_CALLER_GRACE, DEFAULT_INPUT_TIMEOUT, Bridge, Pending, Unanswerable
 
 __all__ = ["ANSWER_GRACE_S", "COALESCE_S", "Gateway", "GatewayServer"]
 
@@ -126,6 +129,7 @@ class Gateway:
         name: str = "mcpwire-gateway",
         instructions: str | None = None,
         input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+        caller_grace: float = DEFAULT_CALLER_GRACE,
     ) -> None:
         self.host = host
         self.namespacing = namespacing
@@ -133,7 +137,7 @@ class Gateway:
         self._nursery: trio.Nursery | None = None
         self._ready = trio.Event()
         self._stopped = trio.Event()
-        self.bridge = Bridge(self._background, input_timeout=input_timeout)
+        self.bridge = Bridge(self._background, input_timeout=input_timeout, caller_grace=caller_grace)
         self.server = GatewayServer(
             self, name=name, instructions=INSTRUCTIONS if instructions is None else instructions
         )
@@ -293,6 +297,21 @@ class GatewayServer(Server):
         reg = registry.resolve(name)
         return None if reg.quarantined or reg.name != name else reg
 
+    def _quarantined(self, name: str) -> str | None:
+        """Why an exposed name is not served when its tool is quarantined (its definition changed
+        since it was pinned); None for a name that is not a quarantined tool's."""
+        registry = self.host.registry
+        if self.gateway.namespacing:
+            reg = registry.resolve(name) if name in registry else None
+        else:
+            reg = next((r for r in self.host.tools(include_quarantined=True) if r.tool.name == name), None)
+        if reg is None or not reg.quarantined:
+            return None
+        return (
+            f"tool {name!r} is quarantined: its definition changed since it was pinned, and the change awaits "
+            "review by an operator of this gateway; it cannot be called until the new definition is approved"
+        )
+
     def tool_input_schema(self, name: str) -> Mapping[str, object] | None:
         tool = self._lookup(name)
         return None if tool is None else tool.tool.input_schema
@@ -374,6 +393,9 @@ class GatewayServer(Server):
         arguments = ctx.params.get("arguments", {})
         reg = self._lookup(name) if isinstance(name, str) else None
         if reg is None:
+            held = self._quarantined(name) if isinstance(name, str) else None
+            if held is not None:
+                return {"content": [{"type": "text", "text": held}], "isError": True}
             raise RequestError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
         if not isinstance(arguments, dict):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
@@ -388,7 +410,8 @@ class GatewayServer(Server):
                     return await self.host.call_tool(
                         reg.name,
                         arguments,
-                        approver=bridge.approver(pending),
+                        caller_approver=bridge.approver(pending),
+                        caller=bridge.caller(pending),
                         context=self._call_context(pending.context),
                         on_progress=progress,
                     )

@@ -31,6 +31,15 @@ backend that issued it and a forged one reaches no other.
 
 A question the gateway's client cannot answer (it did not declare the capability, the era does
 not allow it, nobody is asking) fails cleanly: the backend gets a JSON-RPC error naming why.
+
+The approval policy's "ask" is not the client's to answer: someone other than the caller decides
+(the console, the API). Only where a tool's approval setting is ``ask-caller`` is the client's
+user asked too, through elicitation (:meth:`Bridge.approver`). While a call waits for a decision,
+:class:`GatewayCaller` tells the policy whether its client still waits: a cancelled request
+(``notifications/cancelled``; in 2026-07-28 a closed response stream), an ended legacy session, or
+a legacy stream left unread longer than the grace (the client may resume it with
+``Last-Event-ID`` meanwhile: 2025-11-25 basic/transports, "Disconnection MAY occur at any time
+... it SHOULD NOT be interpreted as the client cancelling its request") abandon the approval.
 """
 
 from __future__ import annotations
@@ -56,13 +65,19 @@ from ..protocol.serving import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND,
 from ..protocol.versions import V2025_06_18, V2025_11_25
 from ..server import ClientRequestError, InputRequired, JSONObject, RequestContext, RequestError
 
-__all__ = ["DEFAULT_INPUT_TIMEOUT", "Bridge", "Pending", "Unanswerable"]
+__all__ = ["DEFAULT_CALLER_GRACE", "DEFAULT_INPUT_TIMEOUT", "Bridge", "GatewayCaller", "Pending", "Unanswerable"]
 
 log = logging.getLogger("mcpwire.service.gateway")
 T = TypeVar("T")
 
 #: Seconds a call waits for its client's answer (a legacy request, or a 2026-07-28 retry).
 DEFAULT_INPUT_TIMEOUT: Final = 300.0
+#: Seconds a legacy client may stay disconnected from a call waiting for approval before the
+#: approval is abandoned (it resumes the call's stream within them to keep it).
+DEFAULT_CALLER_GRACE: Final = 30.0
+#: Seconds a legacy request's stream must stay unread to count as its client being away (its
+#: response starts a moment after the request: it waits for a quick answer first).
+AWAY_AFTER: Final = 1.0
 #: Calls waiting for a 2026-07-28 retry at once; the oldest is cancelled to make room.
 MAX_PENDING: Final = 1000
 #: the client capability each question needs
@@ -104,6 +119,8 @@ class Pending:
     #: the backend's log messages for this call's client, waiting to be relayed (in order)
     logs: list[JSONObject] = field(default_factory=list)
     log_lock: trio.Lock = field(default_factory=trio.Lock)
+    #: why the client stopped waiting for the call (a 2026-07-28 stream closed), once it did
+    gone: str | None = None
 
     def _wake(self) -> None:
         self.changed.set()
@@ -120,10 +137,17 @@ class Bridge:
     """
 
     def __init__(
-        self, nursery: Callable[[], Awaitable[trio.Nursery]], *, input_timeout: float = DEFAULT_INPUT_TIMEOUT
+        self,
+        nursery: Callable[[], Awaitable[trio.Nursery]],
+        *,
+        input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+        caller_grace: float = DEFAULT_CALLER_GRACE,
     ) -> None:
+        if not caller_grace >= 0:
+            raise ValueError(f"caller_grace must be a number of seconds >= 0, not {caller_grace!r}")
         self._nursery = nursery
         self.input_timeout = input_timeout
+        self.caller_grace = caller_grace
         self._key = secrets.token_bytes(32)
         self._by_server: dict[str, set[Pending]] = {}
         self._parked: dict[str, Pending] = {}
@@ -216,6 +240,7 @@ class Bridge:
                 await pending.changed.wait()
         except trio.Cancelled:
             if not pending.done and pending.id not in self._parked:
+                pending.gone = pending.gone or _STREAM_CLOSED
                 pending.scope.cancel()
             raise
         if pending.done:
@@ -247,8 +272,13 @@ class Bridge:
 
         return {"sampling": sampling, "elicitation": elicitation, "roots": roots}
 
+    def caller(self, pending: Pending) -> GatewayCaller:
+        """The call's client as its approval follows it."""
+        return GatewayCaller(pending, self.caller_grace)
+
     def approver(self, pending: Pending) -> Callable[[ApprovalRequest], Awaitable[bool | Mapping[str, object]]] | None:
-        """An approver that asks the call's client (an elicitation), when its client can answer one."""
+        """An approver that asks the call's client (an elicitation), when its client can answer
+        one; the host asks it only where the tool's approval setting is ``ask-caller``."""
         if not _can_ask(pending.context, "elicitation/create"):
             return None
 
@@ -345,8 +375,10 @@ class Bridge:
         return [c for c in calls if parked or c.id not in self._parked]
 
     def _only(self, server: str) -> Pending | None:
-        calls = self._by_server.get(server) or set()
-        return next(iter(calls)) if len(calls) == 1 else None
+        """The one call to ``server`` whose backend may be asking (a call waiting for a 2026-07-28
+        client's retry does not count: its backend waits for that answer)."""
+        calls = self.calls_to(server, parked=False)
+        return calls[0] if len(calls) == 1 else None
 
     # -- a backend's own state, relayed --------------------------------------------------------------
 
@@ -399,6 +431,54 @@ class Bridge:
                 "answered already, or another gateway instance holds it)",
             )
         return pending
+
+
+#: why a 2026-07-28 call ended when its client closed the request's stream
+_STREAM_CLOSED: Final = "the client closed the request's stream (in 2026-07-28 that cancels the request)"
+
+
+class GatewayCaller:
+    """Whether a gateway call's client still waits for its answer (see
+    :class:`~mcpwire.host.policies.Caller`): gone once its request was cancelled or its session
+    ended, or when its legacy stream stayed unread past the grace (at once when the stream cannot
+    be resumed)."""
+
+    __slots__ = ("_away_since", "grace", "pending")
+
+    def __init__(self, pending: Pending, grace: float) -> None:
+        self.pending = pending
+        self.grace = grace
+        self._away_since: float | None = None
+
+    def _unread_for(self) -> float:
+        """Seconds the request's stream has been unread (0 while a response reads it)."""
+        if self.pending.context.listening:
+            self._away_since = None
+            return 0.0
+        now = trio.current_time()
+        if self._away_since is None:
+            self._away_since = now
+        return now - self._away_since
+
+    def present(self) -> bool:
+        return self.gone() is None and self._unread_for() < AWAY_AFTER
+
+    def gone(self, *, cancelled: bool = False) -> str | None:
+        pending, context = self.pending, self.pending.context
+        if pending.gone is not None:
+            return pending.gone
+        if context.ended is not None:
+            return context.ended
+        if context.connection.closed:
+            return context.connection.ended or "the client's session ended"
+        if cancelled and context.modern:
+            return _STREAM_CLOSED
+        unread = self._unread_for()
+        if unread >= AWAY_AFTER and not context.resumable:
+            return "the client's connection closed, and its response cannot be resumed"
+        if unread >= AWAY_AFTER + self.grace:
+            return f"the client's connection closed and it did not resume the call's stream within {self.grace:g} s"
+        return None
 
 
 def _b64(text: str) -> str:

@@ -110,16 +110,33 @@ class HttpMetrics:
 
 @dataclass(slots=True)
 class CallMetrics:
-    """Latency histograms of calls per server and tool, and approval decisions by outcome, fed
-    by the audit records the host writes (one per call, read and prompt, one per decision)."""
+    """Latency histograms of calls per server and tool, the waits of calls for a decision, and
+    approval decisions by outcome, fed by the audit records the host writes (one per call, read
+    and prompt, one per decision). A call's latency is its own: the time it waited for a person
+    is the wait's figure, not the call's."""
 
     latency: dict[tuple[str, str, str], _Histogram] = field(default_factory=dict)
+    waits: dict[str, _Histogram] = field(default_factory=dict)
     decisions: dict[str, int] = field(default_factory=dict)
 
-    def observe(self, kind: str, server: str, tool: str, outcome: str, latency_ms: float | None) -> None:
+    def observe(
+        self,
+        kind: str,
+        server: str,
+        tool: str,
+        outcome: str,
+        latency_ms: float | None,
+        approval_wait_ms: float | None = None,
+    ) -> None:
         if kind == "approval":
             self.decisions[outcome] = self.decisions.get(outcome, 0) + 1
             return
+        if approval_wait_ms is not None:
+            wait = self.waits.get(server)
+            if wait is None and len(self.waits) < MAX_SERIES:
+                wait = self.waits[server] = _Histogram()
+            if wait is not None:
+                wait.observe(approval_wait_ms / 1000)
         if latency_ms is None:
             return
         key = (server, tool if kind == "tool" else kind, kind)
@@ -142,7 +159,14 @@ class CallMetrics:
             label = f'server="{escape_label(server)}",tool="{escape_label(tool)}"'
             lines += hist.lines("mcpwire_call_duration_seconds", label)
         lines += [
-            "# HELP mcpwire_approval_decisions_total Approvals decided, by outcome (approved, denied, expired).",
+            "# HELP mcpwire_approval_wait_seconds How long calls waited for a decision, by server.",
+            "# TYPE mcpwire_approval_wait_seconds histogram",
+        ]
+        for server, hist in sorted(self.waits.items()):
+            lines += hist.lines("mcpwire_approval_wait_seconds", f'server="{escape_label(server)}"')
+        lines += [
+            "# HELP mcpwire_approval_decisions_total Approvals decided, by outcome (approved, denied, expired, "
+            "abandoned).",
             "# TYPE mcpwire_approval_decisions_total counter",
         ]
         lines += [

@@ -121,6 +121,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         namespacing: the gateway prefixes tool names with their server's name.
         approval_poll: seconds between polls of shared approvals (several replicas).
         approval_timeout: seconds a call waits for a decision before it is denied.
+        caller_grace: seconds a gateway client may stay disconnected from a call waiting for a
+            decision (resuming within them keeps it); then its approval is abandoned.
         certfile, keyfile: a PEM certificate (and its key): the service speaks HTTPS only.
         forwarded_allow_ips: proxies whose forwarding headers give the client's address and
             scheme (addresses or networks; ``*``: any).
@@ -141,6 +143,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     namespacing: bool = True
     approval_poll: float = 0.5
     approval_timeout: float = 300.0
+    caller_grace: float = 30.0
     certfile: str | None = None
     keyfile: str | None = None
     forwarded_allow_ips: tuple[str, ...] = ()

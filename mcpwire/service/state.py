@@ -113,7 +113,7 @@ class Service:
             self._nursery = nursery
             await nursery.start(self.audit.run)
             await nursery.start(self._pump)
-            self.changes = ChangeFeed(self.store, {"servers": self.servers.reconcile})
+            self.changes = ChangeFeed(self.store, {"servers": self.servers.reconcile, "pins": self.host.follow_pins})
             await nursery.start(self.changes.run)
             if self.gateway is not None and hasattr(self.gateway, "run"):
                 nursery.start_soon(self.gateway.run)  # the gateway's sessions and background work

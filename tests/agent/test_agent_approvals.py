@@ -28,7 +28,7 @@ from mcpwire.agent import (
     ToolResult,
 )
 from mcpwire.agent.events import RunEvent
-from mcpwire.host import ApprovalQueue, ApprovalState, Host
+from mcpwire.host import ApprovalNotPending, ApprovalQueue, ApprovalState, Host
 
 pytestmark = pytest.mark.real
 
@@ -81,7 +81,7 @@ async def test_a_destructive_call_pauses_the_run_until_approve(llm: FakeLLM, tmp
                 if isinstance(event, ApprovalRequired):
                     assert run.state is RunState.AWAITING_APPROVAL
                     # paused: the model has not been asked again, and the entity is still there
-                    await trio.sleep(0.2)
+                    await trio.sleep(0.5)
                     assert len(llm.requests) == 2
                     assert _names(tmp_path) == {"Ada", "Bob"}
                     assert [t.id for t in run.pending_approvals()] == [event.approval_id]
@@ -102,6 +102,8 @@ async def test_a_destructive_call_pauses_the_run_until_approve(llm: FakeLLM, tmp
     assert [(e.approved, e.by, e.edited) for e in resolved] == [(True, "tester", False)] * 2
     results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
     assert results["c3"].outcome == "ok" and results["c3"].approval == "approved"
+    # the call's time is the call's: the half second a person took is its wait, apart
+    assert results["c3"].wait_ms >= 500 > results["c3"].latency_ms
     assert results["c1"].approval == "allow" and results["c1"].risk == "high"
     states = [e.state for e in events if isinstance(e, StateChanged)]
     assert states == [
@@ -123,6 +125,8 @@ async def test_a_destructive_call_pauses_the_run_until_approve(llm: FakeLLM, tmp
         ("create_entities", final.run_id, "allow"),
         ("delete_entities", final.run_id, "approved"),
     ]
+    assert calls[1]["approval_wait_ms"] >= 500 > calls[1]["latency_ms"]  # type: ignore[operator]
+    assert "approval_wait_ms" not in calls[0]  # it needed no decision
 
 
 async def test_a_denial_goes_back_to_the_model_and_the_run_goes_on(llm: FakeLLM, tmp_path: Path) -> None:
@@ -227,3 +231,21 @@ def events_of(events: list[RunEvent], kind: type) -> list:  # type: ignore[type-
 async def _events(agent: Agent, prompt: str) -> list[RunEvent]:
     async with agent.run(prompt) as run:
         return [event async for event in run]
+
+
+async def test_a_run_left_while_its_call_waits_leaves_an_abandoned_approval(llm: FakeLLM, tmp_path: Path) -> None:
+    """An approval lives as long as its caller: leaving the run cancels its call, the approval ends
+    abandoned, and approving it afterwards is refused (the entity stays)."""
+    _script_delete(llm, "unused")
+    queue = ApprovalQueue()
+    async with _host(tmp_path, approvals=queue) as host, _openai(llm) as p:
+        async with Agent(host, p).run("Remember Ada and Bob, then forget Ada") as run:
+            async for event in run:
+                if isinstance(event, ApprovalRequired):
+                    approval_id = event.approval_id
+                    break  # the person walks away: leaving the block cancels the run
+        left = await queue.get(approval_id)
+        assert (left.state, left.decided_by) == (ApprovalState.ABANDONED, None)
+        with pytest.raises(ApprovalNotPending, match=r"was abandoned at \S+: its caller went away"):
+            await queue.decide(approval_id, approve=True, by="too late")
+        assert _names(tmp_path) == {"Ada", "Bob"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,11 +159,14 @@ def test_a_session_approves_a_destructive_tool_at_the_terminal(tmp_path: Path, l
     assert _entities(tmp_path) == {"Ada"} and len(llm.requests) == 3  # the run waits
     child.sendline("maybe")
     child.expect_exact("answer y (approve), n [REASON] (deny), e (edit in $EDITOR), or a JSON object")
+    time.sleep(1.5)  # a person thinks: the call's time does not include it
     child.sendline("y")
     child.expect_exact("confirmation 2 of 2")
     child.expect_exact("approve? [y/n/e/JSON] ")
     child.sendline("yes")
-    child.expect_exact("<- memory/delete_entities ok")
+    child.expect(r"<- memory/delete_entities ok \((\d+) ms; (\d+\.\d) s waiting for approval\)")
+    took, waited = int(child.match.group(1)), float(child.match.group(2))
+    assert waited >= 1.5 > took / 1000, (took, waited)
     child.expect_exact("Ada is forgotten.")
     child.expect_exact("you> ")
     assert _entities(tmp_path) == set()

@@ -237,12 +237,13 @@ def test_approvals_release_the_waiting_api_caller(page: Any, serve: Serve) -> No
 
     thread, out, card = _waiting_call(page, serve, {"a": 2, "b": 3})
     assert "everything__get-sum" in card.inner_text()
+    assert "caller waiting" in card.inner_text()  # an API caller that got 202 waits by design
     screenshot(page, "approvals")
     card.get_by_role("button", name="Approve").click()
     thread.join(60)
     final = out["final"]
     assert final["state"] == "approved" and final["result"]["text"] == "The sum of 2 and 3 is 5."
-    assert final["decidedBy"].startswith("api console ")
+    assert final["decidedBy"] == "token:admin (127.0.0.1)" and final["decidedVia"] == "console"
 
     thread, out, card = _waiting_call(page, serve, {"a": 7, "b": 7})
     card.get_by_label("Reason for denying").fill("not today")
@@ -261,6 +262,7 @@ def test_approvals_release_the_waiting_api_caller(page: Any, serve: Serve) -> No
     decided = page.locator("table.decided")
     decided.locator(".state-denied").first.wait_for()
     assert "not today" in decided.inner_text() and "edited" in decided.inner_text()
+    assert decided.locator("td[data-label=By] .tag").first.inner_text() == "console"
     # the outcome of the edited call shows once it has run
     decided.get_by_text("The sum of 40 and 2 is 42.").wait_for()
     assert page.locator("article.approval").count() == 0
@@ -268,26 +270,70 @@ def test_approvals_release_the_waiting_api_caller(page: Any, serve: Serve) -> No
     screenshot(page, "approvals-decided")
 
 
+def test_an_approval_shows_its_caller_going_away_and_ends_abandoned(page: Any, serve: Serve) -> None:
+    page.goto("/approvals")
+    page.locator("#live[data-state=on]").wait_for()
+    # an MCP client of the gateway (a 2025-11-25 session) calls get-sum, then drops its stream
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "leaver", "version": "1"}}
+    with httpx.Client(base_url=serve.url, timeout=60, headers=serve.headers) as client:
+        opened = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+                             headers=headers)  # fmt: skip
+        session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        call = {"name": "everything__get-sum", "arguments": {"a": 31, "b": 11}}
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        with client.stream("POST", "/mcp", json=body, headers=session) as response:
+            next(response.iter_lines())  # the stream started (its priming event): the call waits
+        card = page.locator("article.approval", has_text="31")
+        card.locator(".caller-away").wait_for(timeout=30_000)  # shown without a reload
+        assert "caller disconnected" in card.inner_text()
+        screenshot(page, "approvals-caller-away")
+        assert client.delete("/mcp", headers=session).status_code == 200  # the session ends
+    decided = page.locator("table.decided tr", has_text="31")
+    decided.locator(".state-abandoned").wait_for(timeout=30_000)
+    assert "the client ended its session (DELETE)" in decided.inner_text()
+    assert page.locator("article.approval", has_text="31").count() == 0
+    screenshot(page, "approvals-abandoned")
+
+
 def test_a_changed_definition_is_quarantined_until_approved(page: Any, serve: Serve) -> None:
-    (serve.state / "description").write_text("Reports the tides <script>window.__xss=1</script>.")
+    # the same words in another order: recorded as reordered, not quarantined
+    (serve.state / "description").write_text("the Reports weather.")
     page.goto("/pins")
     page.locator("#live[data-state=on]").wait_for()
     with api(serve) as client:
         assert client.post("/api/v1/servers/hostile/restart").status_code == 202
-    pin = page.locator('article.pin[data-pin="hostile/report"]')
+    reordered = page.locator('article.pin.reordered[data-pin="hostile/report"]')
+    reordered.wait_for(timeout=60_000)
+    assert "1 time since it was pinned" in reordered.inner_text()
+    screenshot(page, "pins-reordered")
+    assert page.locator("#held .count").count() == 0  # nothing awaits review
+    # a word changed: quarantined, and the change is shown word by word
+    (serve.state / "description").write_text("Reports the tides <script>window.__xss=1</script>.")
+    with api(serve) as client:
+        assert client.post("/api/v1/servers/hostile/restart").status_code == 202
+    pin = page.locator('article.pin[data-pin="hostile/report"]:not(.reordered)')
     pin.wait_for(timeout=60_000)
-    diff = pin.locator("pre.diff")
-    assert "Reports the weather." in diff.locator(".del").all_inner_texts()[-1]
-    assert "Reports the tides <script>" in diff.locator(".add").all_inner_texts()[-1]
+    words = pin.locator(".word-diff .words")
+    assert [t.rstrip(".") for t in words.locator("del").all_inner_texts()] == ["weather"]
+    assert [t.rstrip(".") for t in words.locator("ins").all_inner_texts()] == ["tides <script>window.__xss=1</script>"]
+    assert "Reports the" in words.inner_text()  # the words around the change, once
+    # the navigation says so on every page, and updates without a reload
+    page.locator("#held .count").wait_for()
+    assert page.locator('.top nav a[href="/pins"]').inner_text().split() == ["Pins", "1", "quarantined"]
     screenshot(page, "pins")
     page.goto("/tools?q=report")
     assert page.locator('#tool-list a[href="/tools/hostile__report"]').count() == 0
     assert "quarantined" in page.locator("main").inner_text()
+    assert page.locator("#held .count").inner_text().startswith("1")
 
     page.goto("/pins")
     pin.get_by_role("button", name="Approve the new definition of report").click()
-    page.locator("#pins .notice").wait_for()
-    assert page.locator("article.pin").count() == 0
+    # the action's notice stays while the live list reloads on the approval's pin event
+    page.locator("#pins-notice", has_text="hostile/report: the new definition is approved").wait_for()
+    assert page.locator("article.pin:not(.reordered)").count() == 0
+    page.locator("#held:not(:has(.count))").wait_for(state="attached")  # the badge is gone
     page.goto("/tools/hostile__report")
     assert page.locator(".description").inner_text() == "Reports the tides <script>window.__xss=1</script>."
     assert page.locator(".state-pinned").count() == 1

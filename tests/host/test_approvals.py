@@ -17,7 +17,7 @@ import trio.testing
 from _host_fakes import Factory, FakeServer
 from _sqlite_approvals import SqliteApprovals
 
-from mcpwire.errors import ApprovalDenied
+from mcpwire.errors import ApprovalAbandoned, ApprovalDenied
 from mcpwire.host import (
     Approval,
     ApprovalNotPending,
@@ -322,7 +322,7 @@ async def test_denied_expired_and_cancelled_approvals(autojump_clock: trio.testi
     assert [(a.state, a.reason) for a in stored] == [
         (ApprovalState.DENIED, "too risky"),
         (ApprovalState.EXPIRED, "no decision before it expired"),
-        (ApprovalState.EXPIRED, "the call was cancelled or failed while it waited"),
+        (ApprovalState.ABANDONED, "the call was cancelled while it waited (its caller stopped waiting)"),
     ]
 
 
@@ -359,7 +359,7 @@ async def test_per_call_approver_and_a_queue_decision_race(autojump_clock: trio.
         assert done.approval == "approved" and asked[0].id == done.approval_id
         assert (asked[0].context, asked[0].confirmation, asked[0].confirmations_needed) == ({"caller": "gw"}, 1, 1)
         decided = await queue.get(done.approval_id or "")
-        assert decided.decided_by == "approver"
+        assert (decided.decided_by, decided.decided_via) == ("elicit", "callback")  # the callback's name
         # the approver never answers, but a person decides on the queue: the call goes on
         async with trio.open_nursery() as nursery:
             nursery.start_soon(functools.partial(host.call_tool, "a__set_thing", {"q": "2"}, approver=silent))
@@ -498,3 +498,82 @@ async def test_a_decision_seen_first_by_a_poll_still_reaches_the_local_listeners
     assert decided.state is ApprovalState.APPROVED
     assert every == ["pending", "approved"]
     assert own == ["pending", "approved"]
+
+
+class FakeCaller:
+    """A caller the test moves: present or away, then gone with a reason."""
+
+    def __init__(self) -> None:
+        self.here = True
+        self.reason: str | None = None
+
+    def present(self) -> bool:
+        return self.here
+
+    def gone(self, *, cancelled: bool = False) -> str | None:
+        return self.reason
+
+
+async def test_an_approval_follows_its_caller_and_is_abandoned_when_it_goes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = FakeServer("a")
+    queue = ApprovalQueue()
+    caller = FakeCaller()
+    async with _host(Factory(server), approvals=queue) as host:
+        failed: list[BaseException] = []
+
+        async def call() -> None:
+            try:
+                await host.call_tool("a__set_thing", {"q": "late"}, caller=caller)
+            except ApprovalAbandoned as exc:
+                failed.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call)
+            pending = await _first_pending(queue)
+            assert (pending.caller_present, pending.caller_away_since) == (True, None)
+            caller.here = False
+            await trio.sleep(1)
+            away = await queue.get(pending.id)
+            assert away.pending and not away.caller_present and away.caller_away_since is not None
+            caller.here = True  # back: the approval waits for it again
+            await trio.sleep(1)
+            assert (await queue.get(pending.id)).caller_present
+            caller.reason = "the client closed its session"
+        assert str(failed[0]) == (
+            f"tool 'set_thing' on server 'a' was not run: its caller went away: the client closed its session "
+            f"(approval {pending.id})"
+        )
+        assert [c for c in server.calls if c[1] == "set_thing"] == []  # never sent
+        abandoned = await queue.get(pending.id)
+        assert (abandoned.state, abandoned.reason, abandoned.decided_by) == (
+            ApprovalState.ABANDONED,
+            "the client closed its session",
+            None,
+        )
+        with pytest.raises(ApprovalNotPending, match=rf"^approval {pending.id} was abandoned at \S+: its caller went"):
+            await queue.decide(pending.id, approve=True, by="ops")
+
+
+async def test_a_decision_taken_while_the_callers_presence_changes_still_counts() -> None:
+    backend = MemoryApprovals()
+    queue, _ = _queue(backend=backend)
+    approval = await _open(queue)
+    real_save = backend.save
+    moved: list[bool] = []
+
+    async def save(update: Approval) -> None:
+        if not moved and update.state is not ApprovalState.PENDING:
+            moved.append(True)  # the caller went away just before this decision was saved
+            await ApprovalQueue(backend).mark_caller(approval.id, present=False)
+        await real_save(update)
+
+    backend.save = save  # type: ignore[method-assign]
+    decided = await queue.decide(approval.id, approve=True, by="ops", via="console")
+    assert (decided.state, decided.caller_present, decided.decided_via, decided.version) == (
+        ApprovalState.APPROVED,
+        False,
+        "console",
+        3,
+    )

@@ -261,11 +261,11 @@ def test_policy_problems_name_their_paths() -> None:
         "$.mcpServers.p.policy.cache_size: expected a non-negative integer, got -1",
         "$.mcpServers.p.policy.retryable_tools: expected a list of tool names or globs, got a string",
         "$.mcpServers.p.policy.trust_annotations: expected true or false, got a string",
-        "$.mcpServers.p.policy.approval.x: expected 'allow', 'deny' or 'ask', got 'maybe'",
+        "$.mcpServers.p.policy.approval.x: expected 'allow', 'deny', 'ask' or 'ask-caller', got 'maybe'",
         "$.mcpServers.p.policy.tools.t.retries: expected a non-negative integer, got -2",
         "$.mcpServers.p.policy.tools.t.risk: expected 'low', 'medium', 'high' or 'critical', got 'extreme'",
         "$.mcpServers.p.policy.tools.t.cacheable: expected true or false, got a number",
-        "$.mcpServers.p.policy.tools.t.approval: expected 'allow', 'deny' or 'ask', got 'sure'",
+        "$.mcpServers.p.policy.tools.t.approval: expected 'allow', 'deny', 'ask' or 'ask-caller', got 'sure'",
         "$.mcpServers.p.policy.tools.u: expected an object, got a number",
         "$.mcpServers.p.health_interval_seconds: expected a non-negative number, got -1",
     )

@@ -283,6 +283,21 @@ async def test_statistics_an_api_shows(autojump_clock: trio.testing.MockClock) -
     assert host.get("a").uptime is None and host.get("a").connected_since is None
 
 
+async def test_a_status_given_as_its_value_is_stored_as_the_status(autojump_clock: trio.testing.MockClock) -> None:
+    async with _host(Factory(FakeServer("a")), health_interval=0) as host:
+        events = host.events(kinds=["status"])
+        host.update_status("a", "error", "set by a caller in another language")
+        info = host.get("a")
+        assert (info.status, info.error) == (ServerStatus.ERROR, "set by a caller in another language")
+        event = await _next(events, "status")
+        assert (event.status, event.previous) == ("error", "connected")
+        with pytest.raises(ValueError, match=r"^server 'a': unknown status 'sleepy'; expected one of 'disconnected', "):
+            host.update_status("a", "sleepy")
+        assert host.get("a").status is ServerStatus.ERROR  # nothing of the bad value was stored
+        host.update_status("a", ServerStatus.CONNECTED)
+        assert host.get("a").status is ServerStatus.CONNECTED
+
+
 async def test_connect_timeout_per_server(autojump_clock: trio.testing.MockClock) -> None:
     slow = FakeServer("slow", start_delay=100)
     fine = FakeServer("fine", start_delay=1)

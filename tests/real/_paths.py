@@ -16,6 +16,8 @@ PY_BIN = SERVERS / "py" / "bin"
 PROXY_BIN = SERVERS / "proxy" / "bin"
 FASTMCP_BIN = SERVERS / "fastmcp" / "bin"
 CRON = SERVERS / "npm" / "node_modules" / "mcp-cron-linux-amd64" / "bin" / "mcp-cron"
+#: mcp-go's time server: its tool descriptions list a Go map, in a new order on each start
+MCP_TIME = SERVERS / "npm" / "node_modules" / "mcp-time-linux-x64" / "bin" / "mcp-time"
 
 
 def fastmcp_config(folder: Path) -> Path:

@@ -2,7 +2,9 @@
 # Installs the third-party MCP servers the integration tests talk to, into one cache folder:
 #   $MCPWIRE_SERVERS_DIR (default: <repo>/.cache/servers)
 #     npm/node_modules/.bin/mcp-server-{everything,filesystem,memory}
-#     npm/node_modules/mcp-cron-linux-amd64/bin/mcp-cron (a Go server)
+#     npm/node_modules/mcp-cron-linux-amd64/bin/mcp-cron (a Go server, on the official Go SDK)
+#     npm/node_modules/mcp-time-linux-x64/bin/mcp-time (a Go server on mcp-go, whose tool descriptions
+#       list a Go map in map order: different on each start)
 #     py/bin/mcp-server-{time,git,sqlite} (and the official Python SDK, `mcp`, as a client for tests)
 #     proxy/bin/mcp-proxy (mcp-proxy, on the Python SDK 1.x streamable HTTP transport)
 #     fastmcp/bin/fastmcp (FastMCP's proxy)
@@ -17,6 +19,7 @@ NPM_PACKAGES=(
   "@modelcontextprotocol/server-filesystem@2026.8.31"
   "@modelcontextprotocol/server-memory@2026.8.31"
   "mcp-cron-linux-amd64@0.9.1"
+  "mcp-time-linux-x64@0.4.0"
 )
 PY_PACKAGES=(
   "mcp-server-time==2026.10.19"
@@ -47,6 +50,7 @@ ln -sfn ../../sqlite/bin/mcp-server-sqlite "$dir/py/bin/mcp-server-sqlite"
 "$dir/fastmcp/bin/python" -m pip install -q --disable-pip-version-check "${FASTMCP_PACKAGES[@]}"
 for bin in npm/node_modules/.bin/mcp-server-everything npm/node_modules/.bin/mcp-server-filesystem \
            npm/node_modules/.bin/mcp-server-memory npm/node_modules/mcp-cron-linux-amd64/bin/mcp-cron \
+           npm/node_modules/mcp-time-linux-x64/bin/mcp-time \
            py/bin/mcp-server-time py/bin/mcp-server-git py/bin/mcp-server-sqlite \
            proxy/bin/mcp-proxy fastmcp/bin/fastmcp; do
   [ -x "$dir/$bin" ] || { echo "missing after install: $dir/$bin" >&2; exit 1; }

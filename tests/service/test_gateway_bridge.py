@@ -73,14 +73,16 @@ async def test_a_client_that_cannot_answer_makes_the_question_fail_cleanly(era: 
 
 
 @pytest.mark.parametrize("era", ERAS, ids=lambda e: e.value)
-async def test_ask_becomes_an_elicitation_to_a_client_that_can_answer(era: Era) -> None:
+async def test_ask_caller_opts_in_to_an_elicitation_to_the_calling_client(era: Era) -> None:
     asked: list[Any] = []
 
     async def decide(params: Any) -> Any:
         asked.append(params)
         return {"action": "accept", "content": {"approve": "no" not in str(asked[-1])}}
 
-    async with gateway({"ref": reference()}, approval_rules=[("ref", "echo", "ask")]) as running:
+    queue = ApprovalQueue()
+    rules = [("ref", "echo", "ask-caller")]
+    async with gateway({"ref": reference()}, approval_rules=rules, approvals=queue) as running:
         with trio.fail_after(60):
             async with mcpwire.open_client(running.url, era=era.value, era_cache=False, elicitation=decide) as client:
                 done = await client.call_tool("ref__echo", {"text": "approved"})
@@ -90,26 +92,54 @@ async def test_ask_becomes_an_elicitation_to_a_client_that_can_answer(era: Era) 
                 assert "denied" in refused.text()
     assert "Allow the tool 'echo' on server 'ref'" in asked[0]["message"]
     assert asked[0]["requestedSchema"]["required"] == ["approve"]
+    approved, denied = sorted([a for a in queue.backend._items.values()], key=lambda a: a.created_at)  # type: ignore[attr-defined]
+    # the caller decided, and the record says so
+    assert (approved.state.value, approved.decided_via, approved.decided_by) == ("approved", "caller", "mcp (mcpwire)")
+    assert (denied.state.value, denied.decided_via) == ("denied", "caller")
 
 
-async def test_ask_waits_in_the_hosts_queue_for_a_client_that_cannot_answer() -> None:
+@pytest.mark.parametrize(
+    ("entry", "rule", "elicits"),
+    [
+        ({}, "ask", False),  # a client that cannot answer: the call waits in the host's queue
+        ({}, "ask", True),  # by default someone other than the caller decides, even if it could answer
+        ({"policy": {"tools": {"echo": {"risk": "critical"}}}}, "ask-caller", True),  # never the caller if CRITICAL
+    ],
+    ids=["ask, no elicitation", "ask", "critical ask-caller"],
+)
+@pytest.mark.parametrize("era", ERAS, ids=lambda e: e.value)
+async def test_a_client_does_not_approve_its_own_call(era: Era, entry: Any, rule: str, elicits: bool) -> None:
+    asked: list[Any] = []
+
+    async def accept_everything(params: Any) -> Any:
+        asked.append(params)
+        return {"action": "accept", "content": {"approve": True}}
+
     queue = ApprovalQueue()
-    async with gateway({"ref": reference()}, approval_rules=[("ref", "echo", "ask")], approvals=queue) as running:
+    servers = {"ref": {**reference(), **entry}}
+    async with gateway(servers, approval_rules=[("ref", "echo", rule)], approvals=queue) as running:
         with trio.fail_after(60):
-            async with mcpwire.open_client(running.url, era="legacy", era_cache=False) as client:
+            handler = accept_everything if elicits else None
+            async with mcpwire.open_client(running.url, era=era.value, era_cache=False, elicitation=handler) as client:
                 result: list[Any] = []
 
                 async def call() -> None:
-                    result.append(await client.call_tool("ref__echo", {"text": "queued"}))
+                    result.append(await client.call_tool("ref__echo", {"text": "mine"}))
 
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(call)
                     while not await queue.pending():  # noqa: ASYNC110 - the queue's state, polled as the service does
                         await trio.sleep(0.02)
+                    await trio.sleep(1.0)  # time enough for a question to the client, were one sent
                     [approval] = await queue.pending()
+                    assert (asked, approval.confirmations, approval.caller_present) == ([], 0, True)
                     assert approval.context.get("caller") == "mcp (mcpwire)"
-                    await queue.decide(approval.id, approve=True, by="test")
-                assert result[0].text() == "queued"
+                    for _ in range(approval.confirmations_needed):
+                        await queue.decide(approval.id, approve=True, by="ops", via="console")
+                assert result[0].text() == "mine"
+    final = await queue.get(approval.id)
+    assert (final.state.value, final.decided_by, final.decided_via) == ("approved", "ops", "console")
+    assert asked == []
 
 
 async def test_a_request_state_the_gateway_did_not_issue_is_refused() -> None:
@@ -124,3 +154,24 @@ async def test_a_request_state_the_gateway_did_not_issue_is_refused() -> None:
             error = reply.json()["error"]
             assert error["code"] == -32602
             assert text in error["message"]
+
+
+async def test_a_call_waiting_for_a_retry_does_not_take_another_calls_question() -> None:
+    """A 2026-07-28 client that never retries leaves its call parked; a legacy backend's question
+    for the one other call in flight still reaches that call's client."""
+    async with gateway({"ref": {**reference(), "era": "legacy"}}) as running, httpx.AsyncClient(timeout=30) as http:
+        caps = {"elicitation": {}}
+        meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": caps}
+        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "ref__ask"}
+        params = {"name": "ref__ask", "arguments": {"question": "never answered?"}, "_meta": meta}
+        parked = await http.post(
+            running.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, headers=headers
+        )
+        assert parked.json()["result"]["resultType"] == "input_required"  # and no retry comes
+        asked: list[Any] = []
+        with trio.fail_after(60):
+            async with mcpwire.open_client(
+                running.url, era="legacy", era_cache=False, elicitation=_asked(asked)
+            ) as client:
+                answered = await client.call_tool("ref__ask", {"question": "the answer?"})
+        assert (answered.text(), [a["message"] for a in asked]) == ("answer: forty-two", ["the answer?"])

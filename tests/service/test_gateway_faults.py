@@ -77,9 +77,14 @@ async def test_a_changed_tool_definition_is_quarantined_until_approved() -> None
                 while "shifty__echo" in {t.name for t in running.host.tools()}:  # noqa: ASYNC110 - the host's registry
                     await trio.sleep(0.05)
                 assert "shifty__echo" not in {t.name for t in await client.list_tools()}
-                with pytest.raises(mcpwire.RPCError) as refused:
-                    await client.call_tool("shifty__echo", {"text": "x"})
-                assert refused.value.code == -32602
+                # a client that had the tool is told why it is refused, not that it does not exist
+                held = await client.call_tool("shifty__echo", {"text": "x"})
+                assert held.is_error
+                assert held.text().startswith("tool 'shifty__echo' is quarantined: its definition changed since it")
+                assert "awaits review" in held.text()
+                with pytest.raises(mcpwire.RPCError) as unknown:
+                    await client.call_tool("shifty__nothing", {})
+                assert unknown.value.code == -32602
                 await running.host.approve_pin("shifty", "echo")
                 listed = {t.name: t for t in await client.list_tools()}
                 assert listed["shifty__echo"].description.endswith("(changed since it was pinned).")  # type: ignore[union-attr]

@@ -30,7 +30,7 @@ from .audit import (
 )
 from .breaker import BreakerState, CircuitBreaker
 from .cache import ResultCache, hinted_ttl
-from .context import CallContext, Decision, Risk
+from .context import CallContext, Caller, Decision, Risk, Verdict
 from .metrics import Metrics, ToolStatistics
 from .retry import RetryPolicy, is_transient
 from .stack import PolicyStack
@@ -50,6 +50,7 @@ __all__ = [
     "AuditSink",
     "BreakerState",
     "CallContext",
+    "Caller",
     "CircuitBreaker",
     "Decision",
     "Metrics",
@@ -58,6 +59,7 @@ __all__ = [
     "RetryPolicy",
     "Risk",
     "ToolStatistics",
+    "Verdict",
     "annotation_risk",
     "audit_arguments",
     "classify_risk",

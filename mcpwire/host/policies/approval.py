@@ -29,10 +29,16 @@ below HIGH by its annotations.
 
 Rules decide allow/deny/ask per server and tool glob (the first match wins); without a matching
 rule, calls at or above ``ask_at`` are asked (HIGH by default; MEDIUM when configured). Asking
-goes to the call's own approver, else the host's, else to the host's approval queue, where the
+goes to the call's own approver, else the host's, and to the host's approval queue, where the
 call waits for a decision; a CRITICAL call needs ``critical_confirmations`` approvals (2). With
 neither an approver nor a queue, a call that must be asked is denied at once. Silence past
 ``timeout`` denies.
+
+Someone other than the caller decides: the caller's own approver (a gateway client's user, asked
+through elicitation) is asked only where the decision is ``ask-caller``, and never for a CRITICAL
+call. While a queued call waits, its caller is followed (``CallContext.caller``): its presence is
+recorded on the approval, and a caller gone for good (or a cancelled call) ends the approval as
+abandoned; the call then fails with :class:`~mcpwire.errors.ApprovalAbandoned` and is never sent.
 """
 
 from __future__ import annotations
@@ -48,8 +54,17 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from ...errors import ApprovalDenied
-from .context import DEFAULT_APPROVAL_TIMEOUT, ApprovalRequest, Approver, CallContext, Decision, Risk
+from ...errors import ApprovalAbandoned, ApprovalDenied
+from .context import (
+    DEFAULT_APPROVAL_TIMEOUT,
+    ApprovalRequest,
+    Approver,
+    CallContext,
+    Caller,
+    Decision,
+    Risk,
+    Verdict,
+)
 
 if TYPE_CHECKING:  # the queue module imports Risk from this package (whose __init__ imports this module)
     from ..approvals import Approval, ApprovalQueue
@@ -68,8 +83,10 @@ __all__ = [
 log = logging.getLogger("mcpwire.host.policies.approval")
 
 DEFAULT_ASK_AT: Final = Risk.HIGH
-#: seconds a cancelled call may take to mark its approval expired
+#: seconds a cancelled call may take to mark its approval abandoned
 WITHDRAW_TIMEOUT: Final = 5.0
+#: seconds between two looks at a waiting call's caller (is it still there?)
+CALLER_POLL: Final = 0.25
 
 _KEYWORDS: Final[tuple[tuple[Risk, tuple[str, ...]], ...]] = (
     (
@@ -277,9 +294,10 @@ class ApprovalPolicy:
         and the arguments to send. Sets ``ctx.risk`` (and ``ctx.approval_id`` with a queue).
 
         Raises:
+            ApprovalAbandoned: the caller went away while the call waited for a decision.
             ApprovalDenied: a rule, a decision, or silence denied the call.
 
-        Cancellation: cancels the approver; a pending approval is marked expired.
+        Cancellation: cancels the approvers; a pending approval is marked abandoned.
         """
         if ctx.kind != "tool":
             return "allow", ctx.arguments
@@ -290,15 +308,23 @@ class ApprovalPolicy:
             return "allow", ctx.arguments
         if decision == "deny":
             raise ApprovalDenied(f"{where} is denied by {reason} (risk {risk.name})")
-        approver = ctx.approver or self.approver
+        approvers: list[tuple[Approver, str]] = []
+        trusted = ctx.approver or self.approver
+        if trusted is not None:
+            approvers.append((trusted, "callback"))
+        if decision == "ask-caller" and ctx.caller_approver is not None:
+            if risk is Risk.CRITICAL:
+                reason += "; a CRITICAL call is never decided by its caller alone"
+            else:
+                approvers.append((ctx.caller_approver, "caller"))
         if self.queue is not None:
-            return await self._through_queue(ctx, self.queue, approver, risk, reason, where)
-        if approver is None:
+            return await self._through_queue(ctx, self.queue, approvers, risk, reason, where)
+        if not approvers:
             raise ApprovalDenied(
                 f"{where} needs approval ({reason}) but no approver is configured; pass approver= "
                 "or approvals=ApprovalQueue() to the Host, or add an 'allow' rule"
             )
-        return await self._ask(ctx, approver, risk, reason, where)
+        return await self._ask(ctx, approvers, risk, reason, where)
 
     def _request(self, ctx: CallContext, risk: Risk, reason: str, arguments: Mapping[str, object]) -> ApprovalRequest:
         return ApprovalRequest(
@@ -313,9 +339,10 @@ class ApprovalPolicy:
         )
 
     async def _ask(
-        self, ctx: CallContext, approver: Approver, risk: Risk, reason: str, where: str
+        self, ctx: CallContext, approvers: Sequence[tuple[Approver, str]], risk: Risk, reason: str, where: str
     ) -> tuple[str, Mapping[str, object]]:
-        """Asks the approver alone (no queue), once per confirmation needed."""
+        """Asks the approvers alone (no queue), once per confirmation needed; the first answer of
+        each round counts."""
         base = self._request(ctx, risk, reason, ctx.arguments)
         arguments: Mapping[str, object] = ctx.arguments
         edited = False
@@ -323,54 +350,131 @@ class ApprovalPolicy:
         with trio.move_on_after(self.timeout):
             while confirmed < base.confirmations_needed:
                 request = _replace(base, arguments=dict(arguments), confirmation=confirmed + 1)
-                answer = await _call_approver(approver, request, where)
-                if answer is True:
+                answer = _verdict(await _first_answer(approvers, request, where))
+                if answer.approve and answer.arguments is None:
                     confirmed += 1
-                elif isinstance(answer, Mapping) and not isinstance(answer, bool):
-                    if dict(answer) != dict(arguments):
-                        arguments, edited, confirmed = dict(answer), True, 1
+                elif answer.approve and answer.arguments is not None:
+                    if dict(answer.arguments) != dict(arguments):
+                        arguments, edited, confirmed = dict(answer.arguments), True, 1
                     else:
                         confirmed += 1
                 else:
-                    raise ApprovalDenied(f"{where} was denied by the approver (risk {risk.name})")
+                    who = f" ({answer.by})" if answer.by else ""
+                    raise ApprovalDenied(f"{where} was denied by the approver{who} (risk {risk.name})")
             return ("approved_modified" if edited else "approved"), arguments
         raise ApprovalDenied(f"{where}: no approval within {self.timeout:g}s; denied")
 
     async def _through_queue(
-        self, ctx: CallContext, queue: ApprovalQueue, approver: Approver | None, risk: Risk, reason: str, where: str
+        self,
+        ctx: CallContext,
+        queue: ApprovalQueue,
+        approvers: Sequence[tuple[Approver, str]],
+        risk: Risk,
+        reason: str,
+        where: str,
     ) -> tuple[str, Mapping[str, object]]:
         request = self._request(ctx, risk, reason, ctx.arguments)
         approval = await queue.open(request, timeout=self.timeout)
         ctx.approval_id = approval.id
         try:
             async with trio.open_nursery() as nursery:
-                if approver is not None:
-                    nursery.start_soon(_relay, approver, queue, request, approval)
+                for approver, via in approvers:
+                    by = ctx.context.get("caller") if via == "caller" else None
+                    nursery.start_soon(_relay, approver, queue, request, approval, via, by or _name_of(approver))
+                if ctx.caller is not None:
+                    nursery.start_soon(_follow_caller, ctx.caller, queue, approval.id)
                 final = await queue.wait(approval.id, timeout=self.timeout)
                 nursery.cancel_scope.cancel()
             if final.pending:  # the clocks disagree: our own bound is what counts
                 final = await queue.withdraw(approval.id, f"no decision within {self.timeout:g}s") or final
-        except BaseException:
+        except BaseException as exc:
             with trio.CancelScope(shield=True), trio.move_on_after(WITHDRAW_TIMEOUT):
-                await queue.withdraw(approval.id, "the call was cancelled or failed while it waited")
+                await queue.abandon(approval.id, _why_gone(ctx.caller, exc))
             raise
         return _outcome(final, ctx, where, self.timeout)
+
+
+def _why_gone(caller: Caller | None, exc: BaseException) -> str:
+    """Why a call that waited for its approval ended without a decision."""
+    said = caller.gone(cancelled=True) if caller is not None else None
+    if said:
+        return said
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]  # a nursery wraps what it raises
+    if isinstance(exc, trio.Cancelled):
+        return "the call was cancelled while it waited (its caller stopped waiting)"
+    return f"the call failed while it waited ({type(exc).__name__})"
+
+
+async def _follow_caller(caller: Caller, queue: ApprovalQueue, approval_id: str) -> None:
+    """Records the caller's comings and goings on the approval; abandons it once the caller is
+    gone for good (the queue's wait then returns it abandoned)."""
+    present = True
+    while True:
+        gone = caller.gone()
+        if gone is not None:
+            log.info("approval %s: abandoned: %s", approval_id, gone)
+            await queue.abandon(approval_id, gone)
+            return
+        now_present = caller.present()
+        if now_present != present:
+            present = now_present
+            await queue.mark_caller(approval_id, present=present)
+        await trio.sleep(CALLER_POLL)
 
 
 def _replace(request: ApprovalRequest, **changes: object) -> ApprovalRequest:
     return dataclasses.replace(request, **changes)  # type: ignore[arg-type]
 
 
-async def _call_approver(approver: Approver, request: ApprovalRequest, where: str) -> bool | Mapping[str, object]:
+def _name_of(approver: Approver) -> str:
+    """A callback's name, as an approval records who decided."""
+    return str(getattr(approver, "__name__", None) or type(approver).__name__)
+
+
+def _verdict(answer: bool | Mapping[str, object] | Verdict) -> Verdict:
+    """Any approver's answer as a :class:`Verdict`."""
+    if isinstance(answer, Verdict):
+        return answer
+    if answer is True:
+        return Verdict(approve=True)
+    if isinstance(answer, Mapping) and not isinstance(answer, bool):
+        return Verdict(approve=True, arguments=answer)
+    return Verdict(approve=False)
+
+
+async def _call_approver(
+    approver: Approver, request: ApprovalRequest, where: str
+) -> bool | Mapping[str, object] | Verdict:
     try:
         return await approver(request)
     except Exception as exc:
         raise ApprovalDenied(f"{where}: the approver failed ({type(exc).__name__}: {exc}); denied") from exc
 
 
-async def _relay(approver: Approver, queue: ApprovalQueue, base: ApprovalRequest, approval: Approval) -> None:
-    """Asks the approver about a queued approval and records each answer on the queue, until it
-    is decided (by the approver or by anyone else)."""
+async def _first_answer(
+    approvers: Sequence[tuple[Approver, str]], request: ApprovalRequest, where: str
+) -> bool | Mapping[str, object] | Verdict:
+    """The first answer of several approvers asked at once (the others are cancelled)."""
+    if len(approvers) == 1:
+        return await _call_approver(approvers[0][0], request, where)
+    answers: list[bool | Mapping[str, object] | Verdict] = []
+    async with trio.open_nursery() as nursery:
+
+        async def ask(approver: Approver) -> None:
+            answers.append(await _call_approver(approver, request, where))
+            nursery.cancel_scope.cancel()
+
+        for approver, _ in approvers:
+            nursery.start_soon(ask, approver)
+    return answers[0]
+
+
+async def _relay(
+    approver: Approver, queue: ApprovalQueue, base: ApprovalRequest, approval: Approval, via: str, by: str
+) -> None:
+    """Asks the approver about a queued approval and records each answer on the queue (with who
+    gave it and through what), until it is decided (by the approver or by anyone else)."""
     from ..approvals import ApprovalNotPending  # here: that module imports this package
 
     current = approval
@@ -384,22 +488,25 @@ async def _relay(approver: Approver, queue: ApprovalQueue, base: ApprovalRequest
                 confirmations_needed=current.confirmations_needed,
             )
             try:
-                answer = await approver(request)
+                answer = _verdict(await approver(request))
             except Exception as exc:
                 log.info("approval %s: the approver failed: %s", current.id, exc)
                 await queue.decide(
                     current.id,
                     approve=False,
                     reason=f"the approver failed ({type(exc).__name__}: {exc})",
-                    by="approver",
+                    by=by,
+                    via=via,
                 )
                 return
-            if answer is True:
-                current = await queue.decide(current.id, approve=True, by="approver")
-            elif isinstance(answer, Mapping) and not isinstance(answer, bool):
-                current = await queue.decide(current.id, approve=True, arguments=answer, by="approver")
-            else:
-                current = await queue.decide(current.id, approve=False, by="approver")
+            current = await queue.decide(
+                current.id,
+                approve=answer.approve,
+                arguments=answer.arguments if answer.approve else None,
+                reason=answer.reason,
+                by=answer.by or by,
+                via=via,
+            )
     except ApprovalNotPending:
         return  # decided elsewhere first
 
@@ -415,4 +522,7 @@ def _outcome(final: Approval, ctx: CallContext, where: str, timeout: float) -> t
         who = final.decided_by or "someone"
         because = f": {final.reason}" if final.reason else ""
         raise ApprovalDenied(f"{where} was denied by {who}{because} (risk {risk}, approval {final.id})")
+    if final.state is ApprovalState.ABANDONED:
+        because = f": {final.reason}" if final.reason else ""
+        raise ApprovalAbandoned(f"{where} was not run: its caller went away{because} (approval {final.id})")
     raise ApprovalDenied(f"{where}: no approval within {timeout:g}s; denied (approval {final.id})")

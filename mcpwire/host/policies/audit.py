@@ -158,7 +158,10 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     arguments: JSONValue = None
     risk: str | None = None
     decision: str | None = None
+    #: the call's own time (without its wait for a decision)
     latency_ms: float | None = None
+    #: milliseconds the call waited for a decision (calls that needed one)
+    approval_wait_ms: float | None = None
     outcome: str = ""
     error: str | None = None
     trace_id: str | None = None
@@ -192,6 +195,7 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
             risk=ctx.risk.name if ctx.risk is not None else None,
             decision=ctx.approval or None,
             latency_ms=round(latency * 1000, 3),
+            approval_wait_ms=round(ctx.approval_wait * 1000, 3) if ctx.approval_wait else None,
             outcome=ctx.outcome,
             error=error,
             trace_id=context.get("trace_id"),

@@ -8,12 +8,16 @@ its own expiry: the configured TTL, shortened by the server's ``ttlMs`` hint whe
 server sends one (UT-X04: absent or negative means 0, i.e. not cached). The host keeps one cache
 per server, so ``cacheScope: "private"`` entries never cross authorization contexts (UT-X06).
 Notifications invalidate entries (UT-X07): ``tools/list_changed`` drops a server's tool results,
-``resources/list_changed`` its reads, ``resources/updated`` the reads of that URI. Time is
-``trio.current_time()``.
+``resources/list_changed`` its reads, ``resources/updated`` the reads of that URI. So do writes:
+a call of a tool that is not read-only drops its server's entries (see
+:meth:`~mcpwire.host.policies.PolicyStack.invalidate`). Each drop moves the cache's ``generation``
+on, and a result whose call began before it is not stored (a read that overlapped a write could
+hold what the write changed). Time is ``trio.current_time()``.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,6 +72,8 @@ class ResultCache(Generic[T]):
     hits: int = 0
     misses: int = 0
     evictions: int = 0
+    #: moves on with every drop: a result whose call began in an older generation is not stored
+    generation: int = 0
     _entries: OrderedDict[CacheKey, _Entry[T]] = field(default_factory=OrderedDict)
 
     @staticmethod
@@ -94,10 +100,20 @@ class ResultCache(Generic[T]):
         self.misses += 1
         return False, None
 
-    def put(self, key: CacheKey, value: T, *, ttl: float | None = None, scope: str | None = None) -> bool:
-        """Stores ``value`` for ``ttl`` seconds (default: the cache's); False if not stored."""
+    def put(
+        self,
+        key: CacheKey,
+        value: T,
+        *,
+        ttl: float | None = None,
+        scope: str | None = None,
+        generation: int | None = None,
+    ) -> bool:
+        """Stores ``value`` for ``ttl`` seconds (default: the cache's); False if not stored (also
+        when ``generation``, the cache's generation when the call began, is not the current one:
+        something was dropped meanwhile, and this result may predate it)."""
         ttl = self.ttl if ttl is None else min(ttl, self.ttl)
-        if self.size <= 0 or ttl <= 0:
+        if self.size <= 0 or ttl <= 0 or (generation is not None and generation != self.generation):
             return False
         self._entries[key] = _Entry(trio.current_time() + ttl, value, scope)
         self._entries.move_to_end(key)
@@ -106,14 +122,25 @@ class ResultCache(Generic[T]):
             self.evictions += 1
         return True
 
-    def invalidate(self, server: str | None = None, *, kind: str | None = None, name: str | None = None) -> int:
+    def invalidate(
+        self,
+        server: str | None = None,
+        *,
+        kind: str | None = None,
+        name: str | None = None,
+        names: tuple[str, ...] | None = None,
+    ) -> int:
         """Drops entries of a server (all servers when ``None``), optionally of one kind and one
-        tool or URI (a URI also drops the URIs below it); returns how many."""
+        tool or URI (a URI also drops the URIs below it), or those whose tool or URI matches one
+        of the globs ``names``; returns how many."""
+        self.generation += 1
 
         def doomed(k: CacheKey) -> bool:
             if server is not None and k[0] != server:
                 return False
             if kind is not None and k[1] != kind:
+                return False
+            if names is not None and not any(fnmatch.fnmatchcase(k[2], glob) for glob in names):
                 return False
             return name is None or k[2] == name or k[2].startswith(name.rstrip("/") + "/")
 
@@ -123,6 +150,7 @@ class ResultCache(Generic[T]):
         return len(keys)
 
     def clear(self) -> None:
+        self.generation += 1
         self._entries.clear()
 
     def __len__(self) -> int:

@@ -6,6 +6,12 @@ runs first so a denied call costs nothing and is still audited; the cache answer
 breaker so a cached read works while a server is failing; the breaker wraps the retries so one
 call counts once; the timeout bounds each attempt. Metrics and the audit record are written in
 ``finally``, so every call leaves exactly one of each, whatever its outcome.
+
+A call's latency is the call's own: the time it waited for a decision is measured apart
+(``ctx.approval_wait``, the audit record's ``approval_wait_ms``), so a tool that answers in 7 ms
+shows 7 ms however long a person took to approve it. A call sent to the server of a tool that is
+not read-only drops that server's cached results once it ends (:meth:`PolicyStack.invalidate`;
+``ctx.invalidates`` widens or narrows it), so a read after a write is fresh.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Generic, TypeVar
 import trio
 
 from ...client.relay import relayed_round
-from ...errors import ApprovalDenied
+from ...errors import ApprovalAbandoned, ApprovalDenied
 from .approval import ApprovalPolicy
 from .audit import ArgumentsMode, AuditLog, AuditRecord, AuditSink
 from .breaker import CircuitBreaker
@@ -90,23 +96,34 @@ class PolicyStack(Generic[T]):
         """
         start = time.perf_counter()
         error: str | None = None
+        sent = False
         ctx.approval = "allow"
         ctx.outcome = "error"
         try:
             if self.approval is not None:
                 try:
                     ctx.approval, ctx.arguments = await self.approval.check(ctx)
+                except ApprovalAbandoned:
+                    ctx.approval = ctx.outcome = "abandoned"
+                    raise
                 except ApprovalDenied:
                     ctx.approval = ctx.outcome = "denied"
                     raise
+                finally:
+                    if ctx.approval != "allow" or ctx.approval_id is not None:  # a decision's wait is not the call's
+                        ctx.approval_wait = time.perf_counter() - start
+                        start += ctx.approval_wait
             cache = self.cache if self.cacheable(ctx) else None
+            generation = self.cache.generation if self.cache is not None else 0
             if cache is not None:
                 key = ResultCache.key(ctx)
-                hit, value = cache.get(key)
-                if hit:
-                    ctx.outcome = "cache_hit"
-                    return value  # type: ignore[return-value]
+                if not ctx.fresh:
+                    hit, value = cache.get(key)
+                    if hit:
+                        ctx.outcome = "cache_hit"
+                        return value  # type: ignore[return-value]
             args = ctx.arguments
+            sent = True
 
             async def attempt() -> T:
                 return await run_with_timeout(ctx, lambda: invoke(args))
@@ -115,6 +132,12 @@ class PolicyStack(Generic[T]):
                 return await self.retry.run(ctx, attempt)
 
             result = await (self.breaker.run(retried) if self.breaker is not None else retried())
+            if self.cache is not None and self.cache.generation == generation:
+                # what this call changed is dropped before its own result is kept (a cacheable
+                # call that writes, an idempotent one, answers later calls from its own result)
+                sent = False
+                if self.invalidate(ctx):
+                    generation = self.cache.generation
             if _is_error_result(result):
                 ctx.outcome = "tool_error"
             else:
@@ -123,18 +146,20 @@ class PolicyStack(Generic[T]):
                     ttl = hinted_ttl(result, ctx)
                     if ctx.cache_ttl is not None:
                         ttl = ctx.cache_ttl if ttl is None else min(ttl, ctx.cache_ttl)
-                    cache.put(key, result, ttl=ttl, scope=getattr(result, "cache_scope", None))
+                    cache.put(key, result, ttl=ttl, scope=getattr(result, "cache_scope", None), generation=generation)
             return result
         except BaseException as exc:
             if isinstance(exc, trio.Cancelled):
                 ctx.outcome = "cancelled"
-            elif ctx.outcome != "denied":
+            elif ctx.outcome not in ("denied", "abandoned"):
                 ctx.outcome = "error"
             if not isinstance(exc, trio.Cancelled):
                 error = f"{type(exc).__name__}: {exc}".splitlines()[0]
             raise
         finally:
             latency = time.perf_counter() - start
+            if sent:
+                self.invalidate(ctx)
             if self.metrics is not None:
                 name = {"tool": ctx.tool, "resource": "resources/read", "prompt": "prompts/get"}.get(ctx.kind, ctx.tool)
                 self.metrics.observe(
@@ -146,6 +171,30 @@ class PolicyStack(Generic[T]):
                 )
             if self.audit is not None and (self.audit_wanted is None or self.audit_wanted()):
                 self._audit(self.audit, ctx, latency, error)
+
+    def invalidate(self, ctx: CallContext) -> bool:
+        """Drops the cached results a call sent to the server may have made stale (and moves the
+        cache's generation on); returns whether the call's rule drops anything at all.
+
+        A tool call that is not read-only drops every cached result of its server (tool results
+        and resource reads); a read-only one, a resource read and a prompt drop nothing.
+        ``ctx.invalidates`` decides instead when set: ``"server"`` (everything), ``"none"``, or
+        globs naming the cached tools or resource URIs of the server to drop.
+        """
+        if self.cache is None or ctx.kind != "tool":
+            return False
+        rule = ctx.invalidates
+        if rule is None:
+            rule = "none" if ctx.read_only else "server"
+        if rule == "none":
+            return False
+        if rule == "server":
+            dropped = self.cache.invalidate(ctx.server)
+        else:
+            dropped = self.cache.invalidate(ctx.server, names=tuple(rule))
+        if dropped:
+            log.debug("%s: %s may have changed things: %d cached results dropped", ctx.server, ctx.tool, dropped)
+        return True
 
     def _audit(self, sink: AuditSink, ctx: CallContext, latency: float, error: str | None) -> None:
         patterns: Sequence[re.Pattern[str]] | None

@@ -70,7 +70,14 @@ def map_error(exc: BaseException) -> ProblemError | None:
     if isinstance(exc, UnknownTool):
         return ProblemError(404, text)
     if name == "ToolQuarantined":
-        return ProblemError(409, text + "; approve its new definition first", title="Tool quarantined")
+        server, tool = getattr(exc, "server", ""), getattr(exc, "tool", "")
+        return ProblemError(
+            409,
+            f"tool {tool!r} on server {server!r} is quarantined: its definition changed since it was pinned, and the "
+            f"change awaits review (GET {PREFIX}/pins?state=quarantined shows it; POST "
+            f"{PREFIX}/pins/{server}/{tool}/approve accepts it)",
+            title="Tool quarantined",
+        )
     if name in ("UnknownApproval", "UnknownPrompt", "UnknownResource"):
         return ProblemError(404, text)
     if name in ("ApprovalNotPending", "ApprovalConflict"):

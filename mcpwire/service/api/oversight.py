@@ -7,8 +7,8 @@ import time
 import trio
 
 from ...host import Approval, ApprovalQueue, ApprovalState, Pin
-from ...host.pins import definition_diff
-from ..identity import Role
+from ...host.pins import definition_diff, word_diff
+from ..identity import Identity, Role
 from ..problems import ProblemError
 from .core import API, PREFIX, service_of
 from .routing import Ctx, ResponseSpec
@@ -21,6 +21,8 @@ from .types import (
     PinList,
     PinOut,
     PinQuery,
+    WordChangeOut,
+    WordPiece,
 )
 
 __all__ = ["approval_out", "pin_out"]
@@ -44,9 +46,12 @@ def approval_out(ctx: Ctx, approval: Approval) -> ApprovalOut:
         expires_at=approval.expires_at,
         decided_at=approval.decided_at,
         decided_by=approval.decided_by,
+        decided_via=approval.decided_via,
         confirmations=approval.confirmations,
         confirmations_needed=approval.confirmations_needed,
         context=dict(approval.context),
+        caller_present=approval.caller_present,
+        caller_away_since=approval.caller_away_since,
         result=outcome.result if done and outcome is not None else None,
         error=outcome.error if done and outcome is not None else None,
     )
@@ -130,15 +135,39 @@ async def decide_approval(ctx: Ctx) -> ApprovalOut:
         approve=body.decision == "approve",
         arguments=body.arguments,
         reason=body.reason,
-        by=f"api {ctx.caller or 'unknown'}",
+        by=_decider(ctx),
+        via=_channel(ctx),
     )
     return approval_out(ctx, approval)
 
 
+def _channel(ctx: Ctx) -> str:
+    """Through what a decision came: the console (its pages call the API's operations) or the API."""
+    return "console" if (ctx.caller or "").startswith("console ") else "api"
+
+
+def _decider(ctx: Ctx) -> str:
+    """Who decided: the identity behind the request (a token's name, a signed-in user; ``local``
+    when authentication is off) and where from (the channel is ``decided_via``)."""
+    identity = (ctx.request.scope.get("state") or {}).get("identity")
+    address = ctx.request.client.host if ctx.request.client is not None else "unknown"
+    if isinstance(identity, Identity):
+        return f"{identity.describe()} ({address})"
+    caller = ctx.caller or "unknown"
+    return caller if _channel(ctx) == "console" else f"api {caller}"
+
+
 def pin_out(pin: Pin) -> PinOut:
     diff = None
-    if pin.quarantined and pin.pending_definition is not None:
-        diff = definition_diff(pin.definition, pin.pending_definition, label=f"{pin.server}/{pin.tool}")
+    other = pin.pending_definition if pin.quarantined else pin.reordered_definition
+    words: list[WordChangeOut] = []
+    if other is not None:
+        if pin.quarantined:
+            diff = definition_diff(pin.definition, other, label=f"{pin.server}/{pin.tool}")
+        words = [
+            WordChangeOut(field=c.field, pieces=[WordPiece(op=op, text=text) for op, text in c.pieces])  # type: ignore[arg-type]
+            for c in word_diff(pin.definition, other)
+        ]
     return PinOut(
         server=pin.server,
         tool=pin.tool,
@@ -149,7 +178,10 @@ def pin_out(pin: Pin) -> PinOut:
         pending_definition=None if pin.pending_definition is None else dict(pin.pending_definition),
         first_seen=pin.first_seen,
         changed_at=pin.changed_at,
+        reordered_at=pin.reordered_at,
+        reorders=pin.reorders,
         diff=diff,
+        word_diff=words,
     )
 
 
@@ -189,4 +221,4 @@ async def approve_pin(ctx: Ctx) -> PinOut:
         raise ProblemError(409, "this host does not pin tool definitions")
     if await host.pins.get(server, tool) is None:
         raise ProblemError(404, f"no pinned tool {tool!r} on server {server!r}")
-    return pin_out(await host.approve_pin(server, tool, by=f"api {ctx.caller or 'unknown'}"))
+    return pin_out(await host.approve_pin(server, tool, by=_decider(ctx)))

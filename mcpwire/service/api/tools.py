@@ -116,10 +116,11 @@ async def run_call(
     timeout: float | None,
     context: dict[str, str],
     outcome: CallOutcome,
+    fresh: bool = False,
 ) -> None:
     """Runs one call to its end and records its outcome (never raises but for cancellation)."""
     try:
-        result = await service.host.call_tool(name, arguments, timeout=timeout, context=context)
+        result = await service.host.call_tool(name, arguments, timeout=timeout, context=context, fresh=fresh)
         outcome.result = result_out(result, context.get("trace_id"))
     except Exception as exc:
         mapped = map_error(exc)
@@ -152,7 +153,8 @@ async def run_call(
 async def call_tool(ctx: Ctx) -> Reply:
     """Runs the call through the host's policies (filters, approval, cache, breaker, retry,
     timeout, audit). When the policy asks for a decision, answers 202 at once with the approval;
-    the call goes on waiting for the decision."""
+    the call goes on waiting for the decision. ``fresh`` skips the cache (its result replaces the
+    cached one); a call of a tool that is not read-only drops its server's cached results."""
     body = ctx.body_as(ToolCallIn)
     service = service_of(ctx)
     reg = _registered(ctx)
@@ -171,6 +173,7 @@ async def call_tool(ctx: Ctx) -> Reply:
                 timeout=body.timeout_seconds,
                 context=context,
                 outcome=outcome,
+                fresh=body.fresh,
             )
         )
         await outcome.first.wait()  # the call ended, or asked for a decision

@@ -217,6 +217,8 @@ class ToolCallIn(In, frozen=True, kw_only=True):
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
     #: seconds for each attempt (1 to 3600), instead of the server's configured timeout
     timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] | None = None
+    #: call the server even when the cache holds a fresh result (the new result replaces it)
+    fresh: bool = False
 
 
 class ToolCallOut(Out, frozen=True, kw_only=True):
@@ -312,6 +314,16 @@ class PinQuery(msgspec.Struct, frozen=True, kw_only=True):
     state: Literal["pinned", "quarantined"] | None = None
 
 
+class WordPiece(Out, frozen=True, kw_only=True):
+    op: Literal["same", "add", "del"]
+    text: str
+
+
+class WordChangeOut(Out, frozen=True, kw_only=True):
+    field: str
+    pieces: list[WordPiece]
+
+
 class PinOut(Out, frozen=True, kw_only=True):
     server: str
     tool: str
@@ -322,8 +334,14 @@ class PinOut(Out, frozen=True, kw_only=True):
     pending_definition: dict[str, Any] | None
     first_seen: float
     changed_at: float | None
+    #: the last time the tool listed the pinned words in another order (not quarantined), and how often
+    reordered_at: float | None
+    reorders: int
     #: the change a quarantined tool awaits approval for (unified diff of the definitions)
     diff: str | None
+    #: the change word by word: each changed field's pieces, ``same``, ``add`` or ``del`` (of a
+    #: quarantined pin: pinned to pending; of a reordered one: pinned to the order seen last)
+    word_diff: list[WordChangeOut] = msgspec.field(default_factory=list)
 
 
 class PinList(Out, frozen=True, kw_only=True):
@@ -334,7 +352,7 @@ class PinList(Out, frozen=True, kw_only=True):
 
 
 class ApprovalQuery(msgspec.Struct, frozen=True, kw_only=True):
-    state: Literal["pending", "approved", "denied", "expired"] | None = None
+    state: Literal["pending", "approved", "denied", "expired", "abandoned"] | None = None
     limit: Limit = 100
 
 
@@ -363,9 +381,16 @@ class ApprovalOut(Out, frozen=True, kw_only=True):
     expires_at: float
     decided_at: float | None
     decided_by: str | None
+    #: the channel of the decision: console, api, callback, caller or queue
+    decided_via: str | None
     confirmations: int
     confirmations_needed: int
     context: dict[str, str]
+    #: whether whoever waits for the call's answer could receive it now (a REST caller that got
+    #: 202 waits by design, polling)
+    caller_present: bool
+    #: when the caller went away (it may still come back, until its approval is abandoned)
+    caller_away_since: float | None
     #: the call's outcome once it ran (only on the replica that made the call)
     result: ToolCallOut | None = None
     error: str | None = None

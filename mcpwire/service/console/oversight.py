@@ -1,6 +1,7 @@
 """``/approvals`` (pending calls, live: approve, deny with a reason, or edit the arguments then
-approve; the waiting caller is released by the same decision the API takes) and ``/pins``
-(quarantined tool definitions with the old/new diff, approved here)."""
+approve; the waiting caller is released by the same decision the API takes; whether the caller
+still waits, and through what each was decided) and ``/pins`` (quarantined tool definitions with
+the words added and removed, approved here; tools that only reordered their words)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from ..identity import Role
 from ..problems import FieldError, ProblemError
 from .web import View, call_api, page
 
-__all__ = ["diff_lines", "routes"]
+__all__ = ["routes", "word_changes"]
 
 #: decided approvals shown under the pending ones
 RECENT: Final = 20
+#: unchanged characters kept on each side of a change in a pin's word diff
+CONTEXT_CHARS: Final = 80
 
 
 async def _approvals(view: View) -> dict[str, Any]:
@@ -78,31 +81,44 @@ async def decide(view: View) -> Response:
     return RedirectResponse("/approvals", status_code=303)
 
 
-def diff_lines(diff: str | None) -> list[tuple[str, str]]:
-    """A unified diff as (kind, line): ``add``, ``del``, ``hunk``, ``file`` or ``same``."""
-    out: list[tuple[str, str]] = []
-    for line in (diff or "").splitlines():
-        if line.startswith(("+++", "---")):
-            kind = "file"
-        elif line.startswith("@@"):
-            kind = "hunk"
-        elif line.startswith("+"):
-            kind = "add"
-        elif line.startswith("-"):
-            kind = "del"
-        else:
-            kind = "same"
-        out.append((kind, line))
+def word_changes(changes: Any) -> list[tuple[str, list[tuple[str, str]]]]:
+    """A pin's word diff as the page shows it: each changed field's pieces, with long unchanged
+    stretches cut to their ends (``cut`` pieces say how much was left out)."""
+    out: list[tuple[str, list[tuple[str, str]]]] = []
+    for change in changes:
+        pieces: list[tuple[str, str]] = []
+        last = len(change.pieces) - 1
+        for index, piece in enumerate(change.pieces):
+            text = piece.text
+            if piece.op != "same" or len(text) <= 2 * CONTEXT_CHARS:
+                pieces.append((piece.op, text))
+                continue
+            head = text[:CONTEXT_CHARS] if index > 0 else ""
+            tail = text[-CONTEXT_CHARS:] if index < last else ""
+            if head:
+                pieces.append(("same", head))
+            pieces.append(("cut", f" [… {len(text) - len(head) - len(tail):,} unchanged characters …] "))
+            if tail:
+                pieces.append(("same", tail))
+        out.append((change.field, pieces))
     return out
+
+
+async def held_badge(view: View) -> Response:
+    """The navigation's badge alone: how many tools are quarantined now."""
+    return view.render("fragments/held.html")
 
 
 async def pins_page(view: View, *, notice: str = "", fragment: bool = False) -> Response:
     pins = (await call_api(view, "GET", "/pins", query={})).items
     quarantined = [p for p in pins if p.state == "quarantined"]
+    reordered = [p for p in pins if p.state != "quarantined" and p.reordered_at is not None]
     context: dict[str, Any] = {
-        "quarantined": [(p, diff_lines(p.diff)) for p in quarantined],
+        "quarantined": [(p, word_changes(p.word_diff)) for p in quarantined],
+        "reordered": [(p, word_changes(p.word_diff)) for p in reordered],
         "pinned": [p for p in pins if p.state != "quarantined"],
         "notice": notice,
+        "held": len(quarantined),
     }
     if fragment or (view.htmx and view.request.headers.get("hx-target") == "pins"):
         return view.render("fragments/pins.html", **context)
@@ -123,5 +139,6 @@ def routes() -> list[BaseRoute]:
         Route("/approvals", page(approvals_page), methods=["GET"]),
         Route("/approvals/{id}", page(decide, role=Role.APPROVER), methods=["POST"]),
         Route("/pins", page(pins_page), methods=["GET"]),
+        Route("/pins/held", page(held_badge), methods=["GET"]),
         Route("/pins/{server}/{tool}/approve", page(approve_pin, role=Role.APPROVER), methods=["POST"]),
     ]

@@ -96,9 +96,9 @@ async def _call(view: View, tool: Any, fields: list[Field]) -> dict[str, Any]:
         out.update(errors=beside, problems=above if mode == "form" else list(problems.items()))
         return out
     try:
-        reply = await call_api(
-            view, "POST", "/tools/{name}/call", params={"name": tool.name}, body={"arguments": arguments}
-        )
+        # a person who asks for the call means the call: never an answer from the cache
+        body_in = {"arguments": arguments, "fresh": True}
+        reply = await call_api(view, "POST", "/tools/{name}/call", params={"name": tool.name}, body=body_in)
     except ProblemError as exc:
         out["failure"] = exc  # refused or failed before the tool answered (not a tool error)
         return out

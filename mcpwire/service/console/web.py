@@ -207,6 +207,8 @@ class View:
 
     def render(self, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
         context.setdefault("path", self.request.url.path)
+        # the navigation's badge: tools whose changed definition awaits review
+        context.setdefault("held", sum(1 for t in self.service.host.tools(include_quarantined=True) if t.quarantined))
         html = ENV.get_template(template).render(
             csrf=self.csrf,
             identity=self.identity,
