@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, TextIO
 
-from ._version import __version__
+from ._version import install_hint
 from .cliargs import (
     EXIT_SIGINT,
     UsageError,
@@ -114,18 +114,18 @@ _DELEGATED: Final[dict[str, tuple[str, str, str]]] = {
     "add": ("mcpwire.cliadd", "", "add a well-known server (or a registry server.json) to mcp.json"),
     "check": (
         "mcpwire.conformance.cli",
-        "the check extra: pip install 'mcpwire[check]'",
+        "the check extra: " + install_hint("check"),
         "check a server against the MCP specification",
     ),
     "fuzz": (
         "mcpwire.fuzz.cli",
-        "the fuzz extra: pip install 'mcpwire[fuzz]'",
+        "the fuzz extra: " + install_hint("fuzz"),
         "property-based fuzzing of a server's tools and protocol",
     ),
-    "login": ("mcpwire.auth.cli", "the http extra: pip install 'mcpwire[http]'", "authorize with an OAuth server"),
+    "login": ("mcpwire.auth.cli", "the http extra: " + install_hint("http"), "authorize with an OAuth server"),
     "serve": (
         "mcpwire.service.cli",
-        "the serve extra: pip install 'mcpwire[serve]'",
+        "the serve extra: " + install_hint("serve"),
         "run the host as a service: API, web console, MCP gateway",
     ),
     "token": (
@@ -135,7 +135,7 @@ _DELEGATED: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "chat": (
         "mcpwire.agent.cli",
-        "the agent extra: pip install 'mcpwire[agent]'",
+        "the agent extra: " + install_hint("agent"),
         "talk to an LLM that calls your servers' tools",
     ),
 }
@@ -182,7 +182,7 @@ def _top_help() -> str:
         "",
         "options:",
         "  -h, --help                  show this help; mcpwire COMMAND --help shows a command's options",
-        "  -V, --version               show mcpwire's version",
+        "  -V, --version               show mcpwire's version and the distribution it comes from",
         "",
         "exit status: 0 ok; 1 a tool reported an error (check: a MUST failed; fuzz: a finding);",
         "2 usage, configuration or connection error; 130/143 interrupted by SIGINT/SIGTERM.",
@@ -506,7 +506,11 @@ def _main(argv: list[str]) -> int:
         out.write(_top_help())
         return 0
     if argv[0] in ("-V", "--version"):
-        out.write(f"mcpwire {__version__}\n")
+        from ._version import version_lines
+
+        line, warnings = version_lines()
+        out.write(line + "\n")
+        err.writelines(warning + "\n" for warning in warnings)
         return 0
     name, rest = _command_first(argv)
     if name in _DELEGATED:

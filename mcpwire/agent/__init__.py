@@ -1,9 +1,9 @@
 """An agent loop on the host: a model calls your servers' tools, a person approves the risky ones.
 
-``pip install 'mcpwire[agent]'``. Providers are small httpx clients for two wire formats (OpenAI
-Chat Completions and its compatibles: OpenAI, Ollama, vLLM, DeepSeek, Zhipu; Anthropic Messages);
-the tools are the host's namespaced tools behind its policies and audit log; a run is a stream of
-typed events (:mod:`mcpwire.agent.events`)::
+The ``agent`` extra (``pip install -e '.[agent]'`` in a clone). Providers are small httpx clients
+for two wire formats (OpenAI Chat Completions and its compatibles: OpenAI, Ollama, vLLM, DeepSeek,
+Zhipu; Anthropic Messages); the tools are the host's namespaced tools behind its policies and
+audit log; a run is a stream of typed events (:mod:`mcpwire.agent.events`)::
 
     provider = OpenAIProvider("gpt-4o-mini")          # the key from OPENAI_API_KEY
     async with Host.from_config("mcp.json") as host:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import UnsetType
 
+from .._version import install_hint
 from ..errors import OutputSchemaError
 from ..protocol.types import JSONObject, Tool, ToolResult
 from ..protocol.versions import Revision
@@ -106,9 +107,10 @@ def compile_schema(schema: JSONObject, tool: str, server: str) -> Validator | No
             _jsonschema_missing_logged = True
             log.warning(
                 "%s: tool %r declares an outputSchema, but jsonschema is not installed: structuredContent is "
-                "checked for presence and shape only (pip install 'mcpwire[schema]' to validate it)",
+                "checked for presence and shape only (%s to validate it)",
                 server,
                 tool,
+                install_hint("schema"),
             )
         return None
 

@@ -205,7 +205,6 @@ class Host(Calls, Oversight, Reporting):
             self._add(server)
 
     @classmethod
-    @classmethod
     def from_config(
         cls, path: str | os.PathLike[str] | None = None, *, strict: bool = False, **options: Unpack[HostOptions]
     ) -> Host:

@@ -80,6 +80,7 @@ def _assert_every_applicable_check_passes(outcome: Run, transport: str) -> None:
     assert {r.status for r in outcome.results if (r.id, r.revision) not in _passed(outcome)} <= {"skipped"}
 
 
+@pytest.mark.slow
 async def test_reference_server_passes_every_check_over_stdio() -> None:
     outcome = await run(
         _fast(reference_argv()), jobs=4, tools=reference_tool_policy(), timeout=10.0, check_timeout=60.0

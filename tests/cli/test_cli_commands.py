@@ -20,11 +20,15 @@ import mcpwire.cli as cli
 
 
 def test_version() -> None:
-    from mcpwire._version import __version__
+    from mcpwire._version import DISTRIBUTION, __version__
 
     for flag in ("--version", "-V"):
         proc = mcpwire(flag)
-        assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"mcpwire {__version__}\n", "")
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            0,
+            f"mcpwire {__version__} (the {DISTRIBUTION} distribution)\n",
+            "",
+        )
 
 
 def test_bare_mcpwire_prints_help_and_exits_0() -> None:
@@ -108,7 +112,8 @@ def test_a_delegated_command_that_is_not_installed_says_what_it_needs(
     monkeypatch.setattr("importlib.import_module", no_httpx)
     assert cli.main(["login", "http://h/mcp"]) == 2
     assert capsys.readouterr().err == (
-        "mcpwire login: not available: No module named 'httpx'; it needs the http extra: pip install 'mcpwire[http]'\n"
+        "mcpwire login: not available: No module named 'httpx'; it needs the http extra: "
+        "pip install 'handwired-mcp[http]' (from a clone: pip install -e '.[http]')\n"
     )
 
 

@@ -103,7 +103,7 @@ async def test_structured_content_must_still_be_an_object() -> None:
 async def test_without_jsonschema_calls_work_and_say_once_what_is_missing(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """jsonschema is an extra (``mcpwire[schema]``): without it a tool with an outputSchema is
+    """jsonschema is an extra (``schema``): without it a tool with an outputSchema is
     still callable; one warning names the extra."""
     monkeypatch.setitem(sys.modules, "jsonschema", None)  # makes ``import jsonschema`` fail
     monkeypatch.setattr(mcpwire.client.validation, "_jsonschema_missing_logged", False)
@@ -115,7 +115,7 @@ async def test_without_jsonschema_calls_work_and_say_once_what_is_missing(
             second = await client.call_tool("t", {})
     assert first.structured_content == second.structured_content == {"a": "x"}
     missing = [m for m in warnings_of(caplog) if "jsonschema is not installed" in m]
-    assert len(missing) == 1 and "mcpwire[schema]" in missing[0]
+    assert len(missing) == 1 and "pip install 'handwired-mcp[schema]'" in missing[0]
 
 
 async def test_with_jsonschema_the_same_answer_is_refused() -> None:

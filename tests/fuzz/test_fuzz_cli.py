@@ -28,6 +28,7 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_config_all_fuzzes_every_enabled_server_with_a_shared_budget(tmp_path: Path) -> None:
     config = _config(tmp_path)
     started = time.monotonic()

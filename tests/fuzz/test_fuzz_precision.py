@@ -57,6 +57,7 @@ def test_a_server_that_dies_on_any_lone_surrogate_is_one_finding(tmp_path: Path)
     assert all(u["examples"] == 30 for u in report["units"])  # it kept going in every unit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flag", "oracle", "effect"),
     [("--drop-big-ids", "answer-deadline", "is never answered"), ("--round-ids", "one-answer", "is answered with")],
@@ -274,6 +275,7 @@ def test_legacy_sessions_cite_their_own_revision() -> None:
 # -- safe by default, coverage, time -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_only_safe_tools_are_called_by_default(tmp_path: Path) -> None:
     """``danger`` (no annotations) ends the server when called: the default run never calls
     it, and says why; ``--tools all`` does (and finds it)."""

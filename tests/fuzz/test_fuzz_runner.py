@@ -85,6 +85,7 @@ def stdio_run(planted_runs: dict[int, Run]) -> Run:
     return planted_runs[SEEDS[0]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_planted_bug_is_found_and_shrunk_whatever_the_seed(planted_runs: dict[int, Run], seed: int) -> None:
     status, report, _ = planted_runs[seed]

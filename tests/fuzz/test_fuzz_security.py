@@ -227,6 +227,7 @@ def test_an_sse_endpoint_on_another_origin_is_refused_as_a_finding(tmp_path: Pat
 # -- credentials in the target ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_credentials_in_a_command_or_url_are_redacted_everywhere(tmp_path: Path) -> None:
     """``--api-key X`` in the command, ``user:pass@`` and ``?api_key=`` in a URL: none of it is
     in the report, the terminal output, the traces or the generated tests; a replay of such a trace
@@ -262,6 +263,7 @@ def test_credentials_in_a_command_or_url_are_redacted_everywhere(tmp_path: Path)
     assert run_cli(["--replay", trace, "--", *command])[0] == 1
 
 
+@pytest.mark.slow
 def test_headers_are_never_written_and_are_masked_in_output(tmp_path: Path) -> None:
     """Header values never reach a file, and a server echoing one back does not show it."""
     port = free_port()

@@ -5,6 +5,10 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${MCPWIRE_CONFORMANCE_DIR:-$repo/.cache/conformance}
+mkdir -p "$dir"
+# the test workers (pytest -n) each run this at the start: one installs, the others wait for it
+exec 9>"$dir/.install.lock"
+flock -w 900 9 || { echo "install_runner: another install held $dir/.install.lock for 900s" >&2; exit 1; }
 install() {  # install <folder> <package spec> <package name>
   local target="$dir/$1"
   [ -e "$target/node_modules/$3/package.json" ] && return 0

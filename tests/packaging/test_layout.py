@@ -53,7 +53,7 @@ def test_the_wheel_holds_only_mcpwire_and_runs_check_and_fuzz(tmp_path: Path) ->
         capture_output=True,
         timeout=300,
     )
-    (wheel,) = tmp_path.glob("mcpwire-*.whl")
+    (wheel,) = tmp_path.glob("handwired_mcp-*.whl")  # the distribution's name, not the import package's
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         archive.extractall(tmp_path / "site")
