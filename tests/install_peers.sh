@@ -5,9 +5,10 @@
 #   - the official conformance runner and a Node >= 22 for it (npm), into $MCPWIRE_CONFORMANCE_DIR
 #     (default .cache/conformance; tests/official_suite/install_runner.sh);
 #   - Debian's Chromium (the HTML report of `mcpwire check` and the console of `mcpwire serve` are
-#     rendered and driven in it) and PostgreSQL (the service's store runs its suite on a real
-#     server): apt-get, as root, or through sudo when not root (it says so first); never a browser
-#     downloaded by a test tool.
+#     rendered and driven in it), PostgreSQL (the service's store runs its suite on a real server)
+#     and HAProxy (replicas behind a load balancer, as docs/deploy.md configures it): apt-get, as
+#     root, or through sudo when not root (it says so first); never a browser downloaded by a test
+#     tool.
 # What is already there is skipped. `--plan` prints the plan and installs nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,9 +42,10 @@ fi
 apt_missing=()
 command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_missing+=(postgresql)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || apt_missing+=(haproxy)
 sudo=""
 if [ ${#apt_missing[@]} -eq 0 ]; then
-  apt_state="present (chromium, postgresql)"
+  apt_state="present (chromium, postgresql, haproxy)"
 elif [ "$(id -u)" = 0 ]; then
   apt_state="to install with apt-get, as root: ${apt_missing[*]}"
 else

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from .._version import install_hint
 from ..host import Host, HostConfig
 from .api import API, PREFIX, map_error
 from .audit import AuditWriter
@@ -105,7 +106,7 @@ def _console() -> Any:
     try:
         from . import console
     except ImportError:
-        log.warning("the web console is not available (pip install 'mcpwire[serve]')")
+        log.warning("the web console is not available (%s)", install_hint("serve"))
         return None
     return console
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from .._version import install_hint
 from ..cliargs import EXIT_SIGINT, EXIT_SIGTERM, run_cli
 from ..errors import ConfigError
 from ..redaction import clean_terminal
@@ -183,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from .runner import ServeOptions, serve
     except ImportError as exc:  # the web stack is an extra
-        print(f"mcpwire serve: {exc}; it needs the serve extra: pip install 'mcpwire[serve]'", file=sys.stderr)
+        print(f"mcpwire serve: {exc}; it needs the serve extra: {install_hint('serve')}", file=sys.stderr)
         return 2
 
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))

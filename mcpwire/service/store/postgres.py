@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import trio
 
+from ..._version import install_hint
 from ...redaction import redact_url
 from .base import Transaction
 from .schema import Dialect
@@ -74,7 +75,7 @@ class PostgresDriver:
         try:
             import psycopg  # noqa: F401
         except ImportError as exc:
-            raise StoreError(f"PostgreSQL needs psycopg: pip install 'mcpwire[postgres]' ({exc})") from None
+            raise StoreError(f"PostgreSQL needs psycopg: {install_hint('postgres')} ({exc})") from None
         await self.call(lambda tx: tx.one("SELECT 1"), write=False)
 
     def _connect(self) -> psycopg.Connection[Any]:
