@@ -14,11 +14,11 @@ The sans-I/O rules (classification, ``_meta`` admission, version negotiation, th
 HTTP header checks) are :mod:`mcpwire.protocol.serving`.
 """
 
-from .asgi import LOOPBACK_HOSTS, StreamableHTTPApp
 from .connection import Connection
 from .context import ClientRequestError, RequestContext
 from .core import EraMode, InputRequired, JSONObject, Listen, Outlet, RequestError, Server
 from .stdio import serve_stdio
+from .streamable_app import LOOPBACK_HOSTS, StreamableHTTPApp
 from .streams import EventStream
 
 __all__ = [

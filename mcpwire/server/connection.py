@@ -25,7 +25,6 @@ the original subscriptions/listen request with a completion result before closin
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Final
 
 import trio
@@ -49,7 +48,7 @@ from ..protocol.serving import (
 )
 from ..protocol.types import META_SUBSCRIPTION_ID
 from ..protocol.versions import MODERN_REVISIONS, V2025_03_26, Era
-from .context import RequestContext
+from .context import RequestContext, Waiter
 from .core import LIST_KINDS, InputRequired, JSONObject, Listen, Outlet, RequestError, Server, log
 
 __all__ = ["Connection", "DEFAULT_LOG_LEVEL", "Waiter"]
@@ -58,16 +57,6 @@ __all__ = ["Connection", "DEFAULT_LOG_LEVEL", "Waiter"]
 DEFAULT_LOG_LEVEL: Final = "info"
 _INLINE: Final = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 _MODERN_ONLY_MACHINERY: Final = frozenset({"server/discover", "subscriptions/listen"})
-
-
-@dataclass(slots=True, eq=False)
-class Waiter:
-    """A server-to-client request awaiting the client's answer."""
-
-    id: str
-    context: RequestContext
-    answered: trio.Event = field(default_factory=trio.Event)
-    response: JSONObject | None = None
 
 
 class Connection:

@@ -17,18 +17,16 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass, field
+from typing import Final, Protocol
 
 import trio
 
 from ..protocol.serving import INVALID_PARAMS, LOG_LEVELS, is_request_id
 from ..protocol.versions import V2025_03_26, Era
-from .core import JSONObject, Outlet, RequestError
+from .base import JSONObject, Outlet, RequestError
 
-if TYPE_CHECKING:
-    from .connection import Connection, Waiter
-
-__all__ = ["ClientRequestError", "RequestContext", "INPUT_TIMEOUT_S"]
+__all__ = ["INPUT_TIMEOUT_S", "ClientRequestError", "Peer", "RequestContext", "Waiter"]
 
 log = logging.getLogger("mcpwire.server")
 
@@ -36,6 +34,49 @@ log = logging.getLogger("mcpwire.server")
 INPUT_TIMEOUT_S: Final = 30.0
 #: How long the ``notifications/cancelled`` of an abandoned server request may take to send.
 _CANCEL_NOTICE_S: Final = 2.0
+
+
+@dataclass(slots=True, eq=False)
+class Waiter:
+    """A server-to-client request awaiting the client's answer."""
+
+    id: str
+    context: RequestContext
+    answered: trio.Event = field(default_factory=trio.Event)
+    response: JSONObject | None = None
+
+
+class Peer(Protocol):
+    """What a request's context needs of the connection it came on (a
+    :class:`~mcpwire.server.connection.Connection`)."""
+
+    @property
+    def log_level(self) -> str | None: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def ended(self) -> str | None:
+        """Why the connection ended (None while it lives)."""
+        ...
+
+    @property
+    def input_timeout(self) -> float:
+        """How long a server-to-client request waits for the client."""
+        ...
+
+    async def notify_unrelated(
+        self, method: str, params: JSONObject | None = None, *, origin: RequestContext | None = None
+    ) -> None:
+        """A notification about the connection rather than a request."""
+        ...
+
+    def new_waiter(self, context: RequestContext) -> Waiter:
+        """A waiter for a request this context sends the client, under a new id."""
+        ...
+
+    def forget_waiter(self, waiter_id: str) -> None: ...
 
 
 class ClientRequestError(Exception):
@@ -83,7 +124,7 @@ class RequestContext:
 
     def __init__(
         self,
-        connection: Connection,
+        connection: Peer,
         request_id: int | str,
         method: str,
         params: JSONObject,

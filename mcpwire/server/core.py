@@ -20,14 +20,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias
+from typing import Final, Literal, Protocol, TypeAlias
 
 from ..protocol.types import META_SERVER_INFO, META_SUBSCRIPTION_ID
 from ..protocol.versions import MODERN_REVISIONS, V2025_03_26
-
-if TYPE_CHECKING:
-    from .connection import Connection
-    from .context import RequestContext
+from .base import InputRequired, JSONObject, Outlet, RequestError
+from .context import RequestContext
 
 __all__ = [
     "DISCOVER_TTL_MS",
@@ -45,10 +43,9 @@ __all__ = [
 
 log = logging.getLogger("mcpwire.server")
 
-JSONObject: TypeAlias = dict[str, object]
 #: Which lifecycles a server offers: both eras, or one of them.
 EraMode: TypeAlias = Literal["both", "legacy", "modern"]
-Handler: TypeAlias = "Callable[[RequestContext], Awaitable[JSONObject]]"
+Handler: TypeAlias = Callable[[RequestContext], Awaitable[JSONObject]]
 #: The list kinds that change, and the 2026-07-28 ``subscriptions/listen`` flag of each.
 LIST_KINDS: Final[Mapping[str, str]] = {
     "tools": "toolsListChanged",
@@ -59,44 +56,20 @@ LIST_KINDS: Final[Mapping[str, str]] = {
 DISCOVER_TTL_MS: Final = 60_000
 
 
-class RequestError(Exception):
-    """Raised by a handler: the request is answered with this JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: object = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class InputRequired(Exception):
-    """Raised by a handler in 2026-07-28: the request ends with this ``input_required`` result.
-
-    2026-07-28 basic/patterns/mrtr: the client answers ``inputRequests`` and retries the same
-    request with ``inputResponses`` (and ``requestState`` when given).
-    """
-
-    def __init__(self, input_requests: Mapping[str, JSONObject], request_state: str | None = None) -> None:
-        super().__init__("input required")
-        self.result: JSONObject = {"resultType": "input_required"}
-        if input_requests:
-            self.result["inputRequests"] = dict(input_requests)
-        if request_state is not None:
-            self.result["requestState"] = request_state
-
-
-class Outlet(Protocol):
-    """Where the messages of one request (or one connection) go."""
-
-    async def send(self, message: JSONObject | list[JSONObject], *, final: bool = False) -> None:
-        """Write one message; ``final`` marks the answer that ends the request's stream."""
+class Session(Protocol):
+    """What the server needs of a connection it tells of changes (a
+    :class:`~mcpwire.server.connection.Connection`)."""
 
     @property
-    def closed(self) -> bool:
-        """True when nobody reads any more (the message would be lost)."""
+    def subscriptions(self) -> set[str]:
+        """The resource URIs the client subscribed to."""
+        ...
 
-    def drop_connection(self) -> None:
-        """End the current HTTP response now, keeping the stream resumable (no-op elsewhere)."""
+    async def notify_unrelated(
+        self, method: str, params: JSONObject | None, *, origin: RequestContext | None = None
+    ) -> None:
+        """Send a notification unrelated to any request (to those who asked for it)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -171,7 +144,7 @@ class Server:
         self.era: EraMode = era
         self._routes: dict[str, Route] = {}
         #: open legacy sessions (stdio connections and HTTP sessions after ``initialize``)
-        self.sessions: set[Connection] = set()
+        self.sessions: set[Session] = set()
         #: open 2026-07-28 ``subscriptions/listen`` streams
         self.listens: set[Listen] = set()
 

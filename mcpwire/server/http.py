@@ -1,9 +1,9 @@
-"""Serving an ASGI application (a :class:`~mcpwire.server.asgi.StreamableHTTPApp`) over HTTP.
+"""Serving an ASGI application (a :class:`~mcpwire.server.streamable_app.StreamableHTTPApp`) over HTTP.
 
 Theory of operation: :func:`serve_http` binds, serves in the caller's trio run and reports the
 bound URLs through ``task_status`` (``await nursery.start(serve_http, app)``), so port 0 works
 and the caller learns the port. The app's lifespan runs with the server: a
-:class:`~mcpwire.server.asgi.StreamableHTTPApp` hosts its sessions in it.
+:class:`~mcpwire.server.streamable_app.StreamableHTTPApp` hosts its sessions in it.
 
 Two servers can do it, under one listening loop (:mod:`.listen`: the same limits per client
 address, the same TLS certificate, the same trusted proxies and the same drain). The default,

@@ -26,6 +26,7 @@ from .._version import install_hint
 from ..cliargs import EXIT_SIGINT, EXIT_SIGTERM, run_cli
 from ..errors import ConfigError
 from ..redaction import clean_terminal
+from .identity import new_token
 from .localfiles import data_folder, local_token
 from .middleware import TraceFilter
 from .settings import DEFAULT_PORT, TOKEN_ENV_VAR, Secret, Settings, SettingsError, is_loopback, read_token
@@ -199,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if settings.token is None and not args.no_auth and not args.stdio:
         # secure by default: on loopback too, a token; the first start makes one (as Jupyter does)
         try:
-            value, _ = local_token()
+            value, _ = local_token(new_token)
         except (OSError, ValueError) as exc:
             print(f"mcpwire serve: cannot keep the admin token in {data_folder()}: {exc}", file=sys.stderr)
             return 2

@@ -67,7 +67,7 @@ from ..server import (
     StreamableHTTPApp,
     serve_stdio,
 )
-from ..server.asgi import MAX_BODY_BYTES
+from ..server.streamable_app import MAX_BODY_BYTES
 from .gateway_bridge import DEFAULT_CALLER_GRACE, DEFAULT_INPUT_TIMEOUT, Bridge, Pending, Unanswerable
 
 __all__ = ["ANSWER_GRACE_S", "COALESCE_S", "Gateway", "GatewayServer"]

@@ -21,7 +21,7 @@ import logging
 import os
 import stat
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -83,15 +83,14 @@ def _write_private(path: Path, text: str) -> None:
     private_file(path)
 
 
-def local_token(folder: Path | None = None) -> tuple[str, bool]:
+def local_token(make: Callable[[], str], folder: Path | None = None) -> tuple[str, bool]:
     """The admin token of a loopback service: the one kept in the data folder, or a new one
-    kept there now. Returns the token and whether it was just made.
+    (``make()``) kept there now. Returns the token and whether it was just made.
 
     Raises:
         OSError: the folder or the file cannot be made or read.
         ValueError: the file holds no usable token.
     """
-    from .identity import new_token
     from .settings import MIN_TOKEN_LENGTH
 
     folder = private_folder(folder or data_folder())
@@ -105,7 +104,7 @@ def local_token(folder: Path | None = None) -> tuple[str, bool]:
         if len(token) < MIN_TOKEN_LENGTH:
             raise ValueError(f"{path} holds no token (delete it and start again to make a new one)") from None
         return token, False
-    token = new_token()
+    token = make()
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(token + "\n")
     return token, True

@@ -30,8 +30,8 @@ from mcpwire.conformance.report.html import to_html
 from mcpwire.conformance.report.json_report import JSON_SCHEMA, to_dict
 from mcpwire.conformance.runner import run
 
-from mcpwire.server.asgi import StreamableHTTPApp
 from mcpwire.server.http import serve_http
+from mcpwire.server.streamable_app import StreamableHTTPApp
 from mcpwire.testing.reference import ReferenceServer
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "service"))
