@@ -79,7 +79,7 @@ async def notification_202(ctx: Context) -> None:
             ctx.not_observed("no notification was POSTed")
         for reply in posted:
             if reply.status is None:
-                ctx.fail(f"{reply.label}: {reply.error}")
+                ctx.cannot_judge(f"{reply.label}: no HTTP answer ({reply.error or 'in time'})")
             if reply.status >= 400:
                 continue  # rejected, with an error status: allowed
             if reply.status != 202:
@@ -124,7 +124,7 @@ async def request_content_type(ctx: Context) -> None:
         for method, rid in judged:
             reply = wire.reply_for(rid)
             if reply is None or reply.status is None:
-                ctx.fail(f"{method}: no HTTP answer")
+                ctx.cannot_judge(f"{method}: no HTTP answer")
             if reply.content_type not in ("application/json", "text/event-stream"):
                 ctx.fail(f"{method} answered with Content-Type {reply.headers.get('content-type')!r}")
             if reply.content_type == "application/json":
