@@ -92,6 +92,11 @@ def dumps(value: Any) -> bytes:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
+def _json_id(rid: object) -> str:
+    """An id as a set key that keeps its JSON type (1 and "1" differ, JR-05)."""
+    return json.dumps(rid, sort_keys=True)
+
+
 def same_id(a: object, b: object) -> bool:
     """JR-05: an id matches only with the same value and the same JSON type."""
     return type(a) is type(b) and a == b
@@ -376,6 +381,9 @@ class Observation:
     latency: dict[int, float] = field(default_factory=dict)
     #: the run's time ran out during a wait (``until``): what is missing is not the server's doing
     cut: bool = False
+    #: answers to requests the fuzzer itself cancelled, arrived after their window (ignored, as the
+    #: sender of a cancellation should: 2025-11-25 utilities/cancellation)
+    late_cancelled: int = 0
     stderr_tail: str = ""
     duration: float = 0.0
 
@@ -418,8 +426,13 @@ PROGRESS_CAP = 10.0
 class _Exchange:
     """The state of one :func:`execute`: what is outstanding, what came back, who is to blame."""
 
-    def __init__(self, peer: Peer, steps: Sequence[Step], deadline: float, until: float | None) -> None:
+    def __init__(
+        self, peer: Peer, steps: Sequence[Step], deadline: float, until: float | None, cancelled: set[str] | None = None
+    ) -> None:
         self.peer, self.steps, self.deadline, self.until = peer, steps, deadline, until
+        #: the JSON of every request id the fuzzer cancelled on this session (a caller may share it
+        #: across executions: a late answer can come in the next one)
+        self.cancelled: set[str] = set() if cancelled is None else cancelled
         self.obs = Observation(list(steps))
         self.start = time.monotonic()
         self.outstanding: dict[int, Step] = {}
@@ -488,7 +501,41 @@ class _Exchange:
             self.answered.add(current)
             self.obs.answers[current] = Answer(current, message, now - self.start)
             return
+        if rid is not None and _json_id(rid) in self.cancelled:
+            # "The sender of the cancellation notification SHOULD ignore any response to the
+            # request that arrives afterward" (2025-11-25 basic/utilities/cancellation)
+            self.obs.late_cancelled += 1
+            return
+        own = self._sender_of(rid, current)
+        if own is not None and isinstance(message.get("error"), dict):
+            step = self.steps[own]
+            if step.kind == "request" and own in self.outstanding and own not in self.answered:
+                # a request whose line carries another id than the one the fuzzer waits for (a
+                # mutation): the server answered the id it read, and an error is a fine answer
+                self.answered.add(own)
+                self.obs.answers[own] = Answer(own, message, now - self.start)
+                return
+            # a malformed line's own error answer, under the id the server read in it: judged as
+            # that line's answer (malformed_answer), never as an answer to nothing
+            self.obs.strays.append(Answer(own, message, now - self.start))
+            return
         self.obs.strays.append(Answer(self.blame if self.blame >= 0 else current, message, now - self.start))
+
+    def _sender_of(self, rid: Any, current: int) -> int | None:
+        """The last line sent (up to ``current``) that carries ``rid`` as its own id, if any."""
+        if rid is None:
+            return None
+        for index in range(min(current, len(self.steps) - 1), -1, -1):
+            step = self.steps[index]
+            if step.setup:
+                continue
+            try:
+                message = json.loads(step.line)
+            except (ValueError, RecursionError, UnicodeDecodeError):
+                continue
+            if isinstance(message, dict) and "id" in message and same_id(message["id"], rid):
+                return index
+        return None
 
     def wait_for(self, index: int, wait: float, current: int) -> None:
         """Reads until ``index`` is answered, ``wait`` seconds pass (extended by the request's own
@@ -520,6 +567,7 @@ def execute(
     settle: float = SETTLE_S,
     barrier: Callable[[str], Step] | None = None,
     until: float | None = None,
+    cancelled: set[str] | None = None,
 ) -> Observation:
     """Writes ``steps`` in order and records what comes back (see the module docstring).
 
@@ -530,12 +578,15 @@ def execute(
     could not read it). Stops early when the server dies, stops reading, or misses a deadline (a
     hung server would make every later wait time out too). No wait goes past ``until`` (a
     ``time.monotonic()`` moment: the end of the run's budget); a wait it cut marks the observation
-    ``cut`` instead of counting as a missed deadline.
+    ``cut`` instead of counting as a missed deadline. ``cancelled`` (the JSON of ids) holds the
+    requests cancelled on this session so far and gains those cancelled here: a late answer to one
+    is ignored, as the sender of a cancellation should (pass the same set to every execution on a
+    session).
     """
     # a step with fed arguments gets this session's values: a copy, so the caller's step (in a
     # finding, say) keeps what it was sent with
     steps = [dataclasses.replace(s) if s.fed else s for s in steps]
-    ex = _Exchange(peer, steps, deadline, until)
+    ex = _Exchange(peer, steps, deadline, until, cancelled)
     obs = ex.obs
     for index, step in enumerate(steps):
         if not peer.alive():
@@ -556,6 +607,8 @@ def execute(
 def _step(ex: _Exchange, index: int, step: Step, settle: float, barrier: Callable[[str], Step] | None) -> bool:
     """Writes one step and waits for what it calls for; ``False`` ends the exchange."""
     peer, obs = ex.peer, ex.obs
+    if step.cancels is not None:
+        ex.cancelled.add(_json_id(step.cancels))
     if step.kind == "request":
         ex.outstanding[index] = step
         ex.sent_at[index] = time.monotonic()

@@ -12,17 +12,39 @@ and a finding that does not come back is marked flaky.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
-from typing import Any
+from typing import Any, Final
 
-from .clusters import ABLATABLE, FEATURES, ablate, cause_unit, features
-from .exchange import Observation
+from .clusters import (
+    ABLATABLE,
+    DEEP,
+    FEATURES,
+    HUGE_LINE,
+    NOT_A_MESSAGE,
+    NOT_JSON,
+    ablate,
+    cause_unit,
+    depth_of,
+    features,
+)
+from .delta import Delta, name_by_delta
+from .exchange import Observation, Step, dumps
 from .oracles import Violation, check, slow_answer
 from .runner import Finding, run_steps
 from .units import FuzzRun, Unit
 from .wire import Entry
 
-__all__ = ["confirm", "confirm_all", "essential_shape", "record", "same_as_plain", "set_headline", "unit_of_cause"]
+__all__ = [
+    "confirm",
+    "confirm_all",
+    "essential_shape",
+    "probe_behaviour",
+    "record",
+    "same_as_plain",
+    "set_headline",
+    "unit_of_cause",
+]
 
 log = logging.getLogger("mcpwire.fuzz.findings")
 
@@ -99,10 +121,28 @@ def record(
 ) -> None:
     """A shrunk failure: a new finding if its root cause is new, else one more member of its cluster."""
     shape = {} if violation.oracle == "list-stable" else essential_shape(run, violation.oracle, obs)
+    if run.clusters.wants_probe(violation.oracle, shape, unit.tag):
+        probe_behaviour(run, violation.oracle, shape)
+    delta = None
+    if (
+        violation.oracle in DELTA_ORACLES
+        and not shape.keys() & ABLATABLE
+        and run.clusters.match(violation.oracle, shape, unit_of_cause(unit, violation, obs)) is None
+    ):
+        delta = trigger_by_delta(run, violation.oracle, obs)
+        if delta is not None:
+            # depth or size is no cause when a shallow, short value fails the same way
+            text = dumps(delta.value)
+            if "deep-nesting" in shape and depth_of(text) <= DEEP:
+                del shape["deep-nesting"]
+            if "huge-line" in shape and len(text) < HUGE_LINE // 2:
+                del shape["huge-line"]
     cluster, new = run.clusters.add(violation.oracle, shape, unit_of_cause(unit, violation, obs), unit.tag)
     if not new:
         unit.stats.known += 1
         return
+    if delta is not None and (cluster.words is None or not shape):
+        cluster.words = delta.words
     others = [v for v in check(obs, run.profile) if (v.oracle, v.message) != (violation.oracle, violation.message)]
     finding = Finding(violation, unit.phase, unit.tool, obs, entries, flaky, violations=[violation, *others])
     finding.cluster, finding.detail = cluster, violation.message + note
@@ -111,10 +151,108 @@ def record(
     run.found(unit.tag, finding)
 
 
+#: oracles whose failure an input causes, so that a delta from a passing input names it
+DELTA_ORACLES: Final = frozenset({"answer-deadline", "server-alive", "answer-slow", "one-answer"})
+
+
+def passing_request(run: FuzzRun, step: Step) -> dict[str, Any] | None:
+    """A request of ``step``'s method that should pass: a tool call with the simplest valid
+    arguments of its ``inputSchema``, anything else with no parameters but the era's ``_meta``."""
+    try:
+        message = json.loads(step.line)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None
+    method = message["method"]
+    params: dict[str, Any] = {}
+    if method == "tools/call" and step.tool is not None:
+        tool = next((t for t in run.profile.tools if t.get("name") == step.tool), None)
+        schema = tool.get("inputSchema") if tool is not None else None
+        from .edges import minimal_instance
+        from .schemas import is_valid, validator_for
+
+        arguments = minimal_instance(schema)
+        if not isinstance(schema, dict) or not is_valid(validator_for(schema), arguments):
+            arguments = simplest_valid(schema)
+        if arguments is None:
+            return None
+        params = {"name": step.tool, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": run.profile.params(params)}
+
+
+def simplest_valid(schema: Any) -> Any:
+    """The simplest arguments that satisfy ``schema`` (what Hypothesis shrinks a valid example to)."""
+    from hypothesis import HealthCheck, find, settings
+    from hypothesis.errors import HypothesisException
+
+    from .schemas import SchemaError, valid_arguments
+
+    try:
+        quiet = settings(database=None, max_examples=50, suppress_health_check=list(HealthCheck))
+        return find(
+            valid_arguments(schema if isinstance(schema, dict) else {"type": "object"}), bool_true, settings=quiet
+        )
+    except (HypothesisException, SchemaError, ValueError) as exc:
+        log.info("no valid arguments to start a delta from: %s", exc)
+        return None
+
+
+def bool_true(_: Any) -> bool:
+    return True
+
+
+def trigger_by_delta(run: FuzzRun, oracle: str, obs: Observation) -> Delta | None:
+    """The finding's trigger as the smallest change from a passing request (:mod:`fuzz.delta`)."""
+    body = [s for s in obs.steps if not s.setup]
+    requests = [s for s in body if s.kind == "request"]
+    if len(body) != 1 or len(requests) != 1:
+        return None
+
+    def fails(steps: list[Step]) -> bool | None:
+        if run.clock.over():
+            return None
+        try:
+            trial, _ = run.sessions.fresh(steps)
+        except (OSError, RuntimeError) as exc:
+            log.info("could not run a delta trial: %s", exc)
+            return None
+        if trial.cut:
+            return None
+        return any(v.oracle == oracle for v in check(trial, run.profile))
+
+    return name_by_delta(body, passing_request(run, requests[0]), fails)
+
+
+def probe_behaviour(run: FuzzRun, oracle: str, shape: dict[str, Any]) -> None:
+    """Whether the server does what ``oracle`` saw to any line it cannot decode: a line that is not
+    JSON, then JSON that is no message, each alone on a fresh session (see
+    :class:`~fuzz.clusters.Clusters`)."""
+    shown: list[bool] = []
+    for line in (NOT_JSON, NOT_A_MESSAGE):
+        if run.clock.over():
+            break
+        try:
+            trial, _ = run.sessions.fresh([Step(line, "malformed")])
+        except (OSError, RuntimeError) as exc:
+            log.info("could not probe the server's behaviour: %s", exc)
+            break
+        if trial.cut:
+            break
+        shown.append(any(v.oracle == oracle for v in check(trial, run.profile)))
+        if not shown[0]:
+            break
+    if run.clock.over() and not shown:
+        return  # not probed: asked again by the next such failure
+    run.clusters.behaviour(oracle, bool(shown and shown[0]), len(shown) > 1 and shown[1], shape)
+
+
 def unit_of_cause(unit: Unit, violation: Violation, obs: Observation) -> str:
     """The unit a cause without a named trigger shape belongs to (see :func:`~fuzz.clusters.cause_unit`)."""
     step = obs.steps[violation.step] if violation.step is not None and 0 <= violation.step < len(obs.steps) else None
-    return cause_unit(violation.oracle, unit.tag, None if step is None else step.tool)
+    return cause_unit(
+        violation.oracle, unit.tag, None if step is None else step.tool, None if step is None else step.method
+    )
 
 
 def set_headline(finding: Finding) -> None:
