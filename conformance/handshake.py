@@ -46,6 +46,8 @@ __all__ = ["detect_transport", "endpoint_origin", "probe"]
 _log = logging.getLogger("mcpwire.check.handshake")
 
 SSE_PAGE: Final = "2024-11-05/basic/transports.mdx §HTTP with SSE"
+#: a probe that got no answer is tried again, alone, with this many times the wait
+RETRY_FACTOR: Final = 3.0
 
 
 @check(
@@ -272,7 +274,9 @@ async def probe(
     for revision in revisions:
         found = probes[revision]
         if not found.answered and found.violation is None and found.detail.startswith("no answer to "):
-            await one(revision)
+            # alone now, and with a longer wait: a server that answered nothing yet taught the pace
+            # nothing about its start-up
+            probes[revision] = await _probe_one(target, revision, timeout * RETRY_FACTOR, pool, redactor, pace)
     return [probes[r] for r in revisions]
 
 

@@ -22,6 +22,7 @@ it (``reuse=False`` gives every check its own processes).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -299,7 +300,7 @@ def _schema_findings(
         defects = settings.audit.findings(probe_.revision)
         if result is None or not defects or result.status in ("skipped", "expected_fail"):
             continue
-        lines = [d.line() for d in defects if d.line() not in result.message]
+        lines = [d.line() for d in defects if _defect_key(d.line()) not in _defect_key(result.message)]
         if not lines:
             continue
         first = defects[0]
@@ -309,6 +310,11 @@ def _schema_findings(
         level = Level(result.level)
         if level is not Level.MUST and not (settings.strict and level is Level.SHOULD):
             result.status = "warning"
+
+
+def _defect_key(text: str) -> str:
+    """A defect's line without its count (the count grows after SV-06 reported the line)."""
+    return re.sub(r" \(\d+ results\)", "", text)
 
 
 def _policy_label(tools: ToolPolicy) -> str:
@@ -394,9 +400,7 @@ async def _run(
     pool, redactor, strict, timeout = settings.pool, settings.redactor, settings.strict, settings.timeout
     target = await detect_transport(target, timeout=timeout)
     # every revision is probed: checks such as SV-09b need to know all the server accepts
-    probes = await probe(
-        target, list(ALL_REVISIONS), timeout=timeout, pool=pool, redactor=redactor, pace=settings.pace
-    )
+    probes = await probe(target, list(ALL_REVISIONS), timeout=timeout, pool=pool, redactor=redactor, pace=settings.pace)
     for p in probes:
         p.detail = redactor.text(p.detail)
     supported = tuple(p.revision for p in probes if p.accepted)

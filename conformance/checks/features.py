@@ -495,6 +495,11 @@ async def schema_valid(ctx: Context) -> None:
             errors = sorted(validator.iter_errors(frame.value), key=lambda e: len(list(e.path)))
             if errors:
                 ctx.fail(f"{frame.value.get('method')} does not validate: {errors[0].message[:200]}")
+        # the defects seen so far (this check's own results among them) fail it here, with its
+        # exchanges as evidence; those other checks meet later are added when the run ends
+        defects = ctx.audit.findings(ctx.revision) if ctx.audit is not None else []
+        if defects:
+            ctx.fail("; ".join(d.line() for d in defects) + f" (first: {defects[0].example})")
 
 
 LISTS = (

@@ -439,8 +439,8 @@ async def exit_on_eof(ctx: Context) -> None:
         await shutdown(wire, eof_grace=grace)
         if wire.exit_step != "eof":
             step = (wire.exit_step or "?").upper()
-            started = "" if wire.startup_s is None else f" (it took {wire.startup_s:.1f} s to start)"
-            ctx.fail(f"still running {grace:.1f} s after stdin EOF{started}; {step} was needed")
+            started = "" if grace == base or wire.startup_s is None else f" (it took {wire.startup_s:.1f} s to start)"
+            ctx.fail(f"still running {grace:.3g} s after stdin EOF{started}; {step} was needed")
 
 
 @check(
