@@ -21,7 +21,7 @@ from hypothesis import given, reject, seed
 
 from .budget import shrink_time
 from .clusters import features
-from .exchange import Observation, Step
+from .exchange import PROBE_ID, Observation, Step
 from .findings import record, same_as_plain, unit_of_cause
 from .oracles import OracleFailure, Violation, check, failure_class
 from .runner import OutOfTime
@@ -41,7 +41,6 @@ __all__ = [
 
 log = logging.getLogger("mcpwire.fuzz.attempt")
 
-PROBE_ID = "mcpwire-fuzz-probe"
 #: progress lines while a unit runs: at most one per this many seconds
 PROGRESS_EVERY_S = 5.0
 

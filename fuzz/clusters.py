@@ -283,8 +283,8 @@ MALFORMED_UNITS: Final = frozenset({"protocol-malformed", "protocol-mutations", 
 NOT_JSON: Final = b'{"jsonrpc": "2.0", "id": 1, "method": '
 NOT_A_MESSAGE: Final = b'{"mcpwire-fuzz": true}'
 _BEHAVIOUR_WORDS: Final = {
-    "not-json": "any line the server cannot parse (the minimal one: JSON cut short, {})",
-    "not-message": "any line the server cannot decode (JSON cut short, JSON that is no message, {})",
+    "not-json": "any line the server cannot parse (JSON cut short{})",
+    "not-message": "any line the server cannot decode (JSON cut short, JSON that is no message{})",
 }
 
 
@@ -398,12 +398,17 @@ class Clusters:
         if not not_json:
             self.probed[oracle] = None
             return None
-        this = trigger(example) or "this one"
-        words = _BEHAVIOUR_WORDS["not-message" if not_message else "not-json"].format(this)
+        this = trigger(example)
+        words = _BEHAVIOUR_WORDS["not-message" if not_message else "not-json"].format(f", {this}" if this else "")
         cluster = Cluster(oracle, frozenset({"any-malformed"}), None, words, any_malformed=True)
-        self.known.insert(0, cluster)
         self.probed[oracle] = cluster
         return cluster
+
+    def adopt(self, cluster: Cluster, seen_in: str) -> None:
+        """Make ``cluster`` (from :meth:`behaviour`) a known cause, ahead of those by shape, with the
+        failure that found it as its first member."""
+        cluster.members[seen_in] += 1
+        self.known.insert(0, cluster)
 
     def match(self, oracle: str, shape: dict[str, Any], unit: str) -> Cluster | None:
         """The known cause a failure of ``oracle`` whose input has ``shape`` (see :func:`features`) belongs to."""

@@ -20,9 +20,10 @@ import logging
 import math
 import re
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from .wire import Peer, decode_line
 
@@ -90,6 +91,42 @@ def dumps(value: Any) -> bytes:
         text = text.replace(f'"{d.placeholder}"', "[" * d.depth + "0" + "]" * d.depth, 1)
     # a lone surrogate has no UTF-8 form, but a JSON string may hold it as an escape (RFC 8259 §7)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+@dataclass(slots=True)
+class SessionMemory:
+    """What one session remembers across executions: the requests the fuzzer cancelled, and the
+    ids that lines other than requests carried (see :func:`session_memory`)."""
+
+    cancelled: set[str] = field(default_factory=set)
+    own_ids: set[str] = field(default_factory=set)
+
+
+_MEMORY: Final[weakref.WeakKeyDictionary[Any, SessionMemory]] = weakref.WeakKeyDictionary()
+
+
+def session_memory(peer: Peer) -> SessionMemory:
+    """The memory of ``peer``'s session: an answer can come in a later execution on the same
+    session than the line it answers (a cancelled call finishing, a late error)."""
+    try:
+        return _MEMORY.setdefault(peer, SessionMemory())
+    except TypeError:  # a peer that cannot be weakly referenced: no memory across executions
+        return SessionMemory()
+
+
+def _line_id(line: bytes) -> str | None:
+    """The JSON of the id a line carries, if it is an object with an integer or string id."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    if isinstance(message, dict) and type(message.get("id")) in (int, str):
+        return _json_id(message["id"])
+    return None
+
+
+#: the id of the request every example ends with, to see that the server still answers
+PROBE_ID: Final = "mcpwire-fuzz-probe"
 
 
 def _json_id(rid: object) -> str:
@@ -384,6 +421,8 @@ class Observation:
     #: answers to requests the fuzzer itself cancelled, arrived after their window (ignored, as the
     #: sender of a cancellation should: 2025-11-25 utilities/cancellation)
     late_cancelled: int = 0
+    #: error answers to lines of an earlier execution that were no request (malformed), by their id
+    late_own_errors: int = 0
     stderr_tail: str = ""
     duration: float = 0.0
 
@@ -426,13 +465,14 @@ PROGRESS_CAP = 10.0
 class _Exchange:
     """The state of one :func:`execute`: what is outstanding, what came back, who is to blame."""
 
-    def __init__(
-        self, peer: Peer, steps: Sequence[Step], deadline: float, until: float | None, cancelled: set[str] | None = None
-    ) -> None:
+    def __init__(self, peer: Peer, steps: Sequence[Step], deadline: float, until: float | None) -> None:
         self.peer, self.steps, self.deadline, self.until = peer, steps, deadline, until
-        #: the JSON of every request id the fuzzer cancelled on this session (a caller may share it
-        #: across executions: a late answer can come in the next one)
-        self.cancelled: set[str] = set() if cancelled is None else cancelled
+        memory = session_memory(peer)
+        #: the JSON of every request id the fuzzer cancelled on this session (kept with the session:
+        #: a late answer can come in a later execution)
+        self.cancelled: set[str] = memory.cancelled
+        #: the JSON of the ids lines that were no request of ours carried, on this session
+        self.own_ids: set[str] = memory.own_ids
         self.obs = Observation(list(steps))
         self.start = time.monotonic()
         self.outstanding: dict[int, Step] = {}
@@ -507,6 +547,11 @@ class _Exchange:
             self.obs.late_cancelled += 1
             return
         own = self._sender_of(rid, current)
+        if own is None and rid is not None and _json_id(rid) in self.own_ids and isinstance(message.get("error"), dict):
+            # an error answer, late, to a line an earlier execution sent (a malformed request under
+            # this id): an error is always an acceptable answer to such a line
+            self.obs.late_own_errors += 1
+            return
         if own is not None and isinstance(message.get("error"), dict):
             step = self.steps[own]
             if step.kind == "request" and own in self.outstanding and own not in self.answered:
@@ -567,7 +612,6 @@ def execute(
     settle: float = SETTLE_S,
     barrier: Callable[[str], Step] | None = None,
     until: float | None = None,
-    cancelled: set[str] | None = None,
 ) -> Observation:
     """Writes ``steps`` in order and records what comes back (see the module docstring).
 
@@ -578,15 +622,14 @@ def execute(
     could not read it). Stops early when the server dies, stops reading, or misses a deadline (a
     hung server would make every later wait time out too). No wait goes past ``until`` (a
     ``time.monotonic()`` moment: the end of the run's budget); a wait it cut marks the observation
-    ``cut`` instead of counting as a missed deadline. ``cancelled`` (the JSON of ids) holds the
-    requests cancelled on this session so far and gains those cancelled here: a late answer to one
-    is ignored, as the sender of a cancellation should (pass the same set to every execution on a
-    session).
+    ``cut`` instead of counting as a missed deadline. What the session must remember across
+    executions (:func:`session_memory`: the requests cancelled, the ids malformed lines carried)
+    lets a late answer to one of those be told from an answer to nothing.
     """
     # a step with fed arguments gets this session's values: a copy, so the caller's step (in a
     # finding, say) keeps what it was sent with
     steps = [dataclasses.replace(s) if s.fed else s for s in steps]
-    ex = _Exchange(peer, steps, deadline, until, cancelled)
+    ex = _Exchange(peer, steps, deadline, until)
     obs = ex.obs
     for index, step in enumerate(steps):
         if not peer.alive():
@@ -609,6 +652,10 @@ def _step(ex: _Exchange, index: int, step: Step, settle: float, barrier: Callabl
     peer, obs = ex.peer, ex.obs
     if step.cancels is not None:
         ex.cancelled.add(_json_id(step.cancels))
+    if step.kind != "request" and not step.setup:
+        carried = _line_id(step.line)
+        if carried is not None:
+            ex.own_ids.add(carried)
     if step.kind == "request":
         ex.outstanding[index] = step
         ex.sent_at[index] = time.monotonic()
@@ -670,6 +717,8 @@ def _barrier(ex: _Exchange, index: int, step: Step, settle: float, barrier: Call
         ex.outstanding[-1 - index] = probe
         if not peer.send(probe.line, timeout=ex.deadline):
             obs.write_failed = index
+            if not peer.alive():
+                obs.died_after = index  # the line ended it before the barrier could be written
             return False
         # a server that reads in order answers the barrier after the calls still running before
         # it: those that asked for a duration (see pace) are waited for as long as they asked

@@ -23,13 +23,14 @@ from .clusters import (
     HUGE_LINE,
     NOT_A_MESSAGE,
     NOT_JSON,
+    Cluster,
     ablate,
     cause_unit,
     depth_of,
     features,
 )
 from .delta import Delta, name_by_delta
-from .exchange import Observation, Step, dumps
+from .exchange import PROBE_ID, Observation, Step, dumps
 from .oracles import Violation, check, slow_answer
 from .runner import Finding, run_steps
 from .units import FuzzRun, Unit
@@ -121,8 +122,9 @@ def record(
 ) -> None:
     """A shrunk failure: a new finding if its root cause is new, else one more member of its cluster."""
     shape = {} if violation.oracle == "list-stable" else essential_shape(run, violation.oracle, obs)
+    behaviour = None
     if run.clusters.wants_probe(violation.oracle, shape, unit.tag):
-        probe_behaviour(run, violation.oracle, shape)
+        behaviour = probe_behaviour(run, violation.oracle, shape)
     delta = None
     if (
         violation.oracle in DELTA_ORACLES
@@ -137,11 +139,15 @@ def record(
                 del shape["deep-nesting"]
             if "huge-line" in shape and len(text) < HUGE_LINE // 2:
                 del shape["huge-line"]
-    cluster, new = run.clusters.add(violation.oracle, shape, unit_of_cause(unit, violation, obs), unit.tag)
+    if behaviour is not None:
+        run.clusters.adopt(behaviour, unit.tag)
+        cluster, new = behaviour, True
+    else:
+        cluster, new = run.clusters.add(violation.oracle, shape, unit_of_cause(unit, violation, obs), unit.tag)
     if not new:
         unit.stats.known += 1
         return
-    if delta is not None and (cluster.words is None or not shape):
+    if delta is not None and behaviour is None and (cluster.words is None or not shape):
         cluster.words = delta.words
     others = [v for v in check(obs, run.profile) if (v.oracle, v.message) != (violation.oracle, violation.message)]
     finding = Finding(violation, unit.phase, unit.tool, obs, entries, flaky, violations=[violation, *others])
@@ -204,7 +210,8 @@ def bool_true(_: Any) -> bool:
 
 def trigger_by_delta(run: FuzzRun, oracle: str, obs: Observation) -> Delta | None:
     """The finding's trigger as the smallest change from a passing request (:mod:`fuzz.delta`)."""
-    body = [s for s in obs.steps if not s.setup]
+    # the example without its setup and the liveness probe the units append
+    body = [s for s in obs.steps if not s.setup and s.request_id != PROBE_ID]
     requests = [s for s in body if s.kind == "request"]
     if len(body) != 1 or len(requests) != 1:
         return None
@@ -224,7 +231,7 @@ def trigger_by_delta(run: FuzzRun, oracle: str, obs: Observation) -> Delta | Non
     return name_by_delta(body, passing_request(run, requests[0]), fails)
 
 
-def probe_behaviour(run: FuzzRun, oracle: str, shape: dict[str, Any]) -> None:
+def probe_behaviour(run: FuzzRun, oracle: str, shape: dict[str, Any]) -> Cluster | None:
     """Whether the server does what ``oracle`` saw to any line it cannot decode: a line that is not
     JSON, then JSON that is no message, each alone on a fresh session (see
     :class:`~fuzz.clusters.Clusters`)."""
@@ -243,8 +250,8 @@ def probe_behaviour(run: FuzzRun, oracle: str, shape: dict[str, Any]) -> None:
         if not shown[0]:
             break
     if run.clock.over() and not shown:
-        return  # not probed: asked again by the next such failure
-    run.clusters.behaviour(oracle, bool(shown and shown[0]), len(shown) > 1 and shown[1], shape)
+        return None  # not probed: asked again by the next such failure
+    return run.clusters.behaviour(oracle, bool(shown and shown[0]), len(shown) > 1 and shown[1], shape)
 
 
 def unit_of_cause(unit: Unit, violation: Violation, obs: Observation) -> str:

@@ -166,8 +166,6 @@ class ServerMachine(RuleBasedStateMachine):
         #: request's id, the path), and list_changed notifications seen
         self.pool: list[tuple[str | int, int | str, tuple[str | int, ...]]] = []
         self.notified: set[str] = set()
-        #: requests this sequence cancelled (their late answers are ignored, see execute)
-        self.cancelled: set[str] = set()
         if self.over():  # a sequence that would do nothing: no process for it
             return
         setup = self.setup
@@ -212,7 +210,6 @@ class ServerMachine(RuleBasedStateMachine):
             deadline=setup.deadline,
             barrier=profile.probe,
             until=setup.bounds.until,
-            cancelled=self.cancelled,
         )
         if obs.cut:
             setup.counts.stopped = True  # the run's end came during it: it proves nothing
