@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from _support import DEMO, FIXTURES, run_json
 from mcpwire.fuzz.exchange import Step, execute, notification, prologue, request
@@ -22,13 +23,13 @@ from mcpwire.fuzz.wire import StdioTarget
 HOSTILE = [sys.executable, str(FIXTURES / "fuzz_hostile_server.py")]
 
 
-def test_a_server_that_exits_on_any_undecodable_line_is_one_finding() -> None:
+def test_a_server_that_exits_on_any_undecodable_line_is_one_finding(tmp_path: Path) -> None:
     """The Rust SDK's defect: every malformed input ends the server, however it is malformed (lone
     surrogate, invalid UTF-8, deep nesting, params not an object, no jsonrpc member). One finding,
     named by what the server does, with each unit that met it as a member."""
     status, report = run_json(
-        ["--seed", "5", "--deadline", "1", "--max-examples", "25", "--tools", "echo", "--phase", "protocol",
-         "--protocol-kind", "malformed", "--protocol-kind", "mutations", "--protocol-kind", "requests",
+        ["--out", str(tmp_path), "--seed", "5", "--deadline", "1", "--max-examples", "25", "--tools", "echo",
+         "--phase", "protocol", "--protocol-kind", "malformed", "--protocol-kind", "mutations", "--protocol-kind", "requests",
          "--", *HOSTILE, "--die-on-undecodable"]
     )  # fmt: skip
     assert status == 1
@@ -41,12 +42,12 @@ def test_a_server_that_exits_on_any_undecodable_line_is_one_finding() -> None:
     assert len({m["unit"] for m in cluster["members"]}) >= 2  # met by several units, reported once
 
 
-def test_a_hang_met_by_two_units_is_one_finding_named_by_its_delta() -> None:
+def test_a_hang_met_by_two_units_is_one_finding_named_by_its_delta(tmp_path: Path) -> None:
     """``count`` hangs on a negative ``n``: the tools phase and the stateful machine both meet it,
     and it is one finding whose trigger is the one change from a passing call."""
     status, report = run_json(
-        ["--seed", "2", "--deadline", "1", "--max-examples", "20", "--machine-runs", "6", "--tools", "count",
-         "--phase", "tools", "--phase", "stateful", "--", *HOSTILE, "--hang-on-negative"]
+        ["--out", str(tmp_path), "--seed", "2", "--deadline", "1", "--max-examples", "20", "--machine-runs", "6",
+         "--tools", "count", "--phase", "tools", "--phase", "stateful", "--", *HOSTILE, "--hang-on-negative"]
     )  # fmt: skip
     assert status == 1
     hangs = [f for f in report["findings"] if f["oracle"] == "answer-deadline"]
@@ -55,12 +56,12 @@ def test_a_hang_met_by_two_units_is_one_finding_named_by_its_delta() -> None:
     assert message.startswith("A request whose params.arguments.n is -1 (with 0 it is answered) is never answered:")
 
 
-def test_arguments_that_are_not_an_object_are_not_judged_for_a_tool_that_needs_none() -> None:
+def test_arguments_that_are_not_an_object_are_not_judged_for_a_tool_that_needs_none(tmp_path: Path) -> None:
     """``arguments: 0`` (or null, or a list) read as no arguments by a tool with no required field
     breaks no rule: no invalid-args-refused finding."""
     status, report = run_json(
-        ["--seed", "1", "--deadline", "1", "--max-examples", "60", "--tools", "env,create_item", "--phase", "tools",
-         "--", *HOSTILE, "--lenient-arguments"]
+        ["--out", str(tmp_path), "--seed", "1", "--deadline", "1", "--max-examples", "60",
+         "--tools", "env,create_item", "--phase", "tools", "--", *HOSTILE, "--lenient-arguments"]
     )  # fmt: skip
     assert [f["message"] for f in report["findings"] if f["oracle"] == "invalid-args-refused"] == []
     assert status == 0, report["findings"]
@@ -104,8 +105,10 @@ def test_a_malformed_requests_own_late_error_answer_is_that_requests() -> None:
     assert [v.message for v in found if v.oracle == "one-answer"] == []
 
 
-def test_a_server_whose_tools_the_safe_default_skips_is_a_coverage_gap_naming_the_option() -> None:
-    status, report = run_json(["--seed", "1", "--max-examples", "2", "--phase", "tools", "--", *DEMO])
+def test_a_server_whose_tools_the_safe_default_skips_is_a_coverage_gap_naming_the_option(tmp_path: Path) -> None:
+    status, report = run_json(
+        ["--out", str(tmp_path), "--seed", "1", "--max-examples", "2", "--phase", "tools", "--", *DEMO]
+    )
     assert report["skipped_tools"]
     gaps = [g for g in report["coverage_gaps"] if g.startswith("tools (0 of ")]
     assert len(gaps) == 1 and "--tools all" in gaps[0], report["coverage_gaps"]
