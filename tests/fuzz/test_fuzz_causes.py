@@ -29,8 +29,8 @@ def test_a_server_that_exits_on_any_undecodable_line_is_one_finding(tmp_path: Pa
     named by what the server does, with each unit that met it as a member."""
     status, report = run_json(
         ["--out", str(tmp_path), "--seed", "5", "--deadline", "1", "--max-examples", "25", "--tools", "echo",
-         "--phase", "protocol", "--protocol-kind", "malformed", "--protocol-kind", "mutations", "--protocol-kind", "requests",
-         "--", *HOSTILE, "--die-on-undecodable"]
+         "--phase", "protocol", "--protocol-kind", "malformed", "--protocol-kind", "mutations",
+         "--protocol-kind", "requests", "--", *HOSTILE, "--die-on-undecodable"]
     )  # fmt: skip
     assert status == 1
     alive = [f for f in report["findings"] if f["oracle"] == "server-alive"]
