@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -47,6 +48,8 @@ INTEGER_EDGES: Final[tuple[int, ...]] = (-1, 2**31, 2**63, -(2**63) - 1)
 NUMBER_EDGES: Final[tuple[float, ...]] = (-1.0, 1e308, 5e-324)
 #: properties of one tool given edge values
 MAX_PROPERTIES: Final = 4
+#: the share of the time left that the edge examples may take (the rounds get the rest)
+EDGE_SHARE: Final = 0.25
 _EDGES: Final[dict[str, tuple[Any, ...]]] = {"string": STRING_EDGES, "integer": INTEGER_EDGES, "number": NUMBER_EDGES}
 
 #: makes the steps of one call: (arguments, whether they are valid) -> steps
@@ -128,9 +131,11 @@ def edge_pass(run: FuzzRun, units: list[Unit], edges: dict[str, list[list[Step]]
     from .attempt import PROBE_ID
 
     profile, sessions = run.profile, run.sessions
+    left = run.clock.left()
+    stop_at = None if left is None else time.monotonic() + left * EDGE_SHARE
     for unit in units:
         for steps in edges.get(unit.tag, ()):
-            if run.clock.over():
+            if run.clock.over() or (stop_at is not None and time.monotonic() > stop_at):
                 return
             key = hashlib.blake2b(b"\n".join(s.line for s in steps), digest_size=16).digest()
             if key in unit.seen:

@@ -220,7 +220,8 @@ def trigger_by_delta(run: FuzzRun, oracle: str, obs: Observation) -> Delta | Non
         if run.clock.over():
             return None
         try:
-            trial, _ = run.sessions.fresh(steps)
+            # a trial that hangs need not wait a first sighting's deadline (see shrink_deadline)
+            trial, _ = run.sessions.fresh(steps, run.sessions.shrink_deadline())
         except (OSError, RuntimeError) as exc:
             log.info("could not run a delta trial: %s", exc)
             return None
