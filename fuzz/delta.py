@@ -38,7 +38,10 @@ Trial = Callable[[list[Step]], bool | None]
 
 
 class Delta:
-    """The trigger found: the path changed, the failing value (simplified), the passing one."""
+    """The trigger found: the path changed, the failing value (simplified), the passing one
+    (:attr:`MISSING` when the passing request has no such member)."""
+
+    MISSING: Final = _MISSING
 
     def __init__(self, path: tuple[str, ...], value: Any, passing: Any) -> None:
         self.path, self.value, self.passing = path, value, passing

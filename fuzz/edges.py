@@ -20,16 +20,19 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from .clusters import features
-from .exchange import Step
+from .delta import Delta
+from .exchange import PROBE_ID, Step
 from .findings import record, simplest_valid, unit_of_cause
 from .oracles import check
 from .schemas import is_valid, validator_for
 from .units import FuzzRun, Unit
 
 __all__ = [
+    "Edge",
     "INTEGER_EDGES",
     "MAX_PROPERTIES",
     "NUMBER_EDGES",
@@ -100,8 +103,20 @@ def minimal_instance(schema: Any, depth: int = 0) -> Any:
     return None
 
 
-def edge_cases(schema: Any, build: Build) -> list[list[Step]]:
-    """The edge examples of a tool whose ``inputSchema`` is ``schema`` (see the module docstring)."""
+@dataclass(slots=True)
+class Edge:
+    """One edge example: its steps and, for a change of the simplest valid call, what changed
+    (``path`` None: the simplest valid call itself)."""
+
+    steps: list[Step]
+    path: tuple[str, ...] | None = None
+    value: Any = None
+    passing: Any = None
+
+
+def edge_cases(schema: Any, build: Build) -> list[Edge]:
+    """The edge examples of a tool whose ``inputSchema`` is ``schema`` (see the module docstring),
+    the simplest valid call first."""
     if not isinstance(schema, dict):
         return []
     validator = validator_for(schema)
@@ -113,7 +128,7 @@ def edge_cases(schema: Any, build: Build) -> list[list[Step]]:
     props = schema.get("properties")
     # the simplest valid call first: it is the passing call the others change (and the empty
     # string it holds is itself an edge value)
-    out: list[list[Step]] = [build(base, True)]
+    out = [Edge(build(base, True))]
     for name, sub in list(props.items() if isinstance(props, dict) else ())[:MAX_PROPERTIES]:
         kind = _kind(sub)
         if kind is None:
@@ -122,48 +137,73 @@ def edge_cases(schema: Any, build: Build) -> list[list[Step]]:
             args = {**base, name: value}
             if args == base:
                 continue
-            out.append(build(args, is_valid(validator, args)))
+            out.append(
+                Edge(
+                    build(args, is_valid(validator, args)),
+                    ("params", "arguments", name),
+                    value,
+                    base.get(name, _ABSENT),
+                )
+            )
     return out
 
 
-def edge_pass(run: FuzzRun, units: list[Unit], edges: dict[str, list[list[Step]]]) -> None:
-    """Runs every unit's edge examples once (``edges``: by unit tag), before the rounds."""
-    from .attempt import PROBE_ID
+_ABSENT: Final = Delta.MISSING
 
+
+def edge_pass(run: FuzzRun, units: list[Unit], edges: dict[str, list[Edge]]) -> None:
+    """Runs the units' edge examples once (``edges``: by unit tag), before the rounds: the i-th
+    edge of every unit before the (i+1)-th of any, so that one tool's slow failure (a hang waits
+    its deadline) does not hold back the others'. A failing change of a simplest valid call that
+    passed is its own trigger: the finding is named by that change without further trials."""
     profile, sessions = run.profile, run.sessions
     left = run.clock.left()
     stop_at = None if left is None else time.monotonic() + left * EDGE_SHARE
-    for unit in units:
-        for steps in edges.get(unit.tag, ()):
-            if run.clock.over() or (stop_at is not None and time.monotonic() > stop_at):
-                return
-            key = hashlib.blake2b(b"\n".join(s.line for s in steps), digest_size=16).digest()
-            if key in unit.seen:
-                continue
-            unit.seen.add(key)
-            unit.stats.examples += 1
-            run.report.examples += 1
-            if (known := run.clusters.predicts(features(steps), unit.tag)) is not None:
-                known.predicted[unit.tag] += 1
-                unit.stats.known += 1
-                continue
-            body = [*steps, profile.probe(PROBE_ID)]
-            obs, entries, fresh = sessions.run(body)
+    passed: set[str] = set()
+    for edge, unit in _interleaved(units, edges):
+        if run.clock.over() or (stop_at is not None and time.monotonic() > stop_at):
+            return
+        steps = edge.steps
+        key = hashlib.blake2b(b"\n".join(s.line for s in steps), digest_size=16).digest()
+        if key in unit.seen:
+            continue
+        unit.seen.add(key)
+        unit.stats.examples += 1
+        run.report.examples += 1
+        if (known := run.clusters.predicts(features(steps), unit.tag)) is not None:
+            known.predicted[unit.tag] += 1
+            unit.stats.known += 1
+            continue
+        body = [*steps, profile.probe(PROBE_ID)]
+        obs, entries, fresh = sessions.run(body)
+        violations = [] if obs.cut else check(obs, profile)
+        if violations and not fresh:
+            sessions.close()  # seen on a used session: it counts only if a fresh one shows it too
+            obs, entries = sessions.fresh(body)
             violations = [] if obs.cut else check(obs, profile)
-            if violations and not fresh:
-                sessions.close()  # seen on a used session: it counts only if a fresh one shows it too
-                obs, entries = sessions.fresh(body)
-                violations = [] if obs.cut else check(obs, profile)
-            if obs.cut or not violations:
-                continue
-            first = violations[0]
-            sessions.close()
-            known = run.clusters.match(first.oracle, features(obs.steps), unit_of_cause(unit, first, obs))
-            if known is not None:
-                known.members[unit.tag] += 1
-                unit.stats.known += 1
-                continue
-            if unit.stats.first_failure is None:
-                unit.stats.first_failure = unit.stats.examples
-            log.debug("%s: an edge example fails (%s)", unit.tag, first.oracle)
-            record(run, unit, first, obs, entries, False, "; an edge value (one change from a passing call)")
+        if obs.cut:
+            continue
+        if not violations:
+            if edge.path is None:
+                passed.add(unit.tag)
+            continue
+        first = violations[0]
+        sessions.close()
+        known = run.clusters.match(first.oracle, features(obs.steps), unit_of_cause(unit, first, obs))
+        if known is not None:
+            known.members[unit.tag] += 1
+            unit.stats.known += 1
+            continue
+        if unit.stats.first_failure is None:
+            unit.stats.first_failure = unit.stats.examples
+        log.debug("%s: an edge example fails (%s)", unit.tag, first.oracle)
+        delta = None
+        if edge.path is not None and unit.tag in passed:
+            delta = Delta(edge.path, edge.value, edge.passing)
+        record(run, unit, first, obs, entries, False, "; an edge value (one change from a passing call)", delta)
+
+
+def _interleaved(units: list[Unit], edges: dict[str, list[Edge]]) -> list[tuple[Edge, Unit]]:
+    lists = [(unit, edges.get(unit.tag, [])) for unit in units]
+    depth = max((len(found) for _, found in lists), default=0)
+    return [(found[i], unit) for i in range(depth) for unit, found in lists if i < len(found)]

@@ -118,27 +118,32 @@ def same_as_plain(run: FuzzRun, unit: Unit, oracle: str, obs: Observation, shape
 
 
 def record(
-    run: FuzzRun, unit: Unit, violation: Violation, obs: Observation, entries: list[Entry], flaky: bool, note: str = ""
+    run: FuzzRun,
+    unit: Unit,
+    violation: Violation,
+    obs: Observation,
+    entries: list[Entry],
+    flaky: bool,
+    note: str = "",
+    delta: Delta | None = None,
 ) -> None:
-    """A shrunk failure: a new finding if its root cause is new, else one more member of its cluster."""
+    """A shrunk failure: a new finding if its root cause is new, else one more member of its cluster.
+    ``delta``: its trigger when already known (an edge example: one change from a passing call)."""
     shape = {} if violation.oracle == "list-stable" else essential_shape(run, violation.oracle, obs)
     behaviour = None
     if run.clusters.wants_probe(violation.oracle, shape, unit.tag):
         behaviour = probe_behaviour(run, violation.oracle, shape)
-    delta = None
-    if (
-        violation.oracle in DELTA_ORACLES
-        and not shape.keys() & ABLATABLE
-        and run.clusters.match(violation.oracle, shape, unit_of_cause(unit, violation, obs)) is None
-    ):
+    if violation.oracle not in DELTA_ORACLES or shape.keys() & ABLATABLE:
+        delta = None
+    elif delta is None and run.clusters.match(violation.oracle, shape, unit_of_cause(unit, violation, obs)) is None:
         delta = trigger_by_delta(run, violation.oracle, obs)
-        if delta is not None:
-            # depth or size is no cause when a shallow, short value fails the same way
-            text = dumps(delta.value)
-            if "deep-nesting" in shape and depth_of(text) <= DEEP:
-                del shape["deep-nesting"]
-            if "huge-line" in shape and len(text) < HUGE_LINE // 2:
-                del shape["huge-line"]
+    if delta is not None:
+        # depth or size is no cause when a shallow, short value fails the same way
+        text = dumps(delta.value)
+        if "deep-nesting" in shape and depth_of(text) <= DEEP:
+            del shape["deep-nesting"]
+        if "huge-line" in shape and len(text) < HUGE_LINE // 2:
+            del shape["huge-line"]
     if behaviour is not None:
         run.clusters.adopt(behaviour, unit.tag)
         cluster, new = behaviour, True

@@ -47,7 +47,7 @@ from hypothesis.errors import Unsatisfiable
 
 from .attempt import unit_error, unit_round
 from .budget import Clock, rounds, shrink_time
-from .edges import edge_cases, edge_pass
+from .edges import Edge, edge_cases, edge_pass
 from .exchange import Observation, Profile, Step, declared_seconds, pace, request
 from .findings import confirm_all, record
 from .messages import protocol_steps
@@ -113,11 +113,11 @@ def tool_call(profile: Profile, name: str, schema: Any, args: Any, valid: bool |
     return [step]
 
 
-def _edges(run: FuzzRun, tools: list[dict[str, Any]]) -> dict[str, list[list[Step]]]:
+def _edges(run: FuzzRun, tools: list[dict[str, Any]]) -> dict[str, list[Edge]]:
     """Each fuzzed tool's edge examples (see :mod:`fuzz.edges`), by unit tag."""
     if "tools" not in run.config.phases:
         return {}
-    out: dict[str, list[list[Step]]] = {}
+    out: dict[str, list[Edge]] = {}
     for tool in tools:
         name, schema = str(tool["name"]), tool.get("inputSchema")
         if schema_problem(schema) is not None:
