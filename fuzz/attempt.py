@@ -94,7 +94,7 @@ def run_example(run: FuzzRun, unit: Unit, attempt: Attempt, steps: list[Step]) -
     violations = [] if obs.cut else check(obs, profile)
     if violations and not fresh and not attempt.failing:
         cause = unit_of_cause(unit, violations[0], obs)
-        known = run.clusters.match(violations[0].oracle, features(obs.steps), cause)
+        known = run.clusters.match(violations[0].oracle, features(obs.steps, violations[0].step), cause)
         if known is not None:  # a known cause: counted, no need to see it again on a fresh session
             known.members[unit.tag] += 1  # (a session in trouble was closed by run())
             stats.known += 1
@@ -118,7 +118,7 @@ def on_failure(
 ) -> None:
     """A failing example: counted for a known cause, else raised for Hypothesis to shrink."""
     run.sessions.close()
-    shape = features(obs.steps)
+    shape = features(obs.steps, first.step)
     known = run.clusters.match(first.oracle, shape, unit_of_cause(unit, first, obs))
     if known is None and not attempt.failing and same_as_plain(run, unit, first.oracle, obs, shape):
         known = run.clusters.featureless(first.oracle, unit.tag)

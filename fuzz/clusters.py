@@ -141,8 +141,12 @@ def _line_features(step: Step) -> dict[str, Any]:
     return found
 
 
-def features(steps: Sequence[Step]) -> dict[str, Any]:
-    """The shape of an example: each feature of :data:`FEATURES` its lines have, with an example value."""
+def features(steps: Sequence[Step], blamed: int | None = None) -> dict[str, Any]:
+    """The shape of an example: each feature of :data:`FEATURES` its lines have, with an example
+    value. With ``blamed`` (the index of the step a violation names), that step's features only:
+    what other lines of an unshrunk example hold is no part of this failure's cause."""
+    if blamed is not None and 0 <= blamed < len(steps) and not steps[blamed].setup:
+        steps = [steps[blamed]]
     found: dict[str, Any] = {}
     for step in steps:
         if step.setup:

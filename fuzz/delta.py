@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from .exchange import Step, dumps
 
-__all__ = ["MAX_TRIALS", "Delta", "differences", "name_by_delta", "simpler"]
+__all__ = ["MAX_REFINE_TRIALS", "MAX_TRIALS", "Delta", "apply", "differences", "name_by_delta", "refine", "simpler"]
 
 log = logging.getLogger("mcpwire.fuzz.delta")
 
@@ -35,6 +35,8 @@ _MISSING: Final = object()
 
 #: runs steps on a fresh session; True when the finding's oracle fires
 Trial = Callable[[list[Step]], bool | None]
+#: fresh-session examples that may go into finding the smallest failing value of a delta
+MAX_REFINE_TRIALS: Final = 24
 
 
 class Delta:
@@ -57,10 +59,12 @@ class Delta:
 
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=True)
-    if len(text) > 60:
-        kind = type(value).__name__.replace("dict", "object").replace("list", "array").replace("str", "string")
-        return f"{text[:40]}… (a {kind} of {len(text)} characters)"
-    return text
+    if len(text) <= 60:
+        return text
+    if isinstance(value, str):
+        return f"{text[:40]}… (a string of {len(value)} characters)"
+    kind = "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else "a value"
+    return f"{text[:40]}… ({kind} of {len(text)} characters of JSON)"
 
 
 def differences(failing: Any, passing: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -167,3 +171,85 @@ def name_by_delta(body: list[Step], passing: dict[str, Any] | None, fails: Trial
             found.value = candidate
             break
     return found
+
+
+def apply(body: list[Step], delta: Delta) -> list[Step] | None:
+    """The one request of ``body`` with ``delta``'s value put at its path (None: not one request)."""
+    requests = [s for s in body if not s.setup]
+    if len(requests) != 1:
+        return None
+    try:
+        message = json.loads(requests[0].line)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    if not isinstance(message, dict) or _get(message, delta.path) == delta.value:
+        return None
+    return [_step_like(requests[0], _with(message, delta.path, delta.value))]
+
+
+def refine(body: list[Step], delta: Delta, fails: Trial) -> Delta:
+    """``delta`` with its value made as small as still fails: the shortest prefix of a long string,
+    the number nearest the passing one (found by doubling the distance, then halving it). A server
+    that breaks past 300 characters or above 1000 is named by 301 characters or 1001, as shrinking
+    would name it; at most :data:`MAX_REFINE_TRIALS` trials."""
+    requests = [s for s in body if not s.setup]
+    if len(requests) != 1:
+        return delta
+    template = requests[0]
+    try:
+        failing = json.loads(template.line)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return delta
+    if not isinstance(failing, dict):
+        return delta
+    trials = 0
+
+    def fails_with(value: Any) -> bool | None:
+        nonlocal trials
+        if trials >= MAX_REFINE_TRIALS:
+            return None
+        trials += 1
+        return fails([_step_like(template, _with(failing, delta.path, value))])
+
+    value, passing = delta.value, delta.passing
+    if isinstance(value, str) and len(value) > 1:
+        low = len(passing) if isinstance(passing, str) and value.startswith(passing) else 0
+        found = _bisect(low, len(value), lambda n: fails_with(value[:n]))
+        return Delta(delta.path, value[:found], passing)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    start = passing if isinstance(passing, int) and not isinstance(passing, bool) else 0
+    if number and abs(value - start) > 1:
+        sign = 1 if value > start else -1
+        below, step, above = start, 1, None
+        while trials < MAX_REFINE_TRIALS:
+            candidate = start + sign * step
+            if abs(candidate - start) >= abs(value - start):
+                break
+            verdict = fails_with(candidate)
+            if verdict is None:
+                return delta
+            if verdict:
+                above = candidate
+                break
+            below, step = candidate, step * 2
+        if above is None:
+            return delta
+        found = _bisect(abs(below - start), abs(above - start), lambda d: fails_with(start + sign * d))
+        return Delta(delta.path, start + sign * found, passing)
+    return delta
+
+
+def _bisect(passes: int, fails: int, probe: Callable[[int], bool | None]) -> int:
+    """The least ``n`` in (``passes``, ``fails``] for which ``probe`` still fails (``probe(passes)``
+    is taken to pass and ``probe(fails)`` to fail); stops early, at what is known, when a probe
+    cannot run."""
+    while fails - passes > 1:
+        middle = (passes + fails) // 2
+        verdict = probe(middle)
+        if verdict is None:
+            break
+        if verdict:
+            fails = middle
+        else:
+            passes = middle
+    return fails

@@ -45,7 +45,7 @@ __all__ = [
 log = logging.getLogger("mcpwire.fuzz.edges")
 
 #: string values that break servers most often: empty, NUL, a lone surrogate, long
-STRING_EDGES: Final[tuple[str, ...]] = ("", "\x00", "\ud800", "x" * 1000)
+STRING_EDGES: Final[tuple[str, ...]] = ("", "\x00", "\ud800", "a" * 1000)
 #: integers: negative, zero's neighbours, past 32 and 64 bits, and below -2^63
 INTEGER_EDGES: Final[tuple[int, ...]] = (-1, 2**31, 2**63, -(2**63) - 1)
 NUMBER_EDGES: Final[tuple[float, ...]] = (-1.0, 1e308, 5e-324)
@@ -93,7 +93,7 @@ def minimal_instance(schema: Any, depth: int = 0) -> Any:
     if kind in ("integer", "number"):
         low = schema.get("minimum")
         value = low if isinstance(low, int | float) and low > 0 else 0
-        return int(value) if kind == "integer" else float(value)
+        return int(value) if kind == "integer" or float(value).is_integer() else float(value)
     if kind == "boolean":
         return False
     if kind == "array":
@@ -189,7 +189,7 @@ def edge_pass(run: FuzzRun, units: list[Unit], edges: dict[str, list[Edge]]) -> 
             continue
         first = violations[0]
         sessions.close()
-        known = run.clusters.match(first.oracle, features(obs.steps), unit_of_cause(unit, first, obs))
+        known = run.clusters.match(first.oracle, features(obs.steps, first.step), unit_of_cause(unit, first, obs))
         if known is not None:
             known.members[unit.tag] += 1
             unit.stats.known += 1
@@ -200,7 +200,7 @@ def edge_pass(run: FuzzRun, units: list[Unit], edges: dict[str, list[Edge]]) -> 
         delta = None
         if edge.path is not None and unit.tag in passed:
             delta = Delta(edge.path, edge.value, edge.passing)
-        record(run, unit, first, obs, entries, False, "; an edge value (one change from a passing call)", delta)
+        record(run, unit, first, obs, entries, False, delta=delta)
 
 
 def _interleaved(units: list[Unit], edges: dict[str, list[Edge]]) -> list[tuple[Edge, Unit]]:

@@ -14,8 +14,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
+from collections.abc import Callable
 from typing import Any, Final
 
+from .budget import shrink_time
 from .clusters import (
     ABLATABLE,
     DEEP,
@@ -29,7 +32,7 @@ from .clusters import (
     depth_of,
     features,
 )
-from .delta import Delta, name_by_delta
+from .delta import Delta, apply, name_by_delta, refine
 from .exchange import PROBE_ID, Observation, Step, dumps
 from .oracles import Violation, check, slow_answer
 from .runner import Finding, run_steps
@@ -85,12 +88,13 @@ def confirm(run: FuzzRun, finding: Finding) -> None:
         finding.flaky = True
 
 
-def essential_shape(run: FuzzRun, oracle: str, obs: Observation) -> dict[str, Any]:
+def essential_shape(run: FuzzRun, oracle: str, obs: Observation, blamed: int | None = None) -> dict[str, Any]:
     """The trigger shape of a minimal failing example without its bystanders: each feature that can
     be taken out (:func:`~fuzz.clusters.ablate`) is, in a run of its own on a fresh session; when
     the failure stays, the feature was not the cause (an id beyond 2^53 on a method in the wrong
-    case: the id, or the case, or both)."""
-    shape = features(obs.steps)
+    case: the id, or the case, or both). ``blamed``: the step the violation names (see
+    :func:`~fuzz.clusters.features`)."""
+    shape = features(obs.steps, blamed)
     body = [s for s in obs.steps if not s.setup]
     for name in [f for f in FEATURES if f in shape and f in ABLATABLE]:
         if run.clock.over():
@@ -129,7 +133,15 @@ def record(
 ) -> None:
     """A shrunk failure: a new finding if its root cause is new, else one more member of its cluster.
     ``delta``: its trigger when already known (an edge example: one change from a passing call)."""
-    shape = {} if violation.oracle == "list-stable" else essential_shape(run, violation.oracle, obs)
+    shape = {} if violation.oracle == "list-stable" else essential_shape(run, violation.oracle, obs, violation.step)
+    cause = unit_of_cause(unit, violation, obs)
+    plain = run.clusters.featureless(violation.oracle, cause)
+    if plain is not None and run.clock.over():
+        # no time was left to take this example's features out: a cause of the same oracle and
+        # unit without any is the likelier one (what the features add was never shown)
+        plain.members[unit.tag] += 1
+        unit.stats.known += 1
+        return
     behaviour = None
     if run.clusters.wants_probe(violation.oracle, shape, unit.tag):
         behaviour = probe_behaviour(run, violation.oracle, shape)
@@ -137,6 +149,15 @@ def record(
         delta = None
     elif delta is None and run.clusters.match(violation.oracle, shape, unit_of_cause(unit, violation, obs)) is None:
         delta = trigger_by_delta(run, violation.oracle, obs)
+    if delta is not None:
+        delta = refine(_example_body(obs), delta, _fresh_trial(run, violation.oracle))
+        smaller = apply(_example_body(obs), delta)
+        if smaller is not None and not run.clock.over():
+            # the finding's example is the smallest one: run once more, with the full deadline
+            again, again_entries = run.sessions.fresh([*smaller, run.profile.probe(PROBE_ID)])
+            seen = [v for v in check(again, run.profile) if v.oracle == violation.oracle]
+            if not again.cut and seen:
+                obs, entries, violation = again, again_entries, seen[0]
     if delta is not None:
         # depth or size is no cause when a shallow, short value fails the same way
         text = dumps(delta.value)
@@ -163,7 +184,7 @@ def record(
 
 
 #: oracles whose failure an input causes, so that a delta from a passing input names it
-DELTA_ORACLES: Final = frozenset({"answer-deadline", "server-alive", "answer-slow", "one-answer"})
+DELTA_ORACLES: Final = frozenset({"answer-deadline", "server-alive", "answer-slow", "one-answer", "output-schema"})
 
 
 def passing_request(run: FuzzRun, step: Step) -> dict[str, Any] | None:
@@ -213,16 +234,17 @@ def bool_true(_: Any) -> bool:
     return True
 
 
-def trigger_by_delta(run: FuzzRun, oracle: str, obs: Observation) -> Delta | None:
-    """The finding's trigger as the smallest change from a passing request (:mod:`fuzz.delta`)."""
-    # the example without its setup and the liveness probe the units append
-    body = [s for s in obs.steps if not s.setup and s.request_id != PROBE_ID]
-    requests = [s for s in body if s.kind == "request"]
-    if len(body) != 1 or len(requests) != 1:
-        return None
+def _example_body(obs: Observation) -> list[Step]:
+    """The example without its setup and the liveness probe the units append."""
+    return [s for s in obs.steps if not s.setup and s.request_id != PROBE_ID]
+
+
+def _fresh_trial(run: FuzzRun, oracle: str) -> Callable[[list[Step]], bool | None]:
+    """Runs steps on a fresh session: whether ``oracle`` fires (None: could not tell)."""
+    until = None if run.clock.until is None else min(run.clock.until, time.monotonic() + shrink_time(run.config))
 
     def fails(steps: list[Step]) -> bool | None:
-        if run.clock.over():
+        if run.clock.over() or (until is not None and time.monotonic() > until):
             return None
         try:
             # a trial that hangs need not wait a first sighting's deadline (see shrink_deadline)
@@ -234,7 +256,16 @@ def trigger_by_delta(run: FuzzRun, oracle: str, obs: Observation) -> Delta | Non
             return None
         return any(v.oracle == oracle for v in check(trial, run.profile))
 
-    return name_by_delta(body, passing_request(run, requests[0]), fails)
+    return fails
+
+
+def trigger_by_delta(run: FuzzRun, oracle: str, obs: Observation) -> Delta | None:
+    """The finding's trigger as the smallest change from a passing request (:mod:`fuzz.delta`)."""
+    body = _example_body(obs)
+    requests = [s for s in body if s.kind == "request"]
+    if len(body) != 1 or len(requests) != 1:
+        return None
+    return name_by_delta(body, passing_request(run, requests[0]), _fresh_trial(run, oracle))
 
 
 def probe_behaviour(run: FuzzRun, oracle: str, shape: dict[str, Any]) -> Cluster | None:

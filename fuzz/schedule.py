@@ -115,7 +115,7 @@ def tool_call(profile: Profile, name: str, schema: Any, args: Any, valid: bool |
 
 def _edges(run: FuzzRun, tools: list[dict[str, Any]]) -> dict[str, list[Edge]]:
     """Each fuzzed tool's edge examples (see :mod:`fuzz.edges`), by unit tag."""
-    if "tools" not in run.config.phases:
+    if "tools" not in run.config.phases or not run.config.edges:
         return {}
     out: dict[str, list[Edge]] = {}
     for tool in tools:

@@ -239,7 +239,8 @@ class ServerMachine(RuleBasedStateMachine):
             violation.oracle, "stateful", None if step is None else step.tool, None if step is None else step.method
         )
         clusters = setup.clusters
-        known = None if clusters is None else clusters.match(violation.oracle, features(self.steps), unit)
+        shape = features(self.steps, violation.step)
+        known = None if clusters is None else clusters.match(violation.oracle, shape, unit)
         if known is not None:
             known.members["stateful"] += 1
             counts.known += 1
