@@ -8,7 +8,6 @@ import re
 
 from ..context import Context, list_if_served
 from ..registry import check
-from .toolcalls import call_each
 
 TOOLS = "server/tools.mdx"
 RESOURCES = "server/resources.mdx"
@@ -467,9 +466,9 @@ async def schema_valid(ctx: Context) -> None:
     # The rules other checks judge stay theirs (ids SV-02, result/error SV-03, resultType SV-16,
     # tool schemas SV-29*, structuredContent SV-30, initialize SV-09, discover SV-13). Every result
     # any check of the run receives is validated by the run's schema audit (conformance/audit.py),
-    # which adds its defects, one line each, to this check's result once the run is done; this
-    # check makes sure the lists (and, when the run may call tools, each callable tool) are among
-    # them, and judges what the server sends on its own.
+    # which adds its defects, one line each, to this check's result once the run is done (tool
+    # results come from the checks that call tools: SV-35 calls every callable tool); this check
+    # makes sure the lists are among them, and judges what the server sends on its own.
     from ..schema import message_validator
 
     if message_validator(ctx.revision, "JSONRPCNotification") is None:
@@ -481,9 +480,6 @@ async def schema_valid(ctx: Context) -> None:
             # shape); e.g. -32601 for resources/templates/list from a server without templates
             if ctx.has(capability):
                 await list_if_served(ctx, wire, method, key)
-        if ctx.has("tools") and (ctx.tools.mode != "none" or ctx.tools.allow):
-            tools = await ctx.list_all(wire, "tools/list", "tools")
-            await call_each(ctx, wire, [t for t in tools if ctx.tools.refuses(t) is None])
         notification = message_validator(ctx.revision, "ServerNotification") or message_validator(
             ctx.revision, "JSONRPCNotification"
         )
