@@ -320,6 +320,59 @@ VERDICTS: Final[dict[str, Verdict]] = {
     "SV-18": Verdict("neither", "No read-only tool needs a client capability."),
     "RS-03": Verdict("neither", "`resources/templates/list` answered an error: no templates to judge."),
     "CP-01": Verdict("neither", "No prompt has an argument to complete."),
+    "SV-06": Verdict(
+        "server",
+        '`basic/index.mdx §Schema` (the schema "is the source of truth for all protocol messages") and '
+        '`basic/lifecycle.mdx §Operation` ("Respect the negotiated protocol version"): in a 2024-11-05 or '
+        "2025-03-26 session `get-resource-links` answers `resource_link` content items, a content type that "
+        "exists from 2025-06-18 only (CallToolResult.content of those revisions: text, image, audio (2025-03-26), "
+        "embedded resource). A client of the negotiated revision cannot read them. Found by validating every "
+        "tool result against the negotiated revision's schema.",
+    ),
+    "SV-11@fastmcp": Verdict(
+        "server",
+        '`basic/lifecycle.mdx §Operation`: "Only use capabilities that were successfully negotiated" (MUST from '
+        "2025-06-18, SHOULD before). FastMCP's proxy relays server-everything's `roots/list` to a client that "
+        "declared no `roots` capability, seconds after the handshake (once its backend is up).",
+    ),
+    "SV-10@fastmcp": Verdict(
+        "server",
+        'Deviation (SHOULD). `basic/lifecycle.mdx §Initialization`: "The server SHOULD NOT send requests other '
+        'than pings and logging before receiving the initialized notification." The proxy relays `roots/list` '
+        "before it.",
+    ),
+    "ERA-01": Verdict(
+        "server",
+        'Interoperability advice (MAY, as the text quoted: a server "MAY implement both behaviors"): FastMCP\'s '
+        "proxy declares tools, prompts and resources in 2026-07-28 but lists none (its backend connects only for "
+        "`initialize` sessions); a client in auto mode sees nothing.",
+    ),
+    "SV-07b@fastmcp-http": Verdict(
+        "server",
+        '2025-03-26 `basic/index.mdx §Batching`: "MCP implementations ... MUST support receiving JSON-RPC '
+        'batches." The proxy over Streamable HTTP refuses a POSTed batch with HTTP 400 (a validation error).',
+    ),
+    "SV-13@fastmcp-http": Verdict(
+        "check",
+        "The proxy answered `server/discover` with -32603 Internal server error while other sessions held its "
+        "backend: no evidence about the discover result's shape (SV-13's rule). Now `could not judge`.",
+    ),
+    "SV-15b@fastmcp-http": Verdict(
+        "check",
+        "As SV-13: an internal error (-32603) while the backend was busy says nothing of per-request `_meta`. "
+        "Now `could not judge`.",
+    ),
+    "SV-27b@fastmcp-http": Verdict(
+        "check",
+        "The request with a lower-case `mcp-method` header was processed (HTTP 200) and failed inside the proxy "
+        "(-32603): the header was not refused. Now `could not judge`.",
+    ),
+    "SV-21b": Verdict("neither", "Every answer was `application/json`: no response stream to judge."),
+    "SV-28": Verdict("neither", "No answer was an SSE stream: nothing to judge."),
+    "SV-26@fastmcp-http": Verdict(
+        "neither", "No POST answer was an SSE stream with event ids: the server offers no resumption."
+    ),
+    "SV-26b@fastmcp-http": Verdict("neither", "No POST answer was an SSE stream with event ids: nothing to prime."),
 }
 
 

@@ -377,9 +377,14 @@ class Context:
         )
 
     async def result(self, wire: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The ``result`` of a request; an error answer fails the check."""
+        """The ``result`` of a request; an error answer fails the check, but for an internal error
+        (-32603: the server failed inside, e.g. a proxy whose backend was busy), after which the
+        check cannot judge."""
         answer = await self.call(wire, method, params)
         result = answer.get("result")
+        error = answer.get("error")
+        if isinstance(error, dict) and error.get("code") == -32603:
+            self.cannot_judge(f"{method} answered an internal error: {shown(answer)}")
         if not isinstance(result, dict):
             self.fail(f"{method} answered without an object result: {shown(answer)}")
         return result
