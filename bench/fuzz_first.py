@@ -18,6 +18,7 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,8 +52,9 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     for seed in [int(s) for s in args.seeds.split(",") if s.strip()]:
         options = ["--seed", str(seed), "--time-budget", f"{args.budget:g}", "--deadline", "2", "--tools", "all"]
-        options += ["--deny", "launch", "--", sys.executable, str(SERVER)]
-        result = run_fuzz(f"seed {seed}", options, budget=args.budget)
+        with tempfile.TemporaryDirectory(prefix="fuzz-first-") as out:
+            options += ["--out", out, "--deny", "launch", "--", sys.executable, str(SERVER)]
+            result = run_fuzz(f"seed {seed}", options, budget=args.budget)
         times = first_by_bug(result.report or {})
         rows.append({"seed": seed, "wall_s": round(result.wall, 1), "first_s": times})
         shown = ", ".join(f"{bug} {'-' if t is None else f'{t:.1f} s'}" for bug, t in times.items())
