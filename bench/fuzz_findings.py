@@ -64,7 +64,90 @@ class Verdict:
 
 #: Each finding of the runs, judged by hand against the spec text and the trace (replayed where it
 #: was not plain). A finding no entry matches is counted as unjudged.
-VERDICTS: tuple[Verdict, ...] = ()
+TS = r"^(everything|everything-http|memory|filesystem)$"
+PY_SDK = r"^(time|git|sqlite|fastmcp)$"
+VERDICTS: tuple[Verdict, ...] = (
+    Verdict(
+        "*",
+        "leak",
+        r"^the answer to tools/call 'get-env' holds the server's environment",
+        "server",
+        "server-everything's `get-env` returns the server's whole environment (the planted canary "
+        "included): a secret-leaking tool, annotated read-only and safe to call.",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^Any request the server cannot decode or validate \(a ping whose params are \[\]",
+        "server",
+        "The SDK drops, without an answer, any request it cannot decode or validate (an id above 2^53, "
+        "params that are not an object, an unknown top-level member, a lone surrogate, deep nesting): "
+        'JSON-RPC 2.0 §5 ("the Server MUST reply with a Response", -32600 or -32700 for what it cannot '
+        "read). One cause, shown by the probe `ping` with `params: []`, never answered.",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^Any line the server cannot (parse|decode) \(JSON cut short",
+        "server",
+        "After one line it cannot parse, the server answers nothing more (mcp-cron's stdio reader does not "
+        "recover: FR-01 of the checker too). JSON-RPC 2.0 §5.1 asks for -32700, or at least for later "
+        "requests to be answered.",
+    ),
+    Verdict(
+        "*",
+        "server-alive",
+        r"^Any line the server cannot (parse|decode) \(JSON cut short",
+        "server",
+        "The process exits on a line it cannot decode: a denial of service by one line.",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^A request whose id is above 2\^53 .* is never answered",
+        "server",
+        "F-1: the TypeScript SDK validates ids as safe JavaScript integers and drops the request silently "
+        '(JSON-RPC 2.0 §5: "the Server MUST reply with a Response"; MCP allows any integer id).',
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^A request with an unknown top-level member .* is never answered",
+        "server",
+        "F-4: the message schema is strict about the envelope and the rejection is never answered "
+        "(JSON-RPC 2.0 §5: an Invalid Request error is due).",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^A request whose params are not an object .* is never answered",
+        "server",
+        "F-5: MCP params are objects; the request should be refused with -32602/-32600, not dropped.",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^A string holding a lone surrogate .* is never answered",
+        "server",
+        "F-6: the Python SDK's parser refuses an unpaired surrogate escape (valid JSON, RFC 8259 §7) and "
+        "drops the message without -32700.",
+    ),
+    Verdict(
+        PY_SDK,
+        "answer-deadline",
+        r"^JSON nested \d+ levels deep is never answered",
+        "server",
+        "F-2: the Python SDK's parser has a nesting limit and drops the message without -32700.",
+    ),
+    Verdict(
+        "cron",
+        "one-answer",
+        r"^A request whose id is above 2\^53 .* is answered with a different id",
+        "server",
+        "The Go server reads ids as doubles and answers 2^53+1 as 2^53: the answer can never be matched "
+        '(JR-05: "Responses MUST include the same ID").',
+    ),
+)
 #: the tools the fuzzer's safe default picks on each server (read from their annotations: read-only,
 #: or idempotent and not destructive, and not open-world); the "before" run is limited to them
 SAFE_TOOLS = {

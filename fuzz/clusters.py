@@ -32,6 +32,7 @@ from .messages import LEGACY_METHODS, MODERN_METHODS
 __all__ = [
     "BEHAVIOUR_ORACLES",
     "FEATURES",
+    "INVALID_REQUEST",
     "NOT_A_MESSAGE",
     "NOT_JSON",
     "ONE_ANSWER_ORACLES",
@@ -286,9 +287,12 @@ MALFORMED_UNITS: Final = frozenset({"protocol-malformed", "protocol-mutations", 
 #: the lines that show the behaviour: one that is not JSON at all, and JSON that is no message
 NOT_JSON: Final = b'{"jsonrpc": "2.0", "id": 1, "method": '
 NOT_A_MESSAGE: Final = b'{"mcpwire-fuzz": true}'
+#: a request any server can read but none may accept as it is: a ping whose params are an array
+INVALID_REQUEST: Final = b'{"jsonrpc":"2.0","id":"mcpwire-fuzz-invalid","method":"ping","params":[]}'
 _BEHAVIOUR_WORDS: Final = {
     "not-json": "any line the server cannot parse (JSON cut short{})",
     "not-message": "any line the server cannot decode (JSON cut short, JSON that is no message{})",
+    "invalid-request": "any request the server cannot decode or validate (a ping whose params are []{})",
 }
 
 
@@ -380,7 +384,9 @@ class Clusters:
     failure of a :data:`BEHAVIOUR_ORACLES` oracle has a malformed input (a named feature, or a unit
     of malformed lines), the run asks (:meth:`behaviour`) whether the server does the same to a
     line that is plainly not JSON (:data:`NOT_JSON`) and to JSON that is no message
-    (:data:`NOT_A_MESSAGE`). If it does, that is the cause ("exits on any line it cannot decode"),
+    (:data:`NOT_A_MESSAGE`), or, for a request never answered, to a request it can read but not
+    accept (:data:`INVALID_REQUEST`). If it does, that is the cause ("exits on any line it cannot
+    decode", "never answers a request it cannot validate"),
     and every such failure of that oracle, whatever its shape (a lone surrogate, invalid UTF-8,
     deep nesting, params that are not an object), is one more member of it.
     """
@@ -395,15 +401,16 @@ class Clusters:
         malformed = bool(shape.keys() & _SHARP) or unit in MALFORMED_UNITS
         return oracle in BEHAVIOUR_ORACLES and oracle not in self.probed and malformed
 
-    def behaviour(self, oracle: str, not_json: bool, not_message: bool, example: dict[str, Any]) -> Cluster | None:
-        """Record what the probes of :data:`NOT_JSON` and :data:`NOT_A_MESSAGE` showed for
-        ``oracle``; the new cluster when the server fails on the first (``example``: the shape of
-        the failure that asked, named in the words)."""
-        if not not_json:
+    def behaviour(self, oracle: str, shown: str | None, example: dict[str, Any]) -> Cluster | None:
+        """Record what the probes showed for ``oracle``: ``shown`` names the smallest line that did
+        it (``not-json``, ``not-message``: :data:`NOT_A_MESSAGE` too, ``invalid-request``:
+        :data:`INVALID_REQUEST` is never answered), None when none did. The new cluster, if any
+        (``example``: the shape of the failure that asked, named in the words)."""
+        if shown is None:
             self.probed[oracle] = None
             return None
         this = trigger(example)
-        words = _BEHAVIOUR_WORDS["not-message" if not_message else "not-json"].format(f", {this}" if this else "")
+        words = _BEHAVIOUR_WORDS[shown].format(f", {this}" if this else "")
         cluster = Cluster(oracle, frozenset({"any-malformed"}), None, words, any_malformed=True)
         self.probed[oracle] = cluster
         return cluster

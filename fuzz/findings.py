@@ -24,6 +24,7 @@ from .clusters import (
     DEEP,
     FEATURES,
     HUGE_LINE,
+    INVALID_REQUEST,
     NOT_A_MESSAGE,
     NOT_JSON,
     Cluster,
@@ -269,26 +270,40 @@ def trigger_by_delta(run: FuzzRun, oracle: str, obs: Observation) -> Delta | Non
 
 
 def probe_behaviour(run: FuzzRun, oracle: str, shape: dict[str, Any]) -> Cluster | None:
-    """Whether the server does what ``oracle`` saw to any line it cannot decode: a line that is not
-    JSON, then JSON that is no message, each alone on a fresh session (see
-    :class:`~fuzz.clusters.Clusters`)."""
-    shown: list[bool] = []
-    for line in (NOT_JSON, NOT_A_MESSAGE):
+    """Whether the server does what ``oracle`` saw to any line it cannot decode, each probe alone on
+    a fresh session (see :class:`~fuzz.clusters.Clusters`): a line that is not JSON, then JSON that
+    is no message; for a request never answered, also a request it can read but not accept."""
+    probes: list[tuple[str, Step]] = [("not-json", Step(NOT_JSON, "malformed"))]
+    if oracle == "server-alive":
+        probes.append(("not-message", Step(NOT_A_MESSAGE, "malformed")))
+    else:
+        invalid = Step(INVALID_REQUEST, "request", "mcpwire-fuzz-invalid", "ping")
+        probes.append(("invalid-request", invalid))
+    found: str | None = None
+    ran = False
+    for name, step in probes:
         if run.clock.over():
             break
         try:
-            trial, _ = run.sessions.fresh([Step(line, "malformed")])
+            trial, _ = run.sessions.fresh([step])
         except (OSError, RuntimeError) as exc:
             log.info("could not probe the server's behaviour: %s", exc)
             break
         if trial.cut:
             break
-        shown.append(any(v.oracle == oracle for v in check(trial, run.profile)))
-        if not shown[0]:
+        ran = True
+        fired = any(v.oracle == oracle for v in check(trial, run.profile))
+        if name == "not-json" and fired:
+            found = name
+            if oracle != "server-alive":
+                break  # it stops answering after an unparseable line: the smallest of the two
+        elif fired:
+            found = name
+        elif name == "not-json" and oracle == "server-alive":
             break
-    if run.clock.over() and not shown:
+    if not ran:
         return None  # not probed: asked again by the next such failure
-    return run.clusters.behaviour(oracle, bool(shown and shown[0]), len(shown) > 1 and shown[1], shape)
+    return run.clusters.behaviour(oracle, found, shape)
 
 
 def unit_of_cause(unit: Unit, violation: Violation, obs: Observation) -> str:
