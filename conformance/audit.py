@@ -122,15 +122,27 @@ class SchemaAudit:
     #: results validated, per revision
     seen: dict[str, int] = field(default_factory=dict)
 
-    def answer(self, revision: str, method: str, response: dict[str, Any]) -> None:
-        """A response to ``method`` in ``revision``: its result is validated (an error is SV-03's)."""
+    def answer(
+        self, revision: str, method: str, response: dict[str, Any], params: dict[str, Any] | None = None
+    ) -> None:
+        """A response to ``method`` (sent with ``params``) in ``revision``: its result is validated
+        against the result type of the method (an error is SV-03's). A task-augmented request
+        (``params.task``) is answered by a task, not the method's result, and a 2026-07-28 result
+        whose ``resultType`` is ``input_required`` by an InputRequiredResult; another
+        ``resultType`` is SV-16's to judge."""
         from .context import shown
         from .schema import message_validator, result_definition
 
         result = response.get("result")
-        if method in _JUDGED or not isinstance(result, dict):
+        if method in _JUDGED or not isinstance(result, dict) or (isinstance(params, dict) and "task" in params):
             return
-        name = result_definition(revision, method)
+        kind = result.get("resultType")
+        if kind not in (None, "complete"):
+            if kind != "input_required":
+                return
+            name: str | None = "InputRequiredResult"
+        else:
+            name = result_definition(revision, method)
         validator = message_validator(revision, name) if name else None
         if validator is None or name is None:
             return

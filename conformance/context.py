@@ -269,7 +269,11 @@ class Context:
         """The run's pace sizes ``wire``'s waits; its results go to the run's schema audit."""
         wire.pace = self.pace
         audit, revision = self.audit, self.revision
-        wire.on_answer = None if audit is None else (lambda method, response: audit.answer(revision, method, response))
+        wire.on_answer = (
+            None
+            if audit is None
+            else (lambda method, params, response: audit.answer(revision, method, response, params))
+        )
 
     @asynccontextmanager
     async def _lent(self, lease: Lease) -> AsyncIterator[Any]:

@@ -177,8 +177,9 @@ class WireBase:
     pace: Pace | None = None
     #: seconds from the wire's start (a process's spawn) to its first answer, once answered
     startup_s: float | None = None
-    #: given every response matched to a request, with the request's method (the schema audit)
-    on_answer: Callable[[str, dict[str, Any]], None] | None = None
+    #: given every response matched to a request, with the request's method and params (the
+    #: schema audit; params None when the wait did not send the request itself)
+    on_answer: Callable[[str, dict[str, Any] | None, dict[str, Any]], None] | None = None
 
     def answer_window(self, timeout: float) -> float:
         """How long to wait for the next answer when ``timeout`` was asked for: the first answer of
@@ -256,7 +257,7 @@ class WireBase:
         if params is not None:
             message["params"] = params
         await self.send(message)
-        return await self.wait_response(rid, timeout=timeout, what=method)
+        return await self.wait_response(rid, timeout=timeout, what=method, params=params)
 
     def _closed_reason(self) -> str | None:
         return None
@@ -276,7 +277,9 @@ class WireBase:
             count += 1
         return count
 
-    async def wait_response(self, rid: Any, *, timeout: float = 5.0, what: str = "request") -> dict[str, Any]:
+    async def wait_response(
+        self, rid: Any, *, timeout: float = 5.0, what: str = "request", params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The response to ``rid`` within ``timeout`` (the first answer of a wire: see
         :data:`FIRST_ANSWER_FACTOR`); server requests met on the way go to :attr:`responder`.
 
@@ -300,7 +303,7 @@ class WireBase:
             if frame.is_response and v.get("id") == rid and type(v.get("id")) is type(rid):
                 self.observed(began, first=first)
                 if self.on_answer is not None:
-                    self.on_answer(what, v)
+                    self.on_answer(what, params, v)
                 return dict(v)
             if frame.is_request and self.responder is not None:
                 answer = self.responder(dict(v))
