@@ -169,8 +169,7 @@ def _selection_options(p: argparse.ArgumentParser) -> None:
         "--no-edges",
         dest="edges",
         action="store_false",
-        help="no edge values first (each tool's empty string, NUL, long string, negative number...): only "
-        "the search",
+        help="no edge values first (each tool's empty string, NUL, long string, negative number...): only the search",
     )
 
 
