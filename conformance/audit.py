@@ -35,9 +35,12 @@ MAX_DEFECTS: Final = 20
 
 #: (path item, property) pairs other checks judge: tool names and schemas (SV-29, SV-29c/d),
 #: prompt and argument names (PR-01), template uriTemplate and name (RS-03), resultType (SV-16),
-#: caching hints (CA-01), a tool's structuredContent (SV-30)
+#: caching hints (CA-01), a tool's structuredContent (SV-30), a prompt message's role and content
+#: (PR-02)
 _ELSEWHERE: Final = frozenset(
     {
+        ("messages", "role"),
+        ("messages", "content"),
         ("tools", "name"),
         ("tools", "inputSchema"),
         ("tools", "outputSchema"),

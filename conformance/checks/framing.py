@@ -398,7 +398,15 @@ async def _batch_over_streamable_http(ctx: Context, wire: Any, batch: list[dict[
     if answered(reply) == wanted:
         return
     if reply.status is None:
-        ctx.cannot_judge(f"a POSTed batch of two pings got no HTTP answer ({reply.error or 'no answer in time'})")
+        # no HTTP answer: a dropped batch, or a busy server; a single ping answered after it tells
+        try:
+            await ctx.call(wire, _ping_method(ctx))
+        except NoAnswer:
+            ctx.cannot_judge(f"a POSTed batch of two pings got no HTTP answer ({reply.error or 'no answer in time'})")
+        ctx.fail(
+            f"a POSTed batch of two pings got no HTTP answer ({reply.error or 'no answer in time'}), while a single "
+            f"{_ping_method(ctx)} after it was answered"
+        )
     got = ", ".join(sorted(answered(reply))) or "neither"
     body = f" body {reply.body[:200]!r}" if reply.body and not reply.is_sse else ""
     ctx.fail(
