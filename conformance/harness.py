@@ -72,6 +72,12 @@ KEEP_EXCHANGES: Final = 200
 MAX_FRAME_BYTES_KEPT: Final = 64 * 1024 * 1024
 
 
+def _undecodable_head(rid: Any) -> str:
+    """How a compact response to ``rid`` starts (a line kept as text, too deep to decode, that
+    starts so is that response)."""
+    return '{"jsonrpc":"2.0","id":' + json.dumps(rid, separators=(",", ":")) + ","
+
+
 class NoAnswer(Exception):
     """The server sent no answer to a request before its deadline.
 
@@ -299,6 +305,10 @@ class WireBase:
                 raise NoAnswer(f"no answer to {what} (id {rid!r}) within {timeout:g} s")
             if frame.ended is not None and frame.ended[0] == rid and type(frame.ended[0]) is type(rid):
                 raise NoAnswer(f"{frame.ended[1]}: no JSON-RPC answer to {what} (id {rid!r})", timed_out=False)
+            if not frame.is_json and frame.text.startswith(_undecodable_head(rid)):
+                raise NoAnswer(
+                    f"{what} (id {rid!r}) was answered with a message too deeply nested to decode", timed_out=False
+                )
             v = frame.value
             if frame.is_response and v.get("id") == rid and type(v.get("id")) is type(rid):
                 self.observed(began, first=first)

@@ -194,9 +194,14 @@ async def _run_one(check: Check, probe_: Probe, target: Target, supported: tuple
             level = ended.level
             result.level = level.value
     except NoAnswer as exc:
-        # a missing answer proves nothing of a rule that is not about time (a check whose rule is,
-        # or that has other evidence, ends with fail itself): the server may only be slow
-        result.status, result.message = "error", f"could not judge: {exc}"
+        # a window that ended proves nothing of a rule that is not about time (a check whose rule
+        # is, or that has other evidence, ends with fail itself): the server may only be slow. A
+        # server that closed its output, answered HTTP without JSON-RPC, or answered something too
+        # deep to read, did answer the request wrongly: that is evidence
+        if exc.timed_out:
+            result.status, result.message = "error", f"could not judge: {exc}"
+        else:
+            result.status, result.message = "fail", str(exc)
     except trio.TooSlowError:
         result.status, result.message = "error", f"could not judge: the check did not finish within {deadline:.0f} s"
     except EndpointRefused as exc:
