@@ -153,4 +153,9 @@ def summarise(result: RunResult) -> dict[str, Any]:
         "finding_messages": [
             f"[{f['oracle']}] {f.get('tool') or f.get('phase')}: {f['message'][:160]}" for f in findings
         ],
+        "findings_full": [
+            {k: f.get(k) for k in ("oracle", "severity", "tool", "phase", "message", "reproduced", "flaky")}
+            for f in findings
+        ],
+        "coverage_gaps": report.get("coverage_gaps") or [],
     }

@@ -22,10 +22,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import socket
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,113 @@ PY = SERVERS / "py" / "bin"
 CRON = SERVERS / "npm" / "node_modules" / "mcp-cron-linux-amd64" / "bin" / "mcp-cron"
 DOC = REPO / "docs" / "fuzz-findings.md"
 BEGIN, END = "<!-- fuzz-findings-table:begin -->", "<!-- fuzz-findings-table:end -->"
-NAMES = ("everything", "everything-http", "memory", "filesystem", "time", "git", "sqlite", "cron")
+NAMES = ("everything", "everything-http", "memory", "filesystem", "time", "git", "sqlite", "cron", "fastmcp")
+FASTMCP = SERVERS / "fastmcp" / "bin" / "fastmcp"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Who a finding blames rightly: ``server`` (a true finding) or ``fuzzer`` (a false one),
+    matched by server (``*``: any), oracle and a regular expression on the finding's message."""
+
+    server: str
+    oracle: str
+    pattern: str
+    who: str
+    why: str
+
+    def matches(self, server: str, finding: dict[str, Any]) -> bool:
+        if self.server not in ("*", server) or self.oracle != finding.get("oracle"):
+            return False
+        return re.search(self.pattern, str(finding.get("message", ""))) is not None
+
+
+#: Each finding of the runs, judged by hand against the spec text and the trace (replayed where it
+#: was not plain). A finding no entry matches is counted as unjudged.
+TS = r"^(everything|everything-http|memory|filesystem)$"
+PY_SDK = r"^(time|git|sqlite|fastmcp)$"
+VERDICTS: tuple[Verdict, ...] = (
+    Verdict(
+        "*",
+        "leak",
+        r"^the answer to tools/call 'get-env' holds the server's environment",
+        "server",
+        "server-everything's `get-env` returns the server's whole environment (the planted canary "
+        "included): a secret-leaking tool, annotated read-only and safe to call.",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^Any request the server cannot decode or validate \(a ping whose params are \[\]",
+        "server",
+        "The SDK drops, without an answer, any request it cannot decode or validate (an id above 2^53, "
+        "params that are not an object, an unknown top-level member, a lone surrogate, deep nesting): "
+        'JSON-RPC 2.0 §5 ("the Server MUST reply with a Response", -32600 or -32700 for what it cannot '
+        "read). One cause, shown by the probe `ping` with `params: []`, never answered.",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^Any line the server cannot (parse|decode) \(JSON cut short",
+        "server",
+        "After one line it cannot parse, the server answers nothing more (mcp-cron's stdio reader does not "
+        "recover: FR-01 of the checker too). JSON-RPC 2.0 §5.1 asks for -32700, or at least for later "
+        "requests to be answered.",
+    ),
+    Verdict(
+        "*",
+        "server-alive",
+        r"^Any line the server cannot (parse|decode) \(JSON cut short",
+        "server",
+        "The process exits on a line it cannot decode: a denial of service by one line.",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^A request whose id is above 2\^53 .* is never answered",
+        "server",
+        "F-1: the TypeScript SDK validates ids as safe JavaScript integers and drops the request silently "
+        '(JSON-RPC 2.0 §5: "the Server MUST reply with a Response"; MCP allows any integer id).',
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^A request with an unknown top-level member .* is never answered",
+        "server",
+        "F-4: the message schema is strict about the envelope and the rejection is never answered "
+        "(JSON-RPC 2.0 §5: an Invalid Request error is due).",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^A request whose params are not an object .* is never answered",
+        "server",
+        "F-5: MCP params are objects; the request should be refused with -32602/-32600, not dropped.",
+    ),
+    Verdict(
+        "*",
+        "answer-deadline",
+        r"^A string holding a lone surrogate .* is never answered",
+        "server",
+        "F-6: the Python SDK's parser refuses an unpaired surrogate escape (valid JSON, RFC 8259 §7) and "
+        "drops the message without -32700.",
+    ),
+    Verdict(
+        PY_SDK,
+        "answer-deadline",
+        r"^JSON nested \d+ levels deep is never answered",
+        "server",
+        "F-2: the Python SDK's parser has a nesting limit and drops the message without -32700.",
+    ),
+    Verdict(
+        "cron",
+        "one-answer",
+        r"^A request whose id is above 2\^53 .* is answered with a different id",
+        "server",
+        "The Go server reads ids as doubles and answers 2^53+1 as 2^53: the answer can never be matched "
+        '(JR-05: "Responses MUST include the same ID").',
+    ),
+)
 #: the tools the fuzzer's safe default picks on each server (read from their annotations: read-only,
 #: or idempotent and not destructive, and not open-world); the "before" run is limited to them
 SAFE_TOOLS = {
@@ -54,6 +162,7 @@ SAFE_TOOLS = {
             "git_branch"],
     "sqlite": [],
     "cron": [],
+    "fastmcp": [],
 }  # fmt: skip
 SAFE_TOOLS["everything-http"] = SAFE_TOOLS["everything"]
 
@@ -94,6 +203,11 @@ def target(name: str, tmp: Path) -> tuple[list[str], list[str]]:
         return home, [str(PY / "mcp-server-git"), "--repository", str(repo)]
     if name == "sqlite":
         return home, [str(PY / "mcp-server-sqlite"), "--db-path", str(tmp / "db.sqlite")]
+    if name == "fastmcp":
+        config = tmp / "proxy.json"
+        everything = str(NPM / "mcp-server-everything")
+        config.write_text(json.dumps({"mcpServers": {"everything": {"command": everything, "args": []}}}))
+        return home, [str(FASTMCP), "run", str(config), "--no-banner"]
     if name == "cron":
         return home, [str(CRON), "-transport", "stdio", "-db-path", str(tmp / "cron.db"), "-log-file",
                       str(tmp / "cron.log"), "-mcp-config-path", str(tmp / "none.json")]  # fmt: skip
@@ -134,17 +248,34 @@ def run_server(name: str, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _cell(summary: dict[str, Any] | None) -> list[str]:
+def judge(server: str, summary: dict[str, Any]) -> dict[str, int]:
+    """True, false and unjudged findings of one run (see :data:`VERDICTS`); also marks each
+    finding of the summary with its verdict."""
+    counts = {"true": 0, "false": 0, "unjudged": 0}
+    for finding in summary.get("findings_full") or []:
+        verdict = next((v for v in VERDICTS if v.matches(server, finding)), None)
+        key = "unjudged" if verdict is None else ("true" if verdict.who == "server" else "false")
+        counts[key] += 1
+        finding["verdict"] = key if verdict is None else f"{key}: {verdict.why}"
+    return counts
+
+
+def _cell(summary: dict[str, Any] | None, server: str = "") -> list[str]:
     if summary is None:
-        return ["-"] * 8
+        return ["-"] * 9
     if summary.get("error") and not summary.get("units"):
-        return ["could not run", "", "", "", "", "", f"{summary['wall_s']:.0f} s", ""]
+        return ["could not run", "", "", "", "", "", "", f"{summary['wall_s']:.0f} s", ""]
     first = summary["first_finding_s"]
+    counts = judge(server, summary)
+    judged = f"{counts['true']} / {counts['false']}" + (
+        f" ({counts['unjudged']} unjudged)" if counts["unjudged"] else ""
+    )
     return [
         str(summary["examples"]),
         str(summary["findings"]),
         str(summary["root_causes"]),
         str(summary["cluster_members"]),
+        judged,
         str(len(summary["units_zero_examples"])) + f" of {summary['units']}",
         "-" if first is None else f"{first:.0f} s",
         f"{summary['wall_s']:.0f} s",
@@ -153,8 +284,8 @@ def _cell(summary: dict[str, Any] | None) -> list[str]:
 
 
 def table(results: list[dict[str, Any]], budget: float) -> str:
-    head = ["server", "run", "examples", "findings", "root causes", "failing examples", "units with 0 examples",
-            "first finding", "wall time", "overrun"]  # fmt: skip
+    head = ["server", "run", "examples", "findings", "root causes", "failing examples", "true / false",
+            "units with 0 examples", "first finding", "wall time", "overrun"]  # fmt: skip
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for result in results:
         if "missing" in result:
@@ -162,7 +293,7 @@ def table(results: list[dict[str, Any]], budget: float) -> str:
             continue
         for run in ("before", "after"):
             if run in result:
-                rows.append("| " + " | ".join([result["server"], run, *_cell(result[run])]) + " |")
+                rows.append("| " + " | ".join([result["server"], run, *_cell(result[run], result["server"])]) + " |")
     notes = [f"Budget {budget:g} s per server (`--time-budget`); wall time measured from outside the process."]
     for result in results:
         after = result.get("after") or {}

@@ -32,10 +32,12 @@ import trio
 
 from mcpwire.redaction import SecretValues, redact_argv, redact_url, shorten
 
+from .audit import SchemaAudit
 from .evidence import WireRecord
 from .harness import NoAnswer, WireBase, open_wire
 from .levels import Level
 from .model import SkipKind
+from .pace import Pace
 from .pool import Lease, WirePool
 
 __all__ = [
@@ -181,6 +183,10 @@ class Context:
     notes: list[str] = field(default_factory=list)
     tools: ToolPolicy = field(default_factory=ToolPolicy)
     pool: WirePool | None = None
+    #: the run's observed latencies: every wire of the check waits by them (see :mod:`.pace`)
+    pace: Pace | None = None
+    #: the run's schema audit: every result a wire of this check receives goes to it (SV-06)
+    audit: SchemaAudit | None = None
     _leased: bool = False
 
     # -- outcomes ---------------------------------------------------------------------------
@@ -207,6 +213,49 @@ class Context:
     def not_observed(self, why: str) -> NoReturn:
         raise CheckEnded("not_observed", why)
 
+    def cannot_judge(self, why: str) -> NoReturn:
+        """Nothing proves the rule broken or kept (no answer within the window, on a server that
+        may only be slow): the ``error`` outcome, never a failure."""
+        raise CheckEnded("error", f"could not judge: {why}")
+
+    async def silence_proven(self, wire: Any, what: str) -> str:
+        """After ``what`` got no answer: whether that silence is evidence. The server is asked a
+        ping (2026-07-28: ``server/discover``) within the run's window; when it answers, the
+        silence was the server's choice and this returns how it was shown; when its output closed,
+        it ended (also evidence). Otherwise the server may only be slow and the check cannot judge
+        (:meth:`cannot_judge`)."""
+        closed = getattr(wire, "stdout_closed", False)
+        if closed:
+            return "the server closed its stdout"
+        method = "ping" if self.era == "legacy" else "server/discover"
+        try:
+            await self.call(wire, method, {} if method == "ping" else None)
+        except NoAnswer as exc:
+            if getattr(wire, "stdout_closed", False):
+                return "the server closed its stdout"
+            self.cannot_judge(f"{what} got no answer, and neither did a later {method} ({exc})")
+        return f"a later {method} was answered"
+
+    async def still_answering(self, wire: Any, after: str) -> None:
+        """Fails the check when the server answers nothing after ``after``: its output closed, or
+        two more requests got no answer, the second with twice the window. The windows follow the
+        latencies this run observed (:mod:`.pace`), so a server that answered in a second before
+        and nothing in many times that after stopped answering; one that answers either request is
+        still answering (the caller goes on judging)."""
+        method = "ping" if self.era == "legacy" else "server/discover"
+        for factor in (1.0, 2.0):
+            if getattr(wire, "stdout_closed", False):
+                break
+            try:
+                await self.call(wire, method, {} if method == "ping" else None, timeout=self.timeout * factor)
+            except NoAnswer:
+                continue
+            return
+        if getattr(wire, "stdout_closed", False):
+            self.fail(f"the server closed its stdout after {after}")
+        window = wire.answer_window(self.timeout)
+        self.fail(f"the server stopped answering after {after} (two requests, {window:.0f} s and {2 * window:.0f} s)")
+
     def note(self, text: str) -> None:
         self.notes.append(text)
 
@@ -216,10 +265,21 @@ class Context:
 
     # -- wires ------------------------------------------------------------------------------
 
+    def _watch(self, wire: WireBase) -> None:
+        """The run's pace sizes ``wire``'s waits; its results go to the run's schema audit."""
+        wire.pace = self.pace
+        audit, revision = self.audit, self.revision
+        wire.on_answer = (
+            None
+            if audit is None
+            else (lambda method, params, response: audit.answer(revision, method, response, params))
+        )
+
     @asynccontextmanager
     async def _lent(self, lease: Lease) -> AsyncIterator[Any]:
         """Lend ``lease``'s wire to the check; give it back (clean only if the block ended normally)."""
         assert self.pool is not None
+        self._watch(lease.wire)
         self.wires.append(lease.wire)
         clean = False
         try:
@@ -244,6 +304,7 @@ class Context:
             async with open_wire(
                 self.target.argv, env=self.target.env, eof_grace=self.target.eof_grace, cwd=self.target.cwd
             ) as wire:
+                self._watch(wire)
                 self.wires.append(wire)
                 yield wire
             return
@@ -255,6 +316,7 @@ class Context:
         async with open_http_wire(
             self.target.url, self.revision, transport=self.target.transport, headers=extra
         ) as http_wire:
+            self._watch(http_wire)
             self.wires.append(http_wire)
             yield http_wire
 
@@ -319,9 +381,14 @@ class Context:
         )
 
     async def result(self, wire: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The ``result`` of a request; an error answer fails the check."""
+        """The ``result`` of a request; an error answer fails the check, but for an internal error
+        (-32603: the server failed inside, e.g. a proxy whose backend was busy), after which the
+        check cannot judge."""
         answer = await self.call(wire, method, params)
         result = answer.get("result")
+        error = answer.get("error")
+        if isinstance(error, dict) and error.get("code") == -32603:
+            self.cannot_judge(f"{method} answered an internal error: {shown(answer)}")
         if not isinstance(result, dict):
             self.fail(f"{method} answered without an object result: {shown(answer)}")
         return result

@@ -83,6 +83,16 @@ def shim_argv(socket_path: str) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", SHIM, socket_path]
 
 
+#: ``MODULE`` of a zygote that runs a script instead: ``script:PATH`` (see :func:`script_module`)
+SCRIPT_PREFIX: Final = "script:"
+
+
+def script_module(path: str) -> str:
+    """The ``MODULE`` argument that makes the zygote run the Python script at ``path`` as
+    ``__main__`` (a pip console script such as ``mcp-server-time``), with the zygote's arguments."""
+    return SCRIPT_PREFIX + path
+
+
 def _child(conn: socket.socket, fds: list[int], module: str) -> None:
     """In the forked child: take the shim's stdio, watch the shim, run ``module``; never returns."""
     for target, fd in enumerate(fds[:3]):
@@ -116,11 +126,17 @@ def _child(conn: socket.socket, fds: list[int], module: str) -> None:
     import runpy
 
     status = 0
-    # as ``python -m MODULE`` would: no arguments, and the module run afresh as __main__
-    sys.argv = [sys.argv[0]]
-    sys.modules.pop(module, None)
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        if module.startswith(SCRIPT_PREFIX):
+            # as ``python SCRIPT ARGS...`` would: the script run as __main__ with its arguments
+            script = module.removeprefix(SCRIPT_PREFIX)
+            sys.argv = [script, *SCRIPT_ARGS]
+            runpy.run_path(script, run_name="__main__")
+        else:
+            # as ``python -m MODULE`` would: no arguments, and the module run afresh as __main__
+            sys.argv = [sys.argv[0]]
+            sys.modules.pop(module, None)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:  # the server's own failure: shown on its stderr, as python would
@@ -143,7 +159,7 @@ def serve(module: str, socket_path: str, preload: Sequence[str] = ()) -> None:
     One thread, one loop: new connections, ended children (SIGCHLD wakes the loop through a pipe;
     reaping happens in the loop, after the child was registered) and the end of stdin.
     """
-    for name in (module, *preload):
+    for name in (() if module.startswith(SCRIPT_PREFIX) else (module,)) + tuple(preload):
         __import__(name)
     children: dict[int, socket.socket] = {}
     wake_read, wake_write = os.pipe()
@@ -236,7 +252,18 @@ def _reap(children: dict[int, socket.socket]) -> None:
         conn.close()
 
 
+#: the arguments a ``script:`` zygote gives its script (after ``--`` on its command line)
+SCRIPT_ARGS: list[str] = []
+
 if __name__ == "__main__":  # pragma: no cover - run as the zygote process
-    if len(sys.argv) < 4 or sys.argv[1] != "zygote":
-        sys.exit("usage: python -m mcpwire.conformance.forkserver zygote MODULE SOCKET [PRELOAD...]")
-    serve(sys.argv[2], sys.argv[3], sys.argv[4:])
+    if __spec__ is None:
+        # run as a file by another interpreter (a server's own venv): this folder is no package
+        # of that interpreter's, so it leaves the import path
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    words = sys.argv[1:]
+    if "--" in words:
+        words, SCRIPT_ARGS[:] = words[: words.index("--")], words[words.index("--") + 1 :]
+    if len(words) < 3 or words[0] != "zygote":
+        sys.exit("usage: python -m mcpwire.conformance.forkserver zygote MODULE SOCKET [PRELOAD...] [-- ARGS...]")
+    serve(words[1], words[2], words[3:])

@@ -34,9 +34,10 @@ import trio
 
 from .context import CLIENT_INFO, META_CAPS, META_INFO, META_VERSION, Context, Target, shown
 from .evidence import Redactor, WireRecord, collect, limit_depth, record_of
-from .harness import FIRST_ANSWER_FACTOR, Frame, NoAnswer, WireBase, lone_errors
+from .harness import Frame, NoAnswer, WireBase, lone_errors
 from .http_harness import EndpointRefused, TargetUnreachable, open_http_wire
 from .model import ALL_REVISIONS, Probe, Violation, era_of
+from .pace import Pace
 from .pool import WirePool
 from .registry import check
 
@@ -45,6 +46,8 @@ __all__ = ["detect_transport", "endpoint_origin", "probe"]
 _log = logging.getLogger("mcpwire.check.handshake")
 
 SSE_PAGE: Final = "2024-11-05/basic/transports.mdx §HTTP with SSE"
+#: a probe that got no answer is tried again, alone, with this many times the wait
+RETRY_FACTOR: Final = 3.0
 
 
 @check(
@@ -81,8 +84,14 @@ def _loosely(got: Any, rid: Any) -> bool:
 
 async def _answer(wire: WireBase, rid: Any, timeout: float, what: str) -> tuple[dict[str, Any] | None, str]:
     """The response to ``rid``, read leniently: returns ``(answer, "")``, or ``(answer, problem)``
-    when it came in an array or with another JSON type of id, or ``(None, why)``."""
-    deadline = trio.current_time() + timeout
+    when it came in an array or with another JSON type of id, or ``(None, why)``.
+
+    The wait is the wire's window for ``timeout`` (the first answer includes the start-up, and
+    both grow with what the run observed: :class:`~.pace.Pace`)."""
+    first = not wire.heard
+    began = trio.current_time()
+    timeout = wire.answer_window(timeout)
+    deadline = began + timeout
     while True:
         frame: Frame | None = await wire.recv(max(0.0, deadline - trio.current_time()))
         if frame is None:
@@ -92,6 +101,8 @@ async def _answer(wire: WireBase, rid: Any, timeout: float, what: str) -> tuple[
                 return None, f"{frame.ended[1]}: no JSON-RPC answer to {what}"
             continue
         value = frame.value
+        if frame.is_response or isinstance(value, list):
+            wire.observed(began, first=first)
         if isinstance(value, list):
             for item in value:
                 if isinstance(item, dict) and "method" not in item and _loosely(item.get("id"), rid):
@@ -127,7 +138,7 @@ async def _probe_legacy(wire: WireBase, revision: str, timeout: float) -> Probe:
     rid = wire.new_id()
     params = {"protocolVersion": revision, "capabilities": {}, "clientInfo": CLIENT_INFO}
     await wire.send({"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params})
-    answer, problem = await _answer(wire, rid, timeout * FIRST_ANSWER_FACTOR, "initialize")
+    answer, problem = await _answer(wire, rid, timeout, "initialize")
     if answer is None:
         return Probe(revision, False, detail=problem)
     result = answer.get("result")
@@ -154,7 +165,7 @@ async def _probe_modern(wire: WireBase, revision: str, timeout: float) -> Probe:
     rid = wire.new_id()
     meta = {META_VERSION: revision, META_CAPS: {}, META_INFO: CLIENT_INFO}
     await wire.send({"jsonrpc": "2.0", "id": rid, "method": "server/discover", "params": {"_meta": meta}})
-    answer, problem = await _answer(wire, rid, timeout * FIRST_ANSWER_FACTOR, "server/discover")
+    answer, problem = await _answer(wire, rid, timeout, "server/discover")
     if answer is None:
         return Probe(revision, False, detail=problem)
     broken = _problem(revision, "server/discover", rid, answer, problem)
@@ -189,13 +200,16 @@ def _with_evidence(found: Probe, records: Sequence[WireRecord], redactor: Redact
     return dataclasses.replace(found, violation=violation, detail=violation.message)
 
 
-async def _probe_one(target: Target, revision: str, timeout: float, pool: WirePool | None, redactor: Redactor) -> Probe:
+async def _probe_one(
+    target: Target, revision: str, timeout: float, pool: WirePool | None, redactor: Redactor, pace: Pace | None
+) -> Probe:
     legacy = era_of(revision) == "legacy"
     if target.transport == "sse" and not legacy:
         # 2026-07-28 defines stdio and Streamable HTTP only
         return Probe(revision, False, detail="the 2024-11-05 HTTP+SSE transport does not carry 2026-07-28")
     if pool is not None:
         lease = await pool.session(revision)
+        lease.wire.pace = pace
         found = Probe(revision, False)
         try:
             found = await (_probe_legacy if legacy else _probe_modern)(lease.wire, revision, timeout)
@@ -206,6 +220,7 @@ async def _probe_one(target: Target, revision: str, timeout: float, pool: WirePo
         return _with_evidence(found, [record], redactor)
     try:
         async with _http_wire(target, revision) as wire:
+            wire.pace = pace
             try:
                 found = await (_probe_legacy if legacy else _probe_modern)(wire, revision, timeout)
             except NoAnswer as exc:
@@ -225,10 +240,14 @@ async def probe(
     timeout: float = 5.0,
     pool: WirePool | None = None,
     redactor: Redactor | None = None,
+    pace: Pace | None = None,
 ) -> list[Probe]:
     """Which of ``revisions`` the server accepts, and what the handshake of each already breaks.
 
     Stdio targets need ``pool`` (the run's processes); without one a pool is made for the probes.
+    ``pace`` (the run's, see :mod:`.pace`) sizes the waits and learns the server's start-up; a
+    revision that got no answer at all is probed once more, alone, once the others are done (the
+    probes side by side are the busiest moment of a run, and no answer is no refusal).
 
     Raises:
         OSError: the command cannot be started, or the URL cannot be reached.
@@ -239,19 +258,25 @@ async def probe(
             async with trio.open_nursery() as nursery:
                 own = target.pool(nursery)
                 try:
-                    return await probe(target, revisions, timeout=timeout, pool=own, redactor=redactor)
+                    return await probe(target, revisions, timeout=timeout, pool=own, redactor=redactor, pace=pace)
                 finally:
                     own.close_all()
     probes: dict[str, Probe] = {}
 
     async def one(revision: str) -> None:
-        probes[revision] = await _probe_one(target, revision, timeout, pool, redactor)
+        probes[revision] = await _probe_one(target, revision, timeout, pool, redactor, pace)
 
     # the first probe alone: a command that cannot start fails once, not five times
     await one(revisions[0])
     async with trio.open_nursery() as nursery:
         for revision in revisions[1:]:
             nursery.start_soon(one, revision)
+    for revision in revisions:
+        found = probes[revision]
+        if not found.answered and found.violation is None and found.detail.startswith("no answer to "):
+            # alone now, and with a longer wait: a server that answered nothing yet taught the pace
+            # nothing about its start-up
+            probes[revision] = await _probe_one(target, revision, timeout * RETRY_FACTOR, pool, redactor, pace)
     return [probes[r] for r in revisions]
 
 

@@ -37,6 +37,7 @@ import trio
 from mcpwire.actors.shutdown import ExitStep, end_process, signal_group
 
 from .bounded import BoundedLog
+from .pace import FIRST_ANSWER_FACTOR, Pace
 
 __all__ = [
     "EOF_GRACE_S",
@@ -59,9 +60,6 @@ _log = logging.getLogger("mcpwire.check.harness")
 #: How long the server gets to exit after stdin EOF before SIGTERM, then after SIGTERM.
 EOF_GRACE_S: Final = 2.0
 TERM_GRACE_S: Final = 1.0
-#: the wait for a wire's first answer is this many times the wait for one answer: it includes the
-#: server's start-up (a Python SDK server takes seconds to import on a busy machine)
-FIRST_ANSWER_FACTOR: Final = 2.0
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 MAX_STDERR_BYTES: Final = 64 * 1024
 #: frames received and not yet read by the check; when full, reading from the server pauses
@@ -74,8 +72,22 @@ KEEP_EXCHANGES: Final = 200
 MAX_FRAME_BYTES_KEPT: Final = 64 * 1024 * 1024
 
 
+def _undecodable_head(rid: Any) -> str:
+    """How a compact response to ``rid`` starts (a line kept as text, too deep to decode, that
+    starts so is that response)."""
+    return '{"jsonrpc":"2.0","id":' + json.dumps(rid, separators=(",", ":")) + ","
+
+
 class NoAnswer(Exception):
-    """The server sent no answer to a request before its deadline."""
+    """The server sent no answer to a request before its deadline.
+
+    ``timed_out`` is true when only the window ended (the server may just be slow), false when
+    something else ended the wait: the wire closed, or an HTTP answer came without a JSON-RPC one.
+    """
+
+    def __init__(self, message: str, *, timed_out: bool = True) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 @dataclass(slots=True, frozen=True)
@@ -167,6 +179,33 @@ class WireBase:
     responder: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
     #: something came from the server on this wire (see :data:`FIRST_ANSWER_FACTOR`)
     heard: bool = False
+    #: the run's observed latencies, which size every wait for an answer (see :mod:`.pace`)
+    pace: Pace | None = None
+    #: seconds from the wire's start (a process's spawn) to its first answer, once answered
+    startup_s: float | None = None
+    #: given every response matched to a request, with the request's method and params (the
+    #: schema audit; params None when the wait did not send the request itself)
+    on_answer: Callable[[str, dict[str, Any] | None, dict[str, Any]], None] | None = None
+
+    def answer_window(self, timeout: float) -> float:
+        """How long to wait for the next answer when ``timeout`` was asked for: the first answer of
+        a wire includes the server's start-up (:data:`FIRST_ANSWER_FACTOR`), and both grow with the
+        latencies the run observed (:class:`~.pace.Pace`)."""
+        first = not self.heard
+        if self.pace is None:
+            return timeout * FIRST_ANSWER_FACTOR if first else timeout
+        return self.pace.first_window(timeout) if first else self.pace.answer_window(timeout)
+
+    def observed(self, began: float, *, first: bool) -> None:
+        """An answer arrived for a request sent at ``began`` (``trio.current_time()``): tell the pace."""
+        if first and self.startup_s is None:
+            self.startup_s = time.monotonic() - self.started
+        if self.pace is None:
+            return
+        if first:
+            self.pace.observe_startup(self.startup_s or 0.0)
+        else:
+            self.pace.observe_answer(trio.current_time() - began)
 
     def note(self, text: str) -> None:
         self.exchanges.append(Exchange("!", text, time.monotonic() - self.started))
@@ -224,7 +263,7 @@ class WireBase:
         if params is not None:
             message["params"] = params
         await self.send(message)
-        return await self.wait_response(rid, timeout=timeout, what=method)
+        return await self.wait_response(rid, timeout=timeout, what=method, params=params)
 
     def _closed_reason(self) -> str | None:
         return None
@@ -244,27 +283,37 @@ class WireBase:
             count += 1
         return count
 
-    async def wait_response(self, rid: Any, *, timeout: float = 5.0, what: str = "request") -> dict[str, Any]:
+    async def wait_response(
+        self, rid: Any, *, timeout: float = 5.0, what: str = "request", params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The response to ``rid`` within ``timeout`` (the first answer of a wire: see
         :data:`FIRST_ANSWER_FACTOR`); server requests met on the way go to :attr:`responder`.
 
         Raises:
             NoAnswer: no response before the deadline, or the wire closed.
         """
-        if not self.heard:
-            timeout *= FIRST_ANSWER_FACTOR
-        deadline = trio.current_time() + timeout
+        first = not self.heard
+        began = trio.current_time()
+        timeout = self.answer_window(timeout)
+        deadline = began + timeout
         while True:
             frame = await self.recv(max(0.0, deadline - trio.current_time()))
             if frame is None:
                 closed = self._closed_reason()
                 if closed is not None:
-                    raise NoAnswer(f"{closed} without answering {what} (id {rid!r})")
+                    raise NoAnswer(f"{closed} without answering {what} (id {rid!r})", timed_out=False)
                 raise NoAnswer(f"no answer to {what} (id {rid!r}) within {timeout:g} s")
             if frame.ended is not None and frame.ended[0] == rid and type(frame.ended[0]) is type(rid):
-                raise NoAnswer(f"{frame.ended[1]}: no JSON-RPC answer to {what} (id {rid!r})")
+                raise NoAnswer(f"{frame.ended[1]}: no JSON-RPC answer to {what} (id {rid!r})", timed_out=False)
+            if not frame.is_json and frame.text.startswith(_undecodable_head(rid)):
+                raise NoAnswer(
+                    f"{what} (id {rid!r}) was answered with a message too deeply nested to decode", timed_out=False
+                )
             v = frame.value
             if frame.is_response and v.get("id") == rid and type(v.get("id")) is type(rid):
+                self.observed(began, first=first)
+                if self.on_answer is not None:
+                    self.on_answer(what, params, v)
                 return dict(v)
             if frame.is_request and self.responder is not None:
                 answer = self.responder(dict(v))
@@ -276,6 +325,20 @@ class WireBase:
         if params is not None:
             message["params"] = params
         await self.send(message)
+
+    async def watch(self, seconds: float) -> list[Frame]:
+        """Every frame that arrives in the next ``seconds`` (whatever the gaps between them)."""
+        got: list[Frame] = []
+        deadline = trio.current_time() + seconds
+        while (left := deadline - trio.current_time()) > 0:
+            frame = await self.recv(left)
+            if frame is None:
+                if self._closed_reason() is not None:
+                    break
+                continue
+            if frame.ended is None:
+                got.append(frame)
+        return got
 
     async def drain(self, quiet: float) -> list[Frame]:
         """Every frame that arrives until ``quiet`` seconds pass without one (bounded by 10 s)."""

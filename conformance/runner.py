@@ -22,6 +22,7 @@ it (``reuse=False`` gives every check its own processes).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Final
 import trio
 
 from . import checks as _checks  # noqa: F401  (registers the catalogue)
+from .audit import SchemaAudit
 from .context import CheckEnded, Context, Target, ToolPolicy
 from .evidence import Redactor, WireRecord, collect, record_of
 from .handshake import detect_transport, probe
@@ -37,6 +39,7 @@ from .harness import NoAnswer, lone_errors
 from .http_harness import EndpointRefused
 from .levels import Level
 from .model import ALL_REVISIONS, STATUSES, Probe, Result, Run, SkipKind, Violation, era_of, spec_url
+from .pace import Pace
 from .pool import WirePool
 from .registry import CATALOGUE, Check
 
@@ -156,6 +159,10 @@ class _Settings:
     timeout: float
     check_timeout: float
     tools: ToolPolicy
+    #: the run's observed start-up and answer latencies (see :mod:`.pace`)
+    pace: Pace
+    #: every result received, validated against the revision's schema (see :mod:`.audit`)
+    audit: SchemaAudit
 
 
 async def _run_one(check: Check, probe_: Probe, target: Target, supported: tuple[str, ...], run: _Settings) -> Result:
@@ -173,10 +180,12 @@ async def _run_one(check: Check, probe_: Probe, target: Target, supported: tuple
         timeout=run.timeout,
         tools=run.tools,
     )
-    ctx.pool = run.pool
+    ctx.pool, ctx.pace, ctx.audit = run.pool, run.pace, run.audit
     began = time.monotonic()
+    # the check's own deadline grows as its windows do (a slow machine makes every wait longer)
+    deadline = run.check_timeout * run.pace.scale(run.timeout)
     try:
-        with trio.fail_after(run.check_timeout):
+        with trio.fail_after(deadline):
             await check.fn(ctx)
     except CheckEnded as ended:
         result.status, result.message = ended.status, ended.message
@@ -185,9 +194,16 @@ async def _run_one(check: Check, probe_: Probe, target: Target, supported: tuple
             level = ended.level
             result.level = level.value
     except NoAnswer as exc:
-        result.status, result.message = "fail", str(exc)
+        # a window that ended proves nothing of a rule that is not about time (a check whose rule
+        # is, or that has other evidence, ends with fail itself): the server may only be slow. A
+        # server that closed its output, answered HTTP without JSON-RPC, or answered something too
+        # deep to read, did answer the request wrongly: that is evidence
+        if exc.timed_out:
+            result.status, result.message = "error", f"could not judge: {exc}"
+        else:
+            result.status, result.message = "fail", str(exc)
     except trio.TooSlowError:
-        result.status, result.message = "fail", f"the check did not finish within {run.check_timeout:g} s"
+        result.status, result.message = "error", f"could not judge: the check did not finish within {deadline:.0f} s"
     except EndpointRefused as exc:
         result.status, result.message = "error", f"cannot run the check: {exc}"
     except OSError as exc:
@@ -235,6 +251,75 @@ def _schedule(tested: Sequence[Probe], checks: Sequence[Check]) -> list[tuple[in
     consecutive checks of its revision)."""
     pairs = [(i, j) for i, p in enumerate(tested) if p.violation is None for j in range(len(checks))]
     return sorted(pairs, key=lambda pair: (not (checks[pair[1]].tags & _SLOW_TAGS), pair))
+
+
+#: a result that could not be judged for want of an answer (see :func:`_second_chance`)
+_UNANSWERED: Final = "could not judge: "
+#: the windows of a second attempt, in the first's
+SECOND_CHANCE_STRETCH: Final = 2.0
+
+
+async def _second_chance(
+    tested: Sequence[Probe],
+    checks: Sequence[Check],
+    rows: list[list[Result | None]],
+    target: Target,
+    supported: tuple[str, ...],
+    settings: _Settings,
+) -> None:
+    """Checks that could not judge for want of an answer run once more, one at a time, with
+    windows twice as long: the first attempt ran beside ``jobs`` others on a busy machine, and a
+    second, alone, usually gets its answers. What it decides replaces the first result (a failure
+    included: it is then proven on its own evidence); if it too gets no answer, it stays ``error``."""
+    again = [
+        (i, j)
+        for i, row in enumerate(rows)
+        for j, r in enumerate(row)
+        if r is not None and r.status == "error" and r.message.startswith(_UNANSWERED)
+    ]
+    if not again:
+        return
+    _log.info("%d check(s) got no answer in time; running them again one at a time", len(again))
+    settings.pace.stretch = SECOND_CHANCE_STRETCH
+    try:
+        for i, j in again:
+            rows[i][j] = await _run_one(checks[j], tested[i], target, supported, settings)
+    finally:
+        settings.pace.stretch = 1.0
+
+
+#: the check that reports what the schema audit found
+_SCHEMA_CHECK: Final = "SV-06"
+
+
+def _schema_findings(
+    tested: Sequence[Probe], checks: Sequence[Check], rows: list[list[Result | None]], settings: _Settings
+) -> None:
+    """Each revision's SV-06 result gains the schema defects of every result received in it (see
+    :mod:`.audit`): one line per defect, however many results, checks or calls showed it."""
+    column = next((j for j, c in enumerate(checks) if c.id == _SCHEMA_CHECK), None)
+    if column is None:
+        return
+    for i, probe_ in enumerate(tested):
+        result = rows[i][column] if i < len(rows) else None
+        defects = settings.audit.findings(probe_.revision)
+        if result is None or not defects or result.status in ("skipped", "expected_fail"):
+            continue
+        lines = [d.line() for d in defects if _defect_key(d.line()) not in _defect_key(result.message)]
+        if not lines:
+            continue
+        first = defects[0]
+        detail = "; ".join(lines) + f" (first: {first.example})"
+        message = detail if result.status != "fail" else f"{result.message}; {detail}"
+        result.status, result.message = "fail", settings.redactor.text(message)
+        level = Level(result.level)
+        if level is not Level.MUST and not (settings.strict and level is Level.SHOULD):
+            result.status = "warning"
+
+
+def _defect_key(text: str) -> str:
+    """A defect's line without its count (the count grows after SV-06 reported the line)."""
+    return re.sub(r" \(\d+ results\)", "", text)
 
 
 def _policy_label(tools: ToolPolicy) -> str:
@@ -291,7 +376,7 @@ async def run(
     with lone_errors():  # the error of the run itself (a server that cannot start) comes out as itself
         async with trio.open_nursery() as nursery:
             pool = None if target.is_http else target.pool(nursery, reuse=reuse)
-            settings = _Settings(pool, redactor, strict, timeout, check_timeout, tools)
+            settings = _Settings(pool, redactor, strict, timeout, check_timeout, tools, Pace(), SchemaAudit())
             try:
                 return await _run(
                     target,
@@ -320,7 +405,7 @@ async def _run(
     pool, redactor, strict, timeout = settings.pool, settings.redactor, settings.strict, settings.timeout
     target = await detect_transport(target, timeout=timeout)
     # every revision is probed: checks such as SV-09b need to know all the server accepts
-    probes = await probe(target, list(ALL_REVISIONS), timeout=timeout, pool=pool, redactor=redactor)
+    probes = await probe(target, list(ALL_REVISIONS), timeout=timeout, pool=pool, redactor=redactor, pace=settings.pace)
     for p in probes:
         p.detail = redactor.text(p.detail)
     supported = tuple(p.revision for p in probes if p.accepted)
@@ -360,6 +445,8 @@ async def _run(
     async with trio.open_nursery() as nursery:
         for _ in range(max(1, jobs)):
             nursery.start_soon(worker)
+    await _second_chance(tested, checks, rows, target, supported, settings)
+    _schema_findings(tested, checks, rows, settings)
     results = [r for row in rows for r in row if r is not None]
     return Run(
         redactor.text(target.label),

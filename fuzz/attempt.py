@@ -21,8 +21,8 @@ from hypothesis import given, reject, seed
 
 from .budget import shrink_time
 from .clusters import features
-from .exchange import Observation, Step
-from .findings import record, same_as_plain
+from .exchange import PROBE_ID, Observation, Step
+from .findings import record, same_as_plain, unit_of_cause
 from .oracles import OracleFailure, Violation, check, failure_class
 from .runner import OutOfTime
 from .units import FuzzRun, Unit, database_key, oracle_failures, quiet_hypothesis, round_seed, round_settings
@@ -41,7 +41,6 @@ __all__ = [
 
 log = logging.getLogger("mcpwire.fuzz.attempt")
 
-PROBE_ID = "mcpwire-fuzz-probe"
 #: progress lines while a unit runs: at most one per this many seconds
 PROGRESS_EVERY_S = 5.0
 
@@ -89,17 +88,20 @@ def run_example(run: FuzzRun, unit: Unit, attempt: Attempt, steps: list[Step]) -
         stats.known += 1
         return
     body = [*steps, profile.probe(PROBE_ID)]
-    obs, entries, fresh = sessions.run(body)
+    # while shrinking, a hang need not be waited for as long as a first sighting (see shrink_deadline)
+    deadline = sessions.shrink_deadline() if attempt.failing else None
+    obs, entries, fresh = sessions.run(body, deadline)
     violations = [] if obs.cut else check(obs, profile)
     if violations and not fresh and not attempt.failing:
-        known = run.clusters.match(violations[0].oracle, features(obs.steps), unit.tag)
+        cause = unit_of_cause(unit, violations[0], obs)
+        known = run.clusters.match(violations[0].oracle, features(obs.steps, violations[0].step), cause)
         if known is not None:  # a known cause: counted, no need to see it again on a fresh session
             known.members[unit.tag] += 1  # (a session in trouble was closed by run())
             stats.known += 1
             return
     if violations and not fresh:
         sessions.close()  # seen on a used session: it counts only if a fresh one shows it too
-        obs, entries = sessions.fresh(body)
+        obs, entries = sessions.fresh(body, deadline)
         violations = [] if obs.cut else check(obs, profile)
     if obs.cut:
         stats.examples -= 1  # the budget ended during it: it counts for nothing
@@ -116,8 +118,8 @@ def on_failure(
 ) -> None:
     """A failing example: counted for a known cause, else raised for Hypothesis to shrink."""
     run.sessions.close()
-    shape = features(obs.steps)
-    known = run.clusters.match(first.oracle, shape, unit.tag)
+    shape = features(obs.steps, first.step)
+    known = run.clusters.match(first.oracle, shape, unit_of_cause(unit, first, obs))
     if known is None and not attempt.failing and same_as_plain(run, unit, first.oracle, obs, shape):
         known = run.clusters.featureless(first.oracle, unit.tag)
     if known is not None:

@@ -165,6 +165,12 @@ def _selection_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--machine-runs", type=int, default=10, help="rule sequences of the stateful phase (default 10)")
     p.add_argument("--machine-steps", type=int, default=12, help="rules per sequence (default 12)")
+    p.add_argument(
+        "--no-edges",
+        dest="edges",
+        action="store_false",
+        help="no edge values first (each tool's empty string, NUL, long string, negative number...): only the search",
+    )
 
 
 def _server_and_output_options(p: argparse.ArgumentParser) -> None:
@@ -525,6 +531,7 @@ _AS_GIVEN = (
     "isolation",
     "machine_runs",
     "machine_steps",
+    "edges",
     "min_examples",
     "shrink_time",
 )

@@ -29,7 +29,21 @@ from typing import Any, Final
 from .exchange import Step, dumps
 from .messages import LEGACY_METHODS, MODERN_METHODS
 
-__all__ = ["FEATURES", "ONE_ANSWER_ORACLES", "Cluster", "Clusters", "ablate", "cause_unit", "features", "trigger"]
+__all__ = [
+    "BEHAVIOUR_ORACLES",
+    "FEATURES",
+    "INVALID_REQUEST",
+    "NOT_A_MESSAGE",
+    "NOT_JSON",
+    "ONE_ANSWER_ORACLES",
+    "TOOL_CALL_ORACLES",
+    "Cluster",
+    "Clusters",
+    "ablate",
+    "cause_unit",
+    "features",
+    "trigger",
+]
 
 #: the shapes a trigger can have, in the order a trigger names them
 FEATURES: Final = (
@@ -58,7 +72,7 @@ _ESCAPE: Final = re.compile(
 )
 
 
-def _depth(line: bytes) -> int:
+def depth_of(line: bytes) -> int:
     """The deepest nesting of arrays and objects in a JSON line (strings skipped; no recursion)."""
     depth = deepest = 0
     in_string = escaped = False
@@ -97,7 +111,7 @@ def _line_features(step: Step) -> dict[str, Any]:
         found["lone-surrogate"] = True
     if "\\u0000" in text or "\x00" in text:
         found["nul"] = True
-    depth = _depth(line)
+    depth = depth_of(line)
     if depth > DEEP:
         found["deep-nesting"] = depth
     if len(line) > HUGE_LINE:
@@ -128,8 +142,12 @@ def _line_features(step: Step) -> dict[str, Any]:
     return found
 
 
-def features(steps: Sequence[Step]) -> dict[str, Any]:
-    """The shape of an example: each feature of :data:`FEATURES` its lines have, with an example value."""
+def features(steps: Sequence[Step], blamed: int | None = None) -> dict[str, Any]:
+    """The shape of an example: each feature of :data:`FEATURES` its lines have, with an example
+    value. With ``blamed`` (the index of the step a violation names), that step's features only:
+    what other lines of an unshrunk example hold is no part of this failure's cause."""
+    if blamed is not None and 0 <= blamed < len(steps) and not steps[blamed].setup:
+        steps = [steps[blamed]]
     found: dict[str, Any] = {}
     for step in steps:
         if step.setup:
@@ -261,6 +279,23 @@ def trigger(shape: dict[str, Any]) -> str | None:
     return " and ".join(parts) if parts else None
 
 
+#: oracles that say what the server *did* (ended, went silent): a server that does it on any line
+#: it cannot decode has one cause however the line was malformed (see :class:`Clusters`)
+BEHAVIOUR_ORACLES: Final = frozenset({"server-alive", "answer-deadline"})
+#: units whose inputs are malformed lines whatever their shape
+MALFORMED_UNITS: Final = frozenset({"protocol-malformed", "protocol-mutations", "protocol-framing"})
+#: the lines that show the behaviour: one that is not JSON at all, and JSON that is no message
+NOT_JSON: Final = b'{"jsonrpc": "2.0", "id": 1, "method": '
+NOT_A_MESSAGE: Final = b'{"mcpwire-fuzz": true}'
+#: a request any server can read but none may accept as it is: a ping whose params are an array
+INVALID_REQUEST: Final = b'{"jsonrpc":"2.0","id":"mcpwire-fuzz-invalid","method":"ping","params":[]}'
+_BEHAVIOUR_WORDS: Final = {
+    "not-json": "any line the server cannot parse (JSON cut short{})",
+    "not-message": "any line the server cannot decode (JSON cut short, JSON that is no message{})",
+    "invalid-request": "any request the server cannot decode or validate (a ping whose params are []{})",
+}
+
+
 @dataclass(slots=True)
 class Cluster:
     """One root cause: an oracle and a trigger shape (or, without features, one unit's own)."""
@@ -275,6 +310,9 @@ class Cluster:
     members: Counter[str] = field(default_factory=Counter)
     #: examples not run, per unit, because they had the whole trigger shape after the unit showed it
     predicted: Counter[str] = field(default_factory=Counter)
+    #: a cause of what the server does to any undecodable line: a failure matches it when its input
+    #: has any feature of :data:`FEATURES`, or comes from a unit of malformed lines
+    any_malformed: bool = False
 
     @property
     def key(self) -> str:
@@ -283,6 +321,8 @@ class Cluster:
     def matches(self, oracle: str, shape: dict[str, Any], unit: str) -> bool:
         if oracle != self.oracle:
             return False
+        if self.any_malformed:
+            return bool(shape.keys() & _SHARP) or unit in MALFORMED_UNITS
         if self.shape:
             return self.shape <= shape.keys()
         return unit == self.unit and not (shape.keys() & _SHARP)
@@ -302,6 +342,7 @@ class Cluster:
             "key": self.key,
             "oracle": self.oracle,
             "trigger": self.words,
+            "any_malformed": self.any_malformed,
             "members": [
                 {"unit": unit, "examples": count, "not_run": self.predicted[unit]}
                 for unit, count in sorted(self.members.items())
@@ -314,11 +355,22 @@ class Cluster:
 ONE_ANSWER_ORACLES: Final = frozenset({"leak", "output-schema"})
 
 
-def cause_unit(oracle: str, unit: str, tool: str | None) -> str:
+#: oracles about what a tool call did to the server (hang, end it, answer late): the call's tool is
+#: the cause, in whichever unit it was called (a hang of one tool found by the tools phase and by
+#: the stateful machine is one finding)
+TOOL_CALL_ORACLES: Final = frozenset({"answer-deadline", "answer-slow", "server-alive"})
+
+
+def cause_unit(oracle: str, unit: str, tool: str | None, method: str | None = None) -> str:
     """The unit a cause without a named trigger shape belongs to: the unit the failure was seen in,
-    or for an oracle of :data:`ONE_ANSWER_ORACLES` the unit of the tool (``tool``) whose answer
-    broke it."""
-    return f"tools:{tool}" if oracle in ONE_ANSWER_ORACLES and tool is not None else unit
+    or, for an oracle of :data:`ONE_ANSWER_ORACLES` or :data:`TOOL_CALL_ORACLES`, the unit of the
+    tool (``tool``) whose call broke it; an answered notification is its method's (``method``),
+    whichever unit sent it."""
+    if tool is not None and (oracle in ONE_ANSWER_ORACLES or oracle in TOOL_CALL_ORACLES):
+        return f"tools:{tool}"
+    if oracle == "notification-silence" and method is not None:
+        return f"notification:{method}"
+    return unit
 
 
 #: features whose presence makes a failure someone else's (a featureless cluster is not matched by them)
@@ -326,10 +378,48 @@ _SHARP: Final = frozenset(FEATURES)
 
 
 class Clusters:
-    """The run's root causes, in the order found."""
+    """The run's root causes, in the order found.
+
+    Before a cause is told by what was sent, it is told by what the server did: the first time a
+    failure of a :data:`BEHAVIOUR_ORACLES` oracle has a malformed input (a named feature, or a unit
+    of malformed lines), the run asks (:meth:`behaviour`) whether the server does the same to a
+    line that is plainly not JSON (:data:`NOT_JSON`) and to JSON that is no message
+    (:data:`NOT_A_MESSAGE`), or, for a request never answered, to a request it can read but not
+    accept (:data:`INVALID_REQUEST`). If it does, that is the cause ("exits on any line it cannot
+    decode", "never answers a request it cannot validate"),
+    and every such failure of that oracle, whatever its shape (a lone surrogate, invalid UTF-8,
+    deep nesting, params that are not an object), is one more member of it.
+    """
 
     def __init__(self) -> None:
         self.known: list[Cluster] = []
+        #: per oracle: the behaviour found (a cluster), or None when the server did not show it
+        self.probed: dict[str, Cluster | None] = {}
+
+    def wants_probe(self, oracle: str, shape: dict[str, Any], unit: str) -> bool:
+        """Whether a failure of ``oracle`` should first ask the server's behaviour (see the class)."""
+        malformed = bool(shape.keys() & _SHARP) or unit in MALFORMED_UNITS
+        return oracle in BEHAVIOUR_ORACLES and oracle not in self.probed and malformed
+
+    def behaviour(self, oracle: str, shown: str | None, example: dict[str, Any]) -> Cluster | None:
+        """Record what the probes showed for ``oracle``: ``shown`` names the smallest line that did
+        it (``not-json``, ``not-message``: :data:`NOT_A_MESSAGE` too, ``invalid-request``:
+        :data:`INVALID_REQUEST` is never answered), None when none did. The new cluster, if any
+        (``example``: the shape of the failure that asked, named in the words)."""
+        if shown is None:
+            self.probed[oracle] = None
+            return None
+        this = trigger(example)
+        words = _BEHAVIOUR_WORDS[shown].format(f", {this}" if this else "")
+        cluster = Cluster(oracle, frozenset({"any-malformed"}), None, words, any_malformed=True)
+        self.probed[oracle] = cluster
+        return cluster
+
+    def adopt(self, cluster: Cluster, seen_in: str) -> None:
+        """Make ``cluster`` (from :meth:`behaviour`) a known cause, ahead of those by shape, with the
+        failure that found it as its first member."""
+        cluster.members[seen_in] += 1
+        self.known.insert(0, cluster)
 
     def match(self, oracle: str, shape: dict[str, Any], unit: str) -> Cluster | None:
         """The known cause a failure of ``oracle`` whose input has ``shape`` (see :func:`features`) belongs to."""

@@ -20,9 +20,10 @@ import logging
 import math
 import re
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from .wire import Peer, decode_line
 
@@ -90,6 +91,47 @@ def dumps(value: Any) -> bytes:
         text = text.replace(f'"{d.placeholder}"', "[" * d.depth + "0" + "]" * d.depth, 1)
     # a lone surrogate has no UTF-8 form, but a JSON string may hold it as an escape (RFC 8259 §7)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+@dataclass(slots=True)
+class SessionMemory:
+    """What one session remembers across executions: the requests the fuzzer cancelled, and the
+    ids that lines other than requests carried (see :func:`session_memory`)."""
+
+    cancelled: set[str] = field(default_factory=set)
+    own_ids: set[str] = field(default_factory=set)
+
+
+_MEMORY: Final[weakref.WeakKeyDictionary[Any, SessionMemory]] = weakref.WeakKeyDictionary()
+
+
+def session_memory(peer: Peer) -> SessionMemory:
+    """The memory of ``peer``'s session: an answer can come in a later execution on the same
+    session than the line it answers (a cancelled call finishing, a late error)."""
+    try:
+        return _MEMORY.setdefault(peer, SessionMemory())
+    except TypeError:  # a peer that cannot be weakly referenced: no memory across executions
+        return SessionMemory()
+
+
+def _line_id(line: bytes) -> str | None:
+    """The JSON of the id a line carries, if it is an object with an integer or string id."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    if isinstance(message, dict) and type(message.get("id")) in (int, str):
+        return _json_id(message["id"])
+    return None
+
+
+#: the id of the request every example ends with, to see that the server still answers
+PROBE_ID: Final = "mcpwire-fuzz-probe"
+
+
+def _json_id(rid: object) -> str:
+    """An id as a set key that keeps its JSON type (1 and "1" differ, JR-05)."""
+    return json.dumps(rid, sort_keys=True)
 
 
 def same_id(a: object, b: object) -> bool:
@@ -376,6 +418,11 @@ class Observation:
     latency: dict[int, float] = field(default_factory=dict)
     #: the run's time ran out during a wait (``until``): what is missing is not the server's doing
     cut: bool = False
+    #: answers to requests the fuzzer itself cancelled, arrived after their window (ignored, as the
+    #: sender of a cancellation should: 2025-11-25 utilities/cancellation)
+    late_cancelled: int = 0
+    #: error answers to lines of an earlier execution that were no request (malformed), by their id
+    late_own_errors: int = 0
     stderr_tail: str = ""
     duration: float = 0.0
 
@@ -420,6 +467,12 @@ class _Exchange:
 
     def __init__(self, peer: Peer, steps: Sequence[Step], deadline: float, until: float | None) -> None:
         self.peer, self.steps, self.deadline, self.until = peer, steps, deadline, until
+        memory = session_memory(peer)
+        #: the JSON of every request id the fuzzer cancelled on this session (kept with the session:
+        #: a late answer can come in a later execution)
+        self.cancelled: set[str] = memory.cancelled
+        #: the JSON of the ids lines that were no request of ours carried, on this session
+        self.own_ids: set[str] = memory.own_ids
         self.obs = Observation(list(steps))
         self.start = time.monotonic()
         self.outstanding: dict[int, Step] = {}
@@ -488,7 +541,46 @@ class _Exchange:
             self.answered.add(current)
             self.obs.answers[current] = Answer(current, message, now - self.start)
             return
+        if rid is not None and _json_id(rid) in self.cancelled:
+            # "The sender of the cancellation notification SHOULD ignore any response to the
+            # request that arrives afterward" (2025-11-25 basic/utilities/cancellation)
+            self.obs.late_cancelled += 1
+            return
+        own = self._sender_of(rid, current)
+        if own is None and rid is not None and _json_id(rid) in self.own_ids and isinstance(message.get("error"), dict):
+            # an error answer, late, to a line an earlier execution sent (a malformed request under
+            # this id): an error is always an acceptable answer to such a line
+            self.obs.late_own_errors += 1
+            return
+        if own is not None and isinstance(message.get("error"), dict):
+            step = self.steps[own]
+            if step.kind == "request" and own in self.outstanding and own not in self.answered:
+                # a request whose line carries another id than the one the fuzzer waits for (a
+                # mutation): the server answered the id it read, and an error is a fine answer
+                self.answered.add(own)
+                self.obs.answers[own] = Answer(own, message, now - self.start)
+                return
+            # a malformed line's own error answer, under the id the server read in it: judged as
+            # that line's answer (malformed_answer), never as an answer to nothing
+            self.obs.strays.append(Answer(own, message, now - self.start))
+            return
         self.obs.strays.append(Answer(self.blame if self.blame >= 0 else current, message, now - self.start))
+
+    def _sender_of(self, rid: Any, current: int) -> int | None:
+        """The last line sent (up to ``current``) that carries ``rid`` as its own id, if any."""
+        if rid is None:
+            return None
+        for index in range(min(current, len(self.steps) - 1), -1, -1):
+            step = self.steps[index]
+            if step.setup:
+                continue
+            try:
+                message = json.loads(step.line)
+            except (ValueError, RecursionError, UnicodeDecodeError):
+                continue
+            if isinstance(message, dict) and "id" in message and same_id(message["id"], rid):
+                return index
+        return None
 
     def wait_for(self, index: int, wait: float, current: int) -> None:
         """Reads until ``index`` is answered, ``wait`` seconds pass (extended by the request's own
@@ -530,7 +622,9 @@ def execute(
     could not read it). Stops early when the server dies, stops reading, or misses a deadline (a
     hung server would make every later wait time out too). No wait goes past ``until`` (a
     ``time.monotonic()`` moment: the end of the run's budget); a wait it cut marks the observation
-    ``cut`` instead of counting as a missed deadline.
+    ``cut`` instead of counting as a missed deadline. What the session must remember across
+    executions (:func:`session_memory`: the requests cancelled, the ids malformed lines carried)
+    lets a late answer to one of those be told from an answer to nothing.
     """
     # a step with fed arguments gets this session's values: a copy, so the caller's step (in a
     # finding, say) keeps what it was sent with
@@ -556,6 +650,12 @@ def execute(
 def _step(ex: _Exchange, index: int, step: Step, settle: float, barrier: Callable[[str], Step] | None) -> bool:
     """Writes one step and waits for what it calls for; ``False`` ends the exchange."""
     peer, obs = ex.peer, ex.obs
+    if step.cancels is not None:
+        ex.cancelled.add(_json_id(step.cancels))
+    if step.kind != "request" and not step.setup:
+        carried = _line_id(step.line)
+        if carried is not None:
+            ex.own_ids.add(carried)
     if step.kind == "request":
         ex.outstanding[index] = step
         ex.sent_at[index] = time.monotonic()
@@ -617,6 +717,8 @@ def _barrier(ex: _Exchange, index: int, step: Step, settle: float, barrier: Call
         ex.outstanding[-1 - index] = probe
         if not peer.send(probe.line, timeout=ex.deadline):
             obs.write_failed = index
+            if not peer.alive():
+                obs.died_after = index  # the line ended it before the barrier could be written
             return False
         # a server that reads in order answers the barrier after the calls still running before
         # it: those that asked for a duration (see pace) are waited for as long as they asked

@@ -105,6 +105,8 @@ class Config:
     #: rule sequences of the stateful machine, and rules per sequence
     machine_runs: int = 10
     machine_steps: int = 12
+    #: call each tool with the edge values first (see :mod:`fuzz.edges`)
+    edges: bool = True
     #: units that run fewer examples than this are a coverage gap that fails the run (0: only units
     #: that ran none)
     min_examples: int = 0

@@ -40,13 +40,14 @@ import dataclasses
 import logging
 import math
 import time
-from typing import Any
+from typing import Any, Final
 
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from .attempt import unit_error, unit_round
 from .budget import Clock, rounds, shrink_time
+from .edges import Edge, edge_cases, edge_pass
 from .exchange import Observation, Profile, Step, declared_seconds, pace, request
 from .findings import confirm_all, record
 from .messages import protocol_steps
@@ -89,17 +90,44 @@ def tool_steps(profile: Profile, tool: dict[str, Any], deadline: float) -> st.Se
     schema = tool.get("inputSchema")
     if schema_problem(schema) is not None:  # reported as tool-schema by the lists phase; still call it
         schema = {"type": "object"}
-    # "arguments": null is how a client says "no arguments": fine for a tool that needs none
+    # "arguments": null is how a client says "no arguments", and a server that reads any value that
+    # is not an object (0, "", []) as no arguments does no harm to a tool that needs none: accepting
+    # such a call breaks no rule, so it is not judged (a tool with required fields still is)
     empty_ok = is_valid(validator_for(schema), {})
 
     def build(case: tuple[bool, Any]) -> list[Step]:
         valid, args = case
-        params = profile.params({"name": name, "arguments": args, "_meta": {"progressToken": "mcpwire-fuzz-1"}})
-        step = request(1, "tools/call", params, tool=name, valid=None if args is None and empty_ok else valid)
-        pace(step, "mcpwire-fuzz-1", schema, args, deadline)
-        return [step]
+        return tool_call(
+            profile, name, schema, args, None if empty_ok and not isinstance(args, dict) else valid, deadline
+        )
 
     return arguments(schema).map(build)
+
+
+def tool_call(profile: Profile, name: str, schema: Any, args: Any, valid: bool | None, deadline: float) -> list[Step]:
+    """The steps of one ``tools/call`` of ``name`` with ``args`` (``valid``: whether they satisfy
+    the ``inputSchema``, None when that is not judged)."""
+    params = profile.params({"name": name, "arguments": args, "_meta": {"progressToken": "mcpwire-fuzz-1"}})
+    step = request(1, "tools/call", params, tool=name, valid=valid)
+    pace(step, "mcpwire-fuzz-1", schema, args, deadline)
+    return [step]
+
+
+def _edges(run: FuzzRun, tools: list[dict[str, Any]]) -> dict[str, list[Edge]]:
+    """Each fuzzed tool's edge examples (see :mod:`fuzz.edges`), by unit tag."""
+    if "tools" not in run.config.phases or not run.config.edges:
+        return {}
+    out: dict[str, list[Edge]] = {}
+    for tool in tools:
+        name, schema = str(tool["name"]), tool.get("inputSchema")
+        if schema_problem(schema) is not None:
+            continue
+
+        def build(args: Any, valid: bool | None, name: str = name, schema: Any = schema) -> list[Step]:
+            return tool_call(run.profile, name, schema, args, valid, run.config.deadline)
+
+        out[f"tools:{name}"] = edge_cases(schema, build)
+    return out
 
 
 def _units(run: FuzzRun, tools: list[dict[str, Any]]) -> list[Unit]:
@@ -270,6 +298,24 @@ def _rounds(run: FuzzRun, units: list[Unit], tools: list[dict[str, Any]]) -> Non
         run.sessions.close()
 
 
+#: the coverage gap of a server none of whose tools the safe default lets the fuzzer call
+NO_TOOLS_GAP: Final = "tools (0 of {count} fuzzed: {why}; --tools all, or --tools NAME,..., fuzzes them)"
+
+
+def _tool_coverage(run: FuzzRun, tools: list[dict[str, Any]]) -> None:
+    """A server that lists tools of which the run fuzzes none, by the safe default's choice (not a
+    --deny or --tools the user gave), is a coverage gap named with the option that unlocks it."""
+    config, report = run.config, run.report
+    listed = run.profile.tools
+    if tools or not listed or "tools" not in config.phases or config.tools is not None or config.allow is not None:
+        return
+    if all(reason == "denied (--deny)" for reason in report.skipped_reasons.values()):
+        return
+    reasons = sorted({r for r in report.skipped_reasons.values() if r != "denied (--deny)"})
+    why = reasons[0] if len(reasons) == 1 else f"{len(reasons)} reasons, first: {reasons[0]}"
+    report.coverage_gaps.append(NO_TOOLS_GAP.format(count=len(listed), why=why))
+
+
 def _coverage(run: FuzzRun, units: list[Unit]) -> None:
     config, report = run.config, run.report
     for unit in units:
@@ -324,10 +370,12 @@ def run(config: Config) -> Report:
             _check_lists(run)
         units = _units(run, tools)
         report.units += [u.stats for u in units]
+        edge_pass(run, units, _edges(run, tools))
         _rounds(run, units, tools)
         run.sessions.close()
         confirm_all(run)
         _coverage(run, units)
+        _tool_coverage(run, tools)
         assert all(f.violation.oracle in ORACLES for f in report.findings)
         return report
     finally:

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import strategies as st
@@ -46,6 +46,12 @@ __all__ = [
 ]
 
 
+#: while a failure shrinks, an answer is waited for this many times the slowest answer seen ...
+SHRINK_LATENCY_FACTOR: Final = 10.0
+#: ... and at least this long
+SHRINK_DEADLINE_FLOOR_S: Final = 0.5
+
+
 def troubled(obs: Observation) -> bool:
     return (
         obs.died_after is not None
@@ -63,6 +69,21 @@ class Sessions:
     def __init__(self, config: Config, target: Target, profile: Profile, clock: Clock) -> None:
         self.config, self.target, self.profile, self.clock = config, target, profile, clock
         self.peer: Peer | None = None
+        #: the slowest answer seen so far (seconds), which bounds the deadline of shrinking
+        self.slowest = 0.0
+
+    def shrink_deadline(self) -> float:
+        """The deadline of an example while a failure shrinks: ``deadline``, or
+        :data:`SHRINK_LATENCY_FACTOR` times the slowest answer the run saw when that is shorter
+        (at least :data:`SHRINK_DEADLINE_FLOOR_S`). A hang costs a whole deadline per candidate;
+        a server that answers in milliseconds need not be given seconds to show that it hangs,
+        and the finding is replayed with the full (and the confirming) deadline before it counts."""
+        fast = max(SHRINK_DEADLINE_FLOOR_S, SHRINK_LATENCY_FACTOR * self.slowest)
+        return min(self.config.deadline, fast)
+
+    def _saw(self, obs: Observation) -> None:
+        if obs.latency:
+            self.slowest = max(self.slowest, max(obs.latency.values()))
 
     def fresh(self, steps: Sequence[Step], deadline: float | None = None) -> tuple[Observation, list[Entry]]:
         """The steps on a session of their own (over HTTP with ``isolation="process"``: a restarted server)."""
@@ -70,7 +91,7 @@ class Sessions:
         restart = getattr(self.target, "restart", None)
         if self.config.isolation == "process" and restart is not None:
             restart()
-        return run_steps(
+        obs, entries = run_steps(
             self.target,
             self.profile,
             steps,
@@ -79,11 +100,13 @@ class Sessions:
             startup=self.config.connect_timeout,
             until=self.clock.until,
         )
+        self._saw(obs)
+        return obs, entries
 
-    def run(self, steps: Sequence[Step]) -> tuple[Observation, list[Entry], bool]:
+    def run(self, steps: Sequence[Step], deadline: float | None = None) -> tuple[Observation, list[Entry], bool]:
         """Runs an example; the flag says whether it ran on a fresh session (its trace stands alone)."""
         if self.config.isolation == "process":
-            obs, entries = self.fresh(steps)
+            obs, entries = self.fresh(steps, deadline)
             return obs, entries, True
         fresh = self.peer is None
         if self.peer is None:
@@ -94,11 +117,12 @@ class Sessions:
         obs = execute(
             peer,
             [*setup, *steps],
-            deadline=self.config.deadline,
+            deadline=self.config.deadline if deadline is None else deadline,
             settle=self.config.settle,
             barrier=self.profile.probe,
             until=self.clock.until,
         )
+        self._saw(obs)
         entries = list(peer.trace.entries[mark:])
         if troubled(obs):
             self.close()

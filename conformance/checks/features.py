@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any
 
 from ..context import Context, list_if_served
 from ..registry import check
@@ -456,7 +455,7 @@ async def tools_order(ctx: Context) -> None:
 
 @check(
     id="SV-06",
-    title="list results and server notifications validate against the official schema of the revision",
+    title="every result and server notification validates against the official schema of the revision",
     level="MUST",
     spec="basic/index.mdx §Schema",
     quote="The full specification of the protocol is defined as a TypeScript schema. This is the source of truth "
@@ -465,31 +464,22 @@ async def tools_order(ctx: Context) -> None:
 )
 async def schema_valid(ctx: Context) -> None:
     # The rules other checks judge stay theirs (ids SV-02, result/error SV-03, resultType SV-16,
-    # tool schemas SV-29*, initialize SV-09, discover SV-13): this check judges everything else
-    # in the list results and in what the server sends on its own.
-    from ..schema import message_validator, result_definition
+    # tool schemas SV-29*, structuredContent SV-30, initialize SV-09, discover SV-13). Every result
+    # any check of the run receives is validated by the run's schema audit (conformance/audit.py),
+    # which adds its defects, one line each, to this check's result once the run is done (tool
+    # results come from the checks that call tools: SV-35 calls every callable tool); this check
+    # makes sure the lists are among them, and judges what the server sends on its own.
+    from ..schema import message_validator
 
     if message_validator(ctx.revision, "JSONRPCNotification") is None:
         ctx.skip("no official schema.json for this revision (set MCPWIRE_SCHEMA_DIR to <dir>/<revision>/schema.json)")
     async with ctx.session() as wire:
         start = len(wire.frames)
-        lists = [(c, m, k) for c, m, k in LISTS if ctx.has(c)]
-        for _, method, key in lists:
-            pages: list[dict[str, Any]] = []
+        for capability, method, key in LISTS:
             # an error answer is no list result to validate (and is schema-valid: SV-03 judges its
             # shape); e.g. -32601 for resources/templates/list from a server without templates
-            if await list_if_served(ctx, wire, method, key, pages=pages) is None:
-                continue
-            name = result_definition(ctx.revision, method)
-            validator = message_validator(ctx.revision, name) if name else None
-            for page in pages if validator is not None else ():
-                assert validator is not None
-                for error in validator.iter_errors(page):
-                    path = [str(p) for p in error.absolute_path]
-                    if _judged_elsewhere(path, error):
-                        continue
-                    where = "/".join(path) or "the result"
-                    ctx.fail(f"{method} result is not a valid {name}: {error.message[:200]} at {where}")
+            if ctx.has(capability):
+                await list_if_served(ctx, wire, method, key)
         notification = message_validator(ctx.revision, "ServerNotification") or message_validator(
             ctx.revision, "JSONRPCNotification"
         )
@@ -501,39 +491,11 @@ async def schema_valid(ctx: Context) -> None:
             errors = sorted(validator.iter_errors(frame.value), key=lambda e: len(list(e.path)))
             if errors:
                 ctx.fail(f"{frame.value.get('method')} does not validate: {errors[0].message[:200]}")
-
-
-#: (path item, property) pairs other checks judge: tool names and schemas (SV-29, SV-29c/d),
-#: prompt and argument names (PR-01), template uriTemplate and name (RS-03), resultType (SV-16),
-#: caching hints (CA-01)
-_ELSEWHERE = frozenset(
-    {
-        ("tools", "name"),
-        ("tools", "inputSchema"),
-        ("tools", "outputSchema"),
-        ("prompts", "name"),
-        ("arguments", "name"),
-        ("resourceTemplates", "uriTemplate"),
-        ("resourceTemplates", "name"),
-        ("", "resultType"),
-        ("", "ttlMs"),
-        ("", "cacheScope"),
-    }
-)
-
-
-def _judged_elsewhere(path: list[str], error: Any) -> bool:
-    missing = None
-    if error.validator == "required":
-        match = re.search(r"'([^']+)' is a required property", error.message)
-        missing = match.group(1) if match else None
-    # the property at fault and the array it sits in (tools/3/inputSchema -> ("tools", "inputSchema"))
-    keys = [p for p in path if not p.isdigit()]
-    prop = missing or (keys[-1] if keys else "")
-    owner = (keys[-2] if len(keys) >= 2 else "") if missing is None else (keys[-1] if keys else "")
-    if (owner, prop) in _ELSEWHERE:
-        return True
-    return any(k in ("inputSchema", "outputSchema") for k in keys)
+        # the defects seen so far (this check's own results among them) fail it here, with its
+        # exchanges as evidence; those other checks meet later are added when the run ends
+        defects = ctx.audit.findings(ctx.revision) if ctx.audit is not None else []
+        if defects:
+            ctx.fail("; ".join(d.line() for d in defects) + f" (first: {defects[0].example})")
 
 
 LISTS = (

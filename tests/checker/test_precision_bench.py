@@ -65,8 +65,8 @@ def test_a_must_failure_without_a_verdict_counts_as_false_and_is_listed() -> Non
     assert unjudged == ["SV-13@time fail 2025-11-25: resultType is None, not 'complete'"]
     summary = text.splitlines()[4]
     assert summary == (
-        "| mcp-server-time | stdio | 2025-11-25 | 1 | 3 (SV-07b, SV-13, SV-29) | 1 (SV-33) | 0 | 1 | 1 | 2 (1) "
-        "| 12.5 s |"
+        "| mcp-server-time | stdio | 2025-11-25 | 1 | 3 (SV-07b, SV-13, SV-29) | 1 (SV-33) | 0 | 0 | 1 | 1 "
+        "| 1 / 2 | 1 / 0 | 12.5 s |"
     )
     assert "| SV-13 | MUST | fail | mcp-server-time | 2025-11-25 |" in text
     assert "**Unjudged**" in text
