@@ -3,8 +3,9 @@
 ``build_app(host, store, settings)`` mounts the management API (``/api/v1``), the MCP gateway
 (``/mcp``), ``/events``, ``/metrics``, ``/healthz`` and ``/readyz`` behind one middleware (trace ids,
 Host/Origin checks, the token, limits; see :mod:`mcpwire.service.middleware`). With an identity
-provider configured (:mod:`mcpwire.service.oauth`), its JWTs are accepted too and the gateway's
-protected resource metadata is served at the well-known URLs. Its lifespan runs
+provider configured (:mod:`mcpwire.service.oauth`), its JWTs are accepted too, the gateway's
+protected resource metadata is served at the well-known URLs, and the console signs people in
+through the provider (:mod:`mcpwire.service.oidc`). Its lifespan runs
 the service's own tasks (:meth:`Service.run`) in the trio run that serves it, beside the host's
 actors. Later rooms (the console at ``/``, the agent's endpoints) come in as ``extra_routes``,
 placed after the API's, behind the same middleware.
@@ -166,6 +167,8 @@ def build_app(
         routes += [Route(path, _resource_metadata(provider), methods=["GET"]) for path in metadata_paths]
     if console is not None:
         routes += console.routes()  # the console checks its own session cookie (not the bearer token)
+        if provider is not None:
+            routes += console.sessions.sign_in_routes()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -202,6 +205,7 @@ def build_app(
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
     app.state.service = service
+    app.state.oidc = _console_sign_in(provider)
     return app
 
 
@@ -213,6 +217,17 @@ def _resource_metadata(provider: IdentityProvider) -> Any:
         return JSONResponse(document, headers={"Cache-Control": "public, max-age=300"})
 
     return answer
+
+
+def _console_sign_in(provider: IdentityProvider | None) -> Any:
+    """The console's OpenID Connect client, when the provider and a client id are configured."""
+    if provider is None or not provider.settings.client_id:
+        return None
+    from .oidc import ConsoleSignIn, redirect_uri_for
+
+    oauth = provider.settings
+    assert oauth.client_id is not None
+    return ConsoleSignIn(provider, oauth.client_id, oauth.client_secret, redirect_uri_for(provider.resource))
 
 
 def _service(
