@@ -151,6 +151,12 @@ def check_settings(settings: Settings) -> None:
         for scope in scopes:
             if not scope or not set(scope) <= _SCOPE_CHARS:
                 raise SettingsError(f"{flag} {scope!r}: a scope is printable ASCII without spaces or quotes")
+    if "offline_access" in oauth.scopes:
+        # 2026-07-28 basic/authorization: "MCP Servers (Protected Resources) SHOULD NOT include
+        # offline_access in WWW-Authenticate scope or Protected Resource Metadata scopes_supported"
+        raise SettingsError(
+            "--oauth-scope offline_access: refresh tokens are the client's choice, not a scope of the gateway"
+        )
     if not oauth.role_claim or not oauth.role_claim.isprintable() or " " in oauth.role_claim:
         raise SettingsError(f"--oauth-role-claim {oauth.role_claim!r}: expected a claim name")
     for flag, roles in (("--oauth-roles", [r for _, r in oauth.roles]), ("--oauth-default-role", [oauth.default_role])):

@@ -18,6 +18,7 @@ from mcpwire.service import oauth
 from mcpwire.service.identity import Identity, Role
 from mcpwire.service.jws import JwtError
 from mcpwire.service.oauth import IdentityProvider, ProviderError, RoleMap
+from mcpwire.service.oidc import redirect_uri_for
 from mcpwire.service.settings import OAuthSettings
 
 pytestmark = [pytest.mark.real]
@@ -174,3 +175,23 @@ async def test_what_the_provider_published_serves_while_it_is_down(
     ]
     # a key it never published cannot be fetched now: refused
     assert await gateway.verify_access_token(idp.forge(RESOURCE, key=SigningKey.ec("new"))) is None
+
+
+def test_behind_a_proxy_the_metadata_names_the_public_urls() -> None:
+    gateway = IdentityProvider(
+        OAuthSettings(issuer="https://login.example.com/tenant", default_role="viewer", scopes=("mcp", "tools:call")),
+        "https://example.com/team/mcp",
+    )
+    assert gateway.metadata_url == "https://example.com/.well-known/oauth-protected-resource/team/mcp"
+    assert gateway.metadata_paths() == (
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource/team/mcp",
+    )
+    assert gateway.metadata_document()["authorization_servers"] == ["https://login.example.com/tenant"]
+    assert gateway.challenge() == (
+        'Bearer realm="mcpwire", resource_metadata="https://example.com/.well-known/oauth-protected-resource/team/mcp"'
+        ', scope="mcp tools:call"'
+    )
+    assert redirect_uri_for(gateway.resource) == "https://example.com/team/login/oidc/callback"
+    assert redirect_uri_for("https://mcp.example.com/gateway") == "https://mcp.example.com/login/oidc/callback"

@@ -31,6 +31,8 @@ ROLES = ["--oauth-roles", "mcp-users=caller"]
          "--oauth-default-role: unknown role 'root': expected one of viewer, caller, approver, admin"),
         ([*ISSUER, *ROLES, "--oauth-scope", 'a"b'],
          "--oauth-scope 'a\"b': a scope is printable ASCII without spaces or quotes"),
+        ([*ISSUER, *ROLES, "--oauth-scope", "offline_access"],
+         "--oauth-scope offline_access: refresh tokens are the client's choice, not a scope of the gateway"),
         ([*ISSUER, *ROLES, "--oauth-role-claim", "my groups"], "--oauth-role-claim 'my groups': expected a claim name"),
         ([*ISSUER, *ROLES, "--oauth-resource", "http://mcp.example.com/mcp"],
          "--oauth-resource 'http://mcp.example.com/mcp': must be https (plain http only on a loopback address)"),
