@@ -329,7 +329,7 @@ class ServiceMiddleware:
                 return (
                     401,
                     f"this endpoint needs a token as 'Authorization: Bearer ...'; got {what}",
-                    {"WWW-Authenticate": self.authenticator.challenge()},
+                    {"WWW-Authenticate": self.authenticator.challenge(presented=bool(given))},
                 )
             state["caller"] = f"{address} {identity.describe()}"
         state["identity"] = identity
