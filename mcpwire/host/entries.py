@@ -33,8 +33,8 @@ __all__ = ["KNOWN_KEYS", "Expander", "kind", "parse_entry"]
 log = logging.getLogger("mcpwire.host.config")
 
 _PLACEHOLDER: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}|\{BASE_PATH\}")
-_NAME_OK: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
-_URL_OK: Final = re.compile(r"^https?://[^/\s]+\S*$")
+_NAME_OK: Final = re.compile(r"^[A-Za-z0-9_.-]+\Z")
+_URL_OK: Final = re.compile(r"^https?://[^/\s]+\S*\Z")
 
 KNOWN_KEYS: Final = frozenset(
     {

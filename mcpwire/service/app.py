@@ -180,7 +180,7 @@ def build_app(
     if console is not None:
         routes += console.routes()  # the console checks its own session cookie (not the bearer token)
         if provider is not None:
-            routes += console.sessions.sign_in_routes()
+            routes += console.signin.sign_in_routes()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

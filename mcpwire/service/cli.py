@@ -33,6 +33,7 @@ from ..redaction import clean_terminal
 from .identity import new_token
 from .localfiles import data_folder, local_token
 from .middleware import TraceFilter
+from .oauth import check_settings as check_oauth_settings
 from .settings import (
     DEFAULT_PORT,
     TOKEN_ENV_VAR,
@@ -246,6 +247,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         oauth=_oauth(args),
     )
     settings.check()
+    if settings.oauth is not None:
+        check_oauth_settings(settings)
     return settings
 
 

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: a token name: short, printable, no blanks (it is shown in the audit log and the console)
-TOKEN_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+TOKEN_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}\Z")
 #: the name the service's own admin token goes by
 ADMIN_TOKEN_NAME: Final = "admin"
 #: seconds a token looked up in the store is believed before it is looked up again

@@ -201,10 +201,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if self.rate_limit < 0 or self.rate_burst < 1:
             raise SettingsError("the rate limit must be >= 0 calls/s with a burst of at least 1")
         self.server_options()
-        if self.oauth is not None:
-            from .oauth import check_settings
-
-            check_settings(self)
 
     def server_options(self) -> ServerOptions:
         """The HTTP server's options (limits, certificate, trusted proxies) from these settings.

@@ -15,7 +15,7 @@ from typing import Final
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from . import servers, sessions
+from . import servers, signin
 from .web import STATIC, page
 
 __all__ = ["handles", "routes"]
@@ -38,8 +38,8 @@ def routes() -> list[BaseRoute]:
 
     return [
         Route("/", page(servers.servers_page), methods=["GET"]),
-        Route("/login", sessions.login, methods=["GET", "POST"]),
-        Route("/logout", page(sessions.logout), methods=["POST"]),
+        Route("/login", signin.login, methods=["GET", "POST"]),
+        Route("/logout", page(signin.logout), methods=["POST"]),
         Route("/servers", page(servers.add_server), methods=["POST"]),
         Route("/servers/{name}/{action}", page(servers.server_action), methods=["POST"]),
         Route("/console/events", page(servers.events), methods=["GET"]),
