@@ -8,16 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpwire.protocol.http1 import (
-    END,
-    NEED_DATA,
-    Head,
-    LocalProtocolError,
-    RemoteProtocolError,
-    ResponseReader,
-    encode_request,
-    retry_after_seconds,
-)
+from mcpwire.errors import ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
+from mcpwire.protocol.http1 import END, NEED_DATA, Head, ResponseReader, encode_request, retry_after_seconds
 
 
 def read_all(chunks: list[bytes], *, eof: bool = True, head_request: bool = False) -> tuple[list[Head], bytes, bool]:
@@ -57,23 +49,24 @@ def test_a_request_is_one_piece() -> None:
 @pytest.mark.parametrize(
     ("method", "target", "headers", "reason"),
     [
-        ("GE T", b"/", [], "illegal method"),
+        ("GE T", b"/", [], "illegal HTTP method"),
         ("GET", b"/a b", [], "illegal request target"),
         ("GET", b"/a\r\nX: 1", [], "illegal request target"),
         ("GET", b"", [], "illegal request target"),
         ("GET", b"/", [(b"X-A: 1\r\nX-B", b"2")], "illegal header name"),
         ("GET", b"/", [(b"Bad Name", b"1")], "illegal header name"),
         ("GET", b"/", [(b"", b"1")], "illegal header name"),
-        ("GET", b"/", [(b"Mcp-Param-X", b"1\r\nInjected: yes")], "illegal header value"),
-        ("GET", b"/", [(b"X", b"a\nb")], "illegal header value"),
-        ("GET", b"/", [(b"X", b"a\x00b")], "illegal header value"),
+        ("GET", b"/", [(b"Mcp-Param-X", b"1\r\nInjected: yes")], "illegal value of header 'Mcp-Param-X'"),
+        ("GET", b"/", [(b"X", b"a\nb")], "illegal value of header 'X'"),
+        ("GET", b"/", [(b"X", b"a\x00b")], "illegal value of header 'X'"),
     ],
 )
 def test_a_request_that_could_smuggle_anything_is_refused(
     method: str, target: bytes, headers: list[tuple[bytes, bytes]], reason: str
 ) -> None:
-    with pytest.raises(LocalProtocolError, match=reason):
+    with pytest.raises(LocalProtocolError, match=reason) as caught:
         encode_request(method, target, headers, None)
+    assert "Injected" not in str(caught.value)  # a value is never shown: it may be a credential
 
 
 # -- responses ----------------------------------------------------------------------------------------
@@ -146,40 +139,48 @@ def test_the_next_response_on_a_kept_connection() -> None:
     assert reader.next_event() is NEED_DATA
     reader.feed(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
     assert isinstance(reader.next_event(), Head) and reader.next_event() is END
-    with pytest.raises(RemoteProtocolError, match="cannot carry another request"):
+    with pytest.raises(LocalProtocolError, match="cannot carry another request"):
         reader.next_response()
 
 
 @pytest.mark.parametrize(
-    ("chunks", "reason"),
+    ("chunks", "error", "reason"),
     [
-        ([], "^Server disconnected without sending a response.$"),
-        ([b"HTTP/1.1 200 OK\r\nContent-"], "in the middle of the response head"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf"], "without sending complete message body"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"], "without sending complete"),
-        ([b"NOT HTTP AT ALL\r\n\r\n"], "illegal status line"),
-        ([b"HTTP/2 200 OK\r\n\r\n"], "illegal status line"),
-        ([b"HTTP/1.1 2000 OK\r\n\r\n"], "illegal status line"),
-        ([b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n"], "illegal header line"),
-        ([b"HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n"], "illegal header line"),
-        ([b"HTTP/1.1 200 OK\r\nX: 1\r\n folded\r\n\r\n"], "illegal header line"),
-        ([b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n"], "illegal header value"),
-        ([b"HTTP/1.1 200 OK\r\nX: a\x00b\r\n\r\n"], "illegal header value"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"], "illegal Content-Length"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"], "illegal Content-Length"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n"], "illegal Content-Length"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"], "unsupported transfer encoding"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], "illegal chunk-size line"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"], "does not end with CRLF"),
-        ([b"HTTP/1.1 101 Switching Protocols\r\n\r\n"], "switched protocols"),
-        ([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 2000 + b"\r\n\r\n"], "head is over 1024 bytes"),
-        ([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 2000], "head is over 1024 bytes"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1" * 5000], "chunk-size line is too long"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T" * 5000], "trailer section is too"),
+        ([], ConnectionBroken, "^the server closed the connection without answering$"),
+        ([b"HTTP/1.1 200 OK\r\nContent-"], ConnectionBroken, "in the middle of the answer's head"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf"], IncompleteBody, "after 4 of the 10 bytes"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"], IncompleteBody, "inside a chunked"),
+        ([b"NOT HTTP AT ALL\r\n\r\n"], InvalidHTTPResponse, "illegal status line"),
+        ([b"\x16\x03\x01"], InvalidHTTPResponse, "illegal status line"),  # a TLS answer, refused at once
+        ([b"HTTP/2 200 OK\r\n\r\n"], InvalidHTTPResponse, "illegal status line"),
+        ([b"HTTP/1.1 2000 OK\r\n\r\n"], InvalidHTTPResponse, "illegal status line"),
+        ([b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n"], InvalidHTTPResponse, "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n"], InvalidHTTPResponse, "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\n folded\r\n\r\n"], InvalidHTTPResponse, "starts with a continuation line"),
+        ([b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n"], InvalidHTTPResponse, "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nX: a\x00b\r\n\r\n"], InvalidHTTPResponse, "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"], InvalidHTTPResponse, "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"], InvalidHTTPResponse, "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n"], InvalidHTTPResponse, "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"], InvalidHTTPResponse, "unsupported"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], InvalidHTTPResponse, "chunk-size"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"], InvalidHTTPResponse, "CRLF"),
+        ([b"HTTP/1.1 101 Switching Protocols\r\n\r\n"], InvalidHTTPResponse, "switched protocols"),
+        ([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 2000], InvalidHTTPResponse, "head is over 1024 bytes"),
+        (
+            [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1" * 5000],
+            InvalidHTTPResponse,
+            "chunk-size line is over 1024 bytes",
+        ),
+        (
+            [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T" * 5000],
+            InvalidHTTPResponse,
+            "trailer section is over 1024 bytes",
+        ),
     ],
 )
-def test_a_broken_response_is_refused_with_its_reason(chunks: list[bytes], reason: str) -> None:
-    with pytest.raises(RemoteProtocolError, match=reason):
+def test_a_broken_response_is_refused_with_its_reason(chunks: list[bytes], error: type[Exception], reason: str) -> None:
+    with pytest.raises(error, match=reason):
         read_all(chunks)
 
 
