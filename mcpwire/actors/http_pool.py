@@ -32,16 +32,12 @@ original error as its cause.
 
 from __future__ import annotations
 
-import base64
 import math
 import os
-import re
 import select
 import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Final
-from urllib.parse import unquote, urlsplit
 
 import trio
 
@@ -59,61 +55,24 @@ MAX_HEAD_BYTES: Final = 64 * 1024
 WRITE_ALONE_BYTES: Final = 64 * 1024
 #: seconds an answer is still awaited after the request could not be written whole
 EARLY_ANSWER_TIMEOUT: Final = 5.0
-DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 USER_AGENT: Final = b"mcpwire/" + __version__.encode("ascii")
 #: cookies kept per host at most, and the longest ``name=value`` kept
 MAX_COOKIES: Final = 50
 MAX_COOKIE_BYTES: Final = 4096
-_UNSAFE_TARGET: Final = re.compile(r"[^\x21-\x7e]")
 
-Origin = tuple[str, str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """What a URL gives a request: where to connect, and what goes in its request line and
-    ``Host``."""
-
-    origin: Origin
-    secure: bool
-    path: bytes
-    host: bytes
-    credentials: bytes | None  # Basic credentials from the URL's userinfo
+Origin = tuple[str, str, int]  # scheme, host, port
 
 
-def _parse(url: str) -> _Target:
+def _parse(url: str) -> http1.Target:
     """The parts of ``url`` a request needs.
 
     Raises:
-        ConnectError: not an ``http://`` or ``https://`` URL with a host (or a bad port).
+        ConnectError: the URL cannot be used (the message says why).
     """
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS:
-        raise ConnectError(f"unsupported URL scheme {parts.scheme!r} (http:// or https:// only)")
     try:
-        port = parts.port or DEFAULT_PORTS[scheme]
+        return http1.parse_url(url)
     except ValueError as exc:
-        raise ConnectError(f"bad port in the URL: {exc}") from exc
-    host = parts.hostname
-    if not host:
-        raise ConnectError("the URL has no host")
-    netloc = parts.netloc.rpartition("@")[2]
-    try:
-        host_header = netloc.encode("ascii")
-    except UnicodeEncodeError:  # an internationalized name: its ASCII form, as httpx sends it
-        name = host.encode("idna")
-        host_header = name if parts.port is None else b"%s:%d" % (name, parts.port)
-        host = name.decode("ascii")
-    path = parts.path or "/"
-    if parts.query or url.endswith("?"):
-        path += "?" + parts.query
-    path = _UNSAFE_TARGET.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), path)
-    credentials = None
-    if parts.username is not None:
-        userinfo = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        credentials = b"Basic " + base64.b64encode(userinfo.encode())
-    return _Target((scheme, host, port), scheme == "https", path.encode("ascii"), host_header, credentials)
+        raise ConnectError(f"the URL cannot be used: {exc}") from exc
 
 
 class _Cookies:
@@ -388,11 +347,11 @@ class PoolSender:
         self._idle_expiry = idle_expiry
         self._idle: dict[Origin, list[_Connection]] = {}
         self._idle_count = 0
-        self._targets: dict[str, _Target] = {}
+        self._targets: dict[str, http1.Target] = {}
         self._cookies = _Cookies()
         self._closed = False
 
-    def _target(self, url: str) -> _Target:
+    def _target(self, url: str) -> http1.Target:
         target = self._targets.get(url)
         if target is None:
             if len(self._targets) >= 16:  # a handful of endpoints per server; never grows without bound
@@ -413,14 +372,14 @@ class PoolSender:
             raise ConnectError("the HTTP connection pool is closed")
         limits = timeouts or self._timeouts
         target = self._target(url)
-        fields = [(b"Host", target.host), (b"User-Agent", USER_AGENT)]
+        fields = [(b"Host", target.authority), (b"User-Agent", USER_AGENT)]
         given = {name.lower() for name in headers}
         if "user-agent" in given:
             del fields[1]
         if target.credentials is not None and "authorization" not in given:
             fields.append((b"Authorization", target.credentials))
         if self._cookies and "cookie" not in given:
-            cookie = self._cookies.header(target.origin[1], target.path, target.secure)
+            cookie = self._cookies.header(target.host, target.path, target.scheme == "https")
             if cookie is not None:
                 fields.append((b"Cookie", cookie))
         for name, value in headers.items():
@@ -445,7 +404,7 @@ class PoolSender:
             raise
         response = _PooledResponse(self, connection, head, limits.read)
         if "set-cookie" in response.headers:
-            self._cookies.store(target.origin[1], target.path, response.headers)
+            self._cookies.store(target.host, target.path, response.headers)
         return response
 
     async def _exchange(self, connection: _Connection, data: bytes, limits: Timeouts) -> http1.Head:
@@ -497,7 +456,7 @@ class PoolSender:
         assert outcome is not None  # the reading ends with a head or an error unless cut short by a failure
         raise outcome
 
-    async def _acquire(self, target: _Target, limits: Timeouts) -> _Connection:
+    async def _acquire(self, target: http1.Target, limits: Timeouts) -> _Connection:
         """An idle connection to the target's origin that is still good, or a new one; waits for
         one up to the pool timeout. A connection counts towards the limit from its opening to its
         close."""

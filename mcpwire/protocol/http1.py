@@ -5,6 +5,10 @@ Theory of operation: the default HTTP client sends small requests whose headers 
 and reads answers from servers it does not trust. This is its one HTTP/1.1 codec, and what it
 reads is what h11's client side reads (a differential property test holds the two together):
 
+- :func:`parse_url` reads what a request needs from an ``http://`` or ``https://`` URL (where to
+  connect, the ``Host``, the request target, Basic credentials from userinfo), with the checks
+  ``httpx`` makes (a port, an IPv4 or IPv6 literal, an internationalized host name in IDNA 2008);
+  whatever it refuses, it says why (``ValueError``).
 - :func:`encode_request` writes the request line, the headers and the body in one piece; a method,
   target, header name or value that could end a line or smuggle a header is refused
   (:class:`~mcpwire.errors.LocalProtocolError`, naming the header but never its value).
@@ -40,12 +44,15 @@ ends for a client to exploit.
 
 from __future__ import annotations
 
+import base64
 import datetime
+import ipaddress
 import math
 import re
 import time
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import unquote, urlsplit
 
 from ..errors import ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
 
@@ -57,7 +64,9 @@ __all__ = [
     "TOKEN",
     "ResponseReader",
     "SimpleRequest",
+    "Target",
     "encode_request",
+    "parse_url",
     "read_simple_request",
     "retry_after_seconds",
 ]
@@ -102,6 +111,107 @@ class Head:
     reason: bytes
     http_version: bytes
     headers: list[tuple[bytes, bytes]]
+
+
+DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+_IPV4_STYLE: Final = re.compile(r"[0-9.]+")
+_UNSAFE_IN_TARGET: Final = re.compile(r"[^\x21-\x7e]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a request needs from its URL.
+
+    Attributes:
+        scheme: ``http`` or ``https``.
+        host: the host to connect to: a name lowercased and in ASCII (IDNA), an IPv6 literal
+            without its brackets.
+        port: the port to connect to (the scheme's default when the URL names none).
+        authority: the ``Host`` header's value (the port only when not the default).
+        path: the request target: the path and query, their unsafe bytes percent-encoded.
+        credentials: ``Authorization`` from the URL's userinfo (Basic), or None.
+    """
+
+    scheme: str
+    host: str
+    port: int
+    authority: bytes
+    path: bytes
+    credentials: bytes | None
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return self.scheme, self.host, self.port
+
+
+def parse_url(url: str) -> Target:
+    """The parts of ``url`` a request needs (see :class:`Target`).
+
+    Raises:
+        ValueError: not an ``http://`` or ``https://`` URL, or one with a control character, an
+            invalid port, IP literal or host name, or no host; the message says which.
+    """
+    control = _CONTROL.search(url)
+    if control is not None:
+        raise ValueError(
+            f"invalid non-printable ASCII character in URL, {control.group()!r} at position {control.start()}"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # a bracketed host that is no IPv6 address, unbalanced brackets
+        raise ValueError(f"invalid URL: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise ValueError(f"unsupported URL scheme {parts.scheme!r} (http:// or https:// only)")
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if hostport.startswith("["):
+        end = hostport.find("]") + 1
+        written, rest = hostport[:end], hostport[end:]
+        port_text = rest[1:] if rest[:1] == ":" else rest
+    else:
+        written, _, port_text = hostport.partition(":")
+    if port_text and not (port_text.isascii() and port_text.isdigit() and int(port_text) <= 65535):
+        raise ValueError(f"invalid port: {port_text!r}")
+    host = _encode_host(written)
+    if not host:
+        raise ValueError("the URL has no host")
+    port = int(port_text) if port_text else DEFAULT_PORTS[scheme]
+    shown = f"[{host}]" if ":" in host else host
+    authority = shown if port == DEFAULT_PORTS[scheme] else f"{shown}:{port}"
+    path = parts.path or "/"
+    if parts.query or url.endswith("?"):
+        path += "?" + parts.query
+    path = _UNSAFE_IN_TARGET.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), path)
+    credentials = None
+    if at:
+        user, _, password = userinfo.partition(":")
+        credentials = b"Basic " + base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode())
+    return Target(scheme, host, port, authority.encode("ascii"), path.encode("ascii"), credentials)
+
+
+def _encode_host(host: str) -> str:
+    """A URL's host as a connection needs it, checked as ``httpx`` checks it."""
+    if _IPV4_STYLE.fullmatch(host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"invalid IPv4 address: {host!r}") from None
+        return host
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise ValueError(f"invalid IPv6 address: {host!r}") from None
+        return host[1:-1]
+    if host.isascii():
+        return _UNSAFE_IN_TARGET.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), host.lower())
+    import idna  # IDNA 2008, as httpx; trio depends on it, and only such a name needs it
+
+    try:
+        return str(idna.encode(host.lower()).decode("ascii"))
+    except idna.IDNAError:
+        raise ValueError(f"invalid IDNA hostname: {host!r}") from None
 
 
 def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes | None) -> bytes:

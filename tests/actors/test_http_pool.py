@@ -363,7 +363,9 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
     ("url", "message"),
     [
         ("ftp://127.0.0.1/x", "unsupported URL scheme 'ftp'"),
-        ("http://127.0.0.1:99999/x", "bad port"),
+        ("http://127.0.0.1:99999/x", r"^the URL cannot be used: invalid port: '99999'$"),
+        ("http://1.2.3.400/x", "invalid IPv4 address"),
+        ("http://\u0133/x", "invalid IDNA hostname"),
         ("http:///x", "no host"),
     ],
 )

@@ -9,7 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpwire.errors import ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
-from mcpwire.protocol.http1 import END, NEED_DATA, Head, ResponseReader, encode_request, retry_after_seconds
+from mcpwire.protocol.http1 import (
+    END,
+    NEED_DATA,
+    Head,
+    ResponseReader,
+    encode_request,
+    parse_url,
+    retry_after_seconds,
+)
 
 
 def read_all(chunks: list[bytes], *, eof: bool = True, head_request: bool = False) -> tuple[list[Head], bytes, bool]:
@@ -213,3 +221,55 @@ def test_a_body_is_never_held_beyond_what_was_read() -> None:
 )
 def test_retry_after_reads_seconds_and_http_dates_and_nothing_else(value: str | None, seconds: float | None) -> None:
     assert retry_after_seconds(value, now=40.0) == seconds
+
+
+# -- URLs ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/mcp",
+        "https://Example.COM/mcp?x=1&y=%20",
+        "http://example.com:80/",
+        "https://example.com:443",
+        "http://[::1]:3000/mcp",
+        "http://[2001:DB8::1]/a",
+        "http://ex\u00e4mple.com/b",
+        "http://user:p%40ss@h:1/p",
+        "http://h/a b/\u00e9?q=\u00e9 x",
+        "http://h/x?",
+    ],
+)
+def test_a_url_gives_what_httpx_would_send(url: str) -> None:
+    """Where to connect, the ``Host`` header and the request target, as ``httpx`` makes them."""
+    import httpx
+
+    target = parse_url(url)
+    reference = httpx.URL(url)
+    request = httpx.Request("GET", reference)
+    default = {"http": 80, "https": 443}[target.scheme]
+    assert (target.host, target.port) == (reference.raw_host.decode(), reference.port or default)
+    assert target.authority == request.headers["host"].encode()
+    assert target.path == reference.raw_path
+    if reference.userinfo:
+        assert target.credentials is not None
+        assert target.credentials.decode() == httpx.BasicAuth(reference.username, reference.password)._auth_header
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("ftp://h/", r"^unsupported URL scheme 'ftp' \(http:// or https:// only\)$"),
+        ("http://h:abc/", r"^invalid port: 'abc'$"),
+        ("http://h:70000/", r"^invalid port: '70000'$"),
+        ("http://1.2.3.400/", r"^invalid IPv4 address: '1\.2\.3\.400'$"),
+        ("http://[::g]/", r"^invalid URL: '::g' does not appear to be an IPv4 or IPv6 address$"),
+        ("http://\u0133/", r"^invalid IDNA hostname: '\u0133'$"),
+        ("http://h/\x01", r"^invalid non-printable ASCII character in URL, '\\x01' at position 9$"),
+        ("http:///mcp", r"^the URL has no host$"),
+    ],
+)
+def test_a_url_no_request_can_use_is_refused_with_its_reason(url: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_url(url)
