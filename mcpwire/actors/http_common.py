@@ -22,7 +22,6 @@ what to do about it.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import random
 import re
@@ -138,9 +137,11 @@ def _environment_settings() -> dict[str, str]:
     return proxies
 
 
-def _is_address(text: str, version: type[ipaddress.IPv4Address] | type[ipaddress.IPv6Address]) -> bool:
+def _is_address(text: str, version: int) -> bool:
+    import ipaddress  # only with a proxy in the environment
+
     try:
-        version(text.split("/")[0])
+        (ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address)(text.split("/")[0])
     except ValueError:
         return False
     return True
@@ -166,9 +167,9 @@ def environment_proxy(url: str) -> str | None:
             continue
         if "://" in entry:
             pattern = entry
-        elif _is_address(entry, ipaddress.IPv4Address) or entry.lower() == "localhost":
+        elif _is_address(entry, 4) or entry.lower() == "localhost":
             pattern = f"all://{entry}"
-        elif _is_address(entry, ipaddress.IPv6Address):
+        elif _is_address(entry, 6):
             pattern = f"all://[{entry}]"
         else:
             pattern = f"all://*{entry}"

@@ -32,6 +32,7 @@ original error as its cause.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import select
@@ -44,9 +45,12 @@ import trio
 from .._version import __version__
 from ..errors import ConnectError, ConnectionBroken, InvalidHTTPResponse, LocalProtocolError
 from ..protocol import http1
+from ..redaction import redact_url
 from .http_sender import DEFAULT_TIMEOUTS, Headers, Timeouts
 
 __all__ = ["PoolSender"]
+
+log = logging.getLogger(__name__)
 
 READ_SIZE: Final = 65536
 #: the most bytes a response's incomplete head (or chunk-size line, or trailer section) may take
@@ -271,7 +275,7 @@ class _PooledResponse:
     """An answer read from a pooled connection (a :class:`~mcpwire.actors.http_sender.Response`):
     the body is read as it is consumed; its end returns the connection to the pool."""
 
-    __slots__ = ("_connection", "_pool", "_read_timeout", "_released", "headers", "status")
+    __slots__ = ("_complete", "_connection", "_pool", "_read_timeout", "_released", "headers", "status")
 
     def __init__(self, pool: PoolSender, connection: _Connection, head: http1.Head, read_timeout: float | None) -> None:
         self.status = head.status
@@ -279,6 +283,7 @@ class _PooledResponse:
         self._pool = pool
         self._connection = connection
         self._read_timeout = read_timeout
+        self._complete = connection.reader.complete  # no body at all (204, 304, HEAD, a length of 0)
         self._released = False
 
     @property
@@ -286,9 +291,9 @@ class _PooledResponse:
         return self._released
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
+        if self._complete:
+            return  # read to its end already, or empty
         if self._released:
-            if self._connection.reader.complete:
-                return  # read to its end already
             raise RuntimeError("the response is closed")
         coding = self.headers.get("content-encoding")
         if coding is not None and coding.strip().lower() not in ("", "identity"):
@@ -297,7 +302,7 @@ class _PooledResponse:
         while True:
             event = await connection.next_event(self._read_timeout)
             if event is http1.END:
-                self._released = True
+                self._complete = self._released = True
                 await self._pool.release(connection, reusable=True)
                 return
             if type(event) is bytes:
@@ -308,7 +313,7 @@ class _PooledResponse:
     async def aclose(self) -> None:
         if not self._released:
             self._released = True
-            await self._pool.release(self._connection, reusable=False)
+            await self._pool.release(self._connection, reusable=self._complete)
 
     def __repr__(self) -> str:
         return f"<response {self.status}>"
@@ -403,8 +408,12 @@ class PoolSender:
             await self.release(connection, reusable=False)
             raise
         response = _PooledResponse(self, connection, head, limits.read)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s: HTTP %d", method, redact_url(url), head.status)
         if "set-cookie" in response.headers:
             self._cookies.store(target.host, target.path, response.headers)
+        if response._complete:  # nothing more to read: the connection may serve another request now
+            await response.aclose()
         return response
 
     async def _exchange(self, connection: _Connection, data: bytes, limits: Timeouts) -> http1.Head:
@@ -503,7 +512,8 @@ class PoolSender:
         stream: trio.abc.Stream | None = None
         try:
             with trio.fail_after(math.inf if timeout is None else timeout):
-                stream = await trio.open_tcp_stream(host, port)
+                # an ASCII name as bytes: a str would be IDNA-encoded (a codec import) for nothing
+                stream = await trio.open_tcp_stream(host.encode("ascii"), port)
                 if scheme == "https":
                     if self._tls_context is None:
                         self._tls_context = self._tls()

@@ -31,14 +31,12 @@ A response that arrives while its request is still being written (a server answe
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Final, Protocol, overload
+from typing import Final, NamedTuple, Protocol, overload
 
 __all__ = ["DEFAULT_TIMEOUTS", "Headers", "Response", "Sender", "Timeouts"]
 
 
-@dataclass(frozen=True, slots=True)
-class Timeouts:
+class Timeouts(NamedTuple):
     """Seconds each step of an exchange may take (None: no bound).
 
     Attributes:

@@ -44,14 +44,11 @@ ends for a client to exploit.
 
 from __future__ import annotations
 
-import base64
-import datetime
-import ipaddress
 import math
 import re
 import time
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
@@ -103,8 +100,7 @@ NEED_DATA: Final = _Marker("NEED_DATA")
 END: Final = _Marker("END")
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
+class Head(NamedTuple):
     """A response's status line and headers (names as sent; values without surrounding blanks)."""
 
     status: int
@@ -119,8 +115,7 @@ _IPV4_STYLE: Final = re.compile(r"[0-9.]+")
 _UNSAFE_IN_TARGET: Final = re.compile(r"[^\x21-\x7e]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(NamedTuple):
     """What a request needs from its URL.
 
     Attributes:
@@ -186,6 +181,8 @@ def parse_url(url: str) -> Target:
     credentials = None
     if at:
         user, _, password = userinfo.partition(":")
+        import base64  # for credentials only
+
         credentials = b"Basic " + base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode())
     return Target(scheme, host, port, authority.encode("ascii"), path.encode("ascii"), credentials)
 
@@ -193,12 +190,14 @@ def parse_url(url: str) -> Target:
 def _encode_host(host: str) -> str:
     """A URL's host as a connection needs it, checked as ``httpx`` checks it."""
     if _IPV4_STYLE.fullmatch(host):
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            raise ValueError(f"invalid IPv4 address: {host!r}") from None
+        # four decimal numbers up to 255 without leading zeros, as ipaddress.IPv4Address reads them
+        numbers = host.split(".")
+        if len(numbers) != 4 or not all(n and n.isdigit() and str(int(n)) == n and int(n) < 256 for n in numbers):
+            raise ValueError(f"invalid IPv4 address: {host!r}")
         return host
     if host.startswith("[") and host.endswith("]"):
+        import ipaddress  # (urlsplit has checked it already; only such a host needs it)
+
         try:
             ipaddress.IPv6Address(host[1:-1])
         except ValueError:
@@ -253,7 +252,8 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     text = value.strip()
     if _DELAY_SECONDS.fullmatch(text):
         return float(text)
-    import email.utils  # only for an HTTP-date: the default client's start-up does without it
+    import datetime  # only for an HTTP-date: the default client's start-up does without them
+    import email.utils
 
     try:
         when = email.utils.parsedate_to_datetime(text)
