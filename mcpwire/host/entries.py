@@ -25,6 +25,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from ..protocol.http1 import parse_url
 from ..protocol.versions import LEGACY_REVISIONS, MODERN_REVISIONS, is_known
 from .settings import Decision, PolicyConfig, ServerConfig, ToolPolicy, Transport
 
@@ -60,15 +61,12 @@ def kind(value: object) -> str:
 
 def _unusable_url(url: str) -> str | None:
     """Why the HTTP client cannot use ``url`` (a host name that is not valid IDNA, a bad port...),
-    or ``None``; without the http extra, nothing more than the pattern is checked."""
+    or ``None``: the checks of :func:`mcpwire.protocol.http1.parse_url`, which every request's URL
+    goes through."""
     try:
-        import httpx
-    except ImportError:
-        return None
-    try:
-        httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        return str(exc)[:1].lower() + str(exc)[1:]
+        parse_url(url)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
