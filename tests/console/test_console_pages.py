@@ -144,7 +144,7 @@ def prepared(serve: Serve, waiting: str) -> dict[str, str]:
 def _page(context: Any) -> Any:
     page = context.new_page()
     page.errors = []
-    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
+    page.on("console", lambda m: m.type == "error" and page.errors.append(f"{m.text} ({m.location}, {page.url})"))
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     return page
 
@@ -207,7 +207,7 @@ def visit(page: Any, path: str, name: str, lang: str) -> None:
         page.wait_for_load_state("networkidle")
         overflow = page.evaluate(OVERFLOW)
         assert overflow <= 0, f"{path} at {width} px scrolls sideways by {overflow} px"
-        page.screenshot(path=str(SCREENSHOTS / f"{lang}-{name}-{label}.png"), full_page=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{lang}-{name}-{label}.png"), full_page=True, caret="initial")
     if name == "not-found":  # the page's own 404, which Chromium reports as a failed load
         page.errors[:] = [e for e in page.errors if "status of 404" not in e]
     assert page.errors == [], (path, page.errors)
@@ -363,7 +363,7 @@ def test_the_catalogue_the_tool_switch_the_export_and_an_audit_record(
     card.get_by_role("button", name="Add sqlite", exact=True).click()
     card.locator(".field-errors-box", has_text="server names may use only letters").wait_for()
     assert "Expected str matching regex" not in card.inner_text()
-    page.screenshot(path=str(SCREENSHOTS / "en-catalog-refused-wide.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / "en-catalog-refused-wide.png"), full_page=True, caret="initial")
 
     # the time preset added, from its card; it shows up on the servers page
     clock = page.locator('article.preset[data-preset="time"]')
@@ -442,7 +442,7 @@ def test_a_pasted_entry_lists_every_problem_in_the_loaders_words(context: Any, l
     assert listed["$.timeout_seconds"] == "expected a positive number, got -1"
     assert "The entry has 3 problems" in errors.inner_text()
     assert "regex" not in errors.inner_text()
-    page.screenshot(path=str(SCREENSHOTS / "en-add-server-problems-wide.png"), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / "en-add-server-problems-wide.png"), full_page=True, caret="initial")
     assert page.errors == []
 
 

@@ -136,7 +136,6 @@ def routes(runs: Runs) -> list[BaseRoute]:
             config_path=str(runs.config_path) if runs.config_path is not None else None,
             current=current,
             items=items,
-            live=False,
             **(await listing(view)),
         )
 
