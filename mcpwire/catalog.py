@@ -159,7 +159,8 @@ PRESETS: Final[Mapping[str, Preset]] = {
         Preset(
             "hefeng",
             "QWeather (hefeng) forecasts, warnings and air quality; reads $HEFENG_API_HOST and $HEFENG_API_KEY",
-            ("uvx", "hefeng-qweather-mcp", "stdio"),
+            # its 1.2.0 imports mcp.server.fastmcp, which mcp 2 renamed: it runs only with mcp 1
+            ("uvx", "--with", "mcp<2", "hefeng-qweather-mcp", "stdio"),
             env={"HEFENG_API_HOST": "${env:HEFENG_API_HOST}", "HEFENG_API_KEY": "${env:HEFENG_API_KEY}"},
             needs=_UVX,
             homepage="https://github.com/fengyucn/hefeng-qweather-mcp",

@@ -321,7 +321,7 @@ def test_a_changed_definition_is_quarantined_until_approved(page: Any, serve: Se
     assert "Reports the" in words.inner_text()  # the words around the change, once
     # the navigation says so on every page, and updates without a reload
     page.locator('#nav a[href="/pins"] .count').wait_for()
-    assert page.locator('.top nav a[href="/pins"]').inner_text().split() == ["Pins", "1", "quarantined"]
+    assert page.locator('#nav ul a[href="/pins"]').inner_text().split() == ["Pins", "1", "quarantined"]
     screenshot(page, "pins")
     page.goto("/tools?q=report")
     assert page.locator('#tool-list a[href="/tools/hostile__report"]').count() == 0

@@ -17,6 +17,7 @@ import json
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -133,6 +134,14 @@ def waiting(serve: Serve) -> Iterator[str]:
 def prepared(serve: Serve, waiting: str) -> dict[str, str]:
     """What the pages show: calls in the audit log, a quarantined tool, a finished check run."""
     with api(serve) as client:
+        # the report tool's first definition is pinned before it changes (else the changed one
+        # would be the first seen)
+        deadline = time.monotonic() + 60
+        while not any(
+            p["tool"] == "report" for p in client.get("/api/v1/pins", params={"server": "hostile"}).json()["items"]
+        ):
+            assert time.monotonic() < deadline, "the hostile server's tools were never pinned"
+            time.sleep(0.2)
         for text in ("one", "two"):
             assert client.post("/api/v1/tools/everything__echo/call", json={"arguments": {"message": text}}).is_success
         assert client.post("/api/v1/tools/hostile__fail/call", json={"arguments": {}}).json()["isError"] is True
