@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _cli_run import mcpwire
 
-from mcpwire.catalog import PRESETS, CatalogError, entry_from_preset, entry_from_server_json
+from mcpwire.catalog import PRESETS, CatalogError, entry_from_preset, entry_from_server_json, environment_names
 from mcpwire.host.config import parse_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,10 +42,11 @@ def test_every_preset_gives_an_entry_the_host_accepts(name: str, tmp_path: Path)
     preset = PRESETS[name]
     values = [str(tmp_path)] if any(p.required for p in preset.params) else []
     entry = entry_from_preset(preset, values)
-    environ = {"GITHUB_TOKEN": "t"}
+    environ = dict.fromkeys(environment_names(preset), "set")
     server = parse_server(name, entry, base_path=tmp_path, environ=environ)
     assert server.type == ("http" if preset.url else "stdio")
-    assert "${env:" not in json.dumps(entry) or name == "github"  # only placeholders, never values
+    # a credential is only ever a placeholder the host fills in from its environment
+    assert ("${env:" in json.dumps(entry)) == bool(environment_names(preset))
 
 
 def test_preset_values_fill_parameters(tmp_path: Path) -> None:
