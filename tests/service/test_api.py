@@ -4,6 +4,7 @@ the host, and a real store (SQLite here; the store's own tests cover PostgreSQL)
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +318,74 @@ async def test_the_era_pin_is_kept_across_a_restart(db: str, config: Path) -> No
     async with running_service(db, config) as svc:
         servers = {s["name"]: s for s in (await svc.client.get("/api/v1/servers")).json()["items"]}
         assert servers["demo"]["era"] == "legacy" and servers["old"]["era"] == "legacy"
+
+
+async def _audit(c: httpx.AsyncClient, **params: Any) -> list[dict[str, Any]]:
+    reply = await c.get("/api/v1/audit", params=params)
+    assert reply.status_code == 200, reply.text
+    items: list[dict[str, Any]] = reply.json()["items"]
+    return items
+
+
+async def test_the_audit_is_filtered_by_run_kind_and_time(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        c = svc.client
+        for text in ("first", "second"):
+            called = await c.post("/api/v1/tools/demo__echo/call", json={"arguments": {"text": text}})
+            assert called.status_code == 200, called.text
+        with trio.fail_after(30):
+            while len(calls := await _audit(c, kind="tool", tool="echo")) < 2:  # noqa: ASYNC110 - the API under test, polled as a client would
+                await trio.sleep(0.05)
+        assert {r["kind"] for r in calls} == {"tool"}
+        newest, oldest = calls
+        assert newest["runId"] != oldest["runId"]
+        assert [r["id"] for r in await _audit(c, run_id=oldest["runId"])] == [oldest["id"]]
+        assert await _audit(c, run_id="run_nothing") == []
+        others = await _audit(c, kind="pin")  # what the host pinned at start-up
+        assert others and {r["kind"] for r in others} == {"pin"}
+        # since is included, until is not
+        at = newest["time"]
+        assert newest["id"] in [r["id"] for r in await _audit(c, kind="tool", since=at)]
+        assert newest["id"] not in [r["id"] for r in await _audit(c, kind="tool", until=at)]
+        assert await _audit(c, kind="tool", since=at + 3600) == []
+        body = problem(await c.get("/api/v1/audit", params={"runid": "x", "color": "red"}), 422)
+        assert body["detail"].startswith("GET /api/v1/audit has no query parameter 'color', 'runid'; it takes server,")
+        assert body["errors"] == [
+            {"in": "query", "path": "color", "message": "unknown query parameter"},
+            {"in": "query", "path": "runid", "message": "unknown query parameter; did you mean 'run_id'?"},
+        ]
+        body = problem(await c.get("/api/v1/servers", params={"q": "x"}), 422)
+        assert body["detail"] == "GET /api/v1/servers has no query parameter 'q'; it takes none"
+        problem(await c.get("/api/v1/audit", params={"since": "yesterday"}), 422)
+
+
+async def test_a_call_says_its_server_is_reconnecting_and_takes_a_timeout_under_a_second(
+    db: str, tmp_path: Path
+) -> None:
+    broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
+    config = write_config(tmp_path / "mcp.json", {"demo": demo_entry(), "broken": broken})
+    async with running_service(db, config, wait_ready=False) as svc:
+        c = svc.client
+        await svc.host.wait_status("demo", ServerStatus.CONNECTED, timeout=30)
+        await svc.host.wait_status("broken", ServerStatus.ERROR, timeout=30)
+        reply = await c.post("/api/v1/tools/broken__echo/call", json={"arguments": {}})
+        body = problem(reply, 503)
+        assert reply.headers["retry-after"] == "5"
+        assert body["title"] == "Server not connected"
+        assert body["detail"].startswith("server 'broken' is not connected (")
+        assert body["detail"].endswith(
+            "the host keeps retrying in the background: its tools, 'broken__echo' among them if it has it, "
+            "come back once it is connected; try again in 5 s"
+        )
+        # a name no server could have is still a 404
+        problem(await c.post("/api/v1/tools/nobody__echo/call", json={}), 404)
+        problem(await c.post("/api/v1/tools/demo__nothing/call", json={}), 404)
+        # seed 000's 200 ms per call
+        started = trio.current_time()
+        slow = await c.post(
+            "/api/v1/tools/demo__slow/call", json={"arguments": {"seconds": 5, "steps": 1}, "timeoutSeconds": 0.2}
+        )
+        assert problem(slow, 504)["detail"].startswith("tool 'slow' on server 'demo' failed: RequestTimeout")
+        assert trio.current_time() - started < 4
+        refused = problem(await c.post("/api/v1/tools/demo__echo/call", json={"timeoutSeconds": 0.01}), 422)
+        assert refused["errors"][0]["path"] == "$.timeoutSeconds"

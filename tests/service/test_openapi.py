@@ -44,7 +44,18 @@ def test_every_operation_is_documented_from_its_types() -> None:
     assert entry["properties"]["name"]["pattern"] == "^[A-Za-z0-9_.-]{1,64}$"
     assert set(entry["properties"]) == {f.encode_name for f in msgspec.structs.fields(ServerEntry)}
     audit = {p["name"]: p for p in doc["paths"]["/api/v1/audit"]["get"]["parameters"]}
-    assert set(audit) == {"server", "tool", "outcome", "trace_id", "cursor", "limit"}
+    assert set(audit) == {
+        "server",
+        "tool",
+        "outcome",
+        "trace_id",
+        "run_id",
+        "kind",
+        "since",
+        "until",
+        "cursor",
+        "limit",
+    }
     assert audit["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}
     assert "security" not in doc["paths"]["/healthz"]["get"]
     assert "securitySchemes" not in API.openapi(secured=False)["components"]

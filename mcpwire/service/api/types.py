@@ -444,11 +444,19 @@ class ApprovalList(Out, frozen=True, kw_only=True):
     items: list[ApprovalOut]
 
 
+#: a moment, as Unix seconds
+Time = Annotated[float, msgspec.Meta(ge=0, le=1e11)]
+
+
 class AuditQuery(msgspec.Struct, frozen=True, kw_only=True):
     server: str | None = None
     tool: str | None = None
     outcome: str | None = None
     trace_id: str | None = None
+    run_id: str | None = None
+    kind: str | None = None
+    since: Time | None = None
+    until: Time | None = None
     cursor: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | None = None
     limit: Limit = 50
 
