@@ -277,3 +277,18 @@ def test_ctrl_c_interrupts_the_answer_and_the_session_goes_on(tmp_path: Path, ll
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
+
+
+def test_approve_takes_the_words_of_mcpwire_call(tmp_path: Path, llm: FakeLLM) -> None:
+    for word in ("deny", "none"):
+        llm.add(
+            openai_stream("", [("c1", "memory__delete_entities", '{"entityNames": ["Ada"]}')]),
+            openai_stream("Not deleted."),
+        )
+        code, out, err = _chat(_config(tmp_path, llm, memory=memory_server(tmp_path)), "--approve", word, "Forget Ada")
+        assert (code, out) == (0, "Not deleted.\n"), err
+        assert "  denied by --approve" in err.splitlines()
+        warning = "mcpwire chat: warning: --approve none is deprecated; it means deny: use --approve deny"
+        assert (warning in err.splitlines()) is (word == "none")
+    code, _, err = _chat(_config(tmp_path, llm), "--approve", "never", "x")
+    assert code == 2 and "{all,ask,deny}" in err
