@@ -27,7 +27,7 @@ from typing import Final, TextIO
 
 import msgspec
 
-from ..cliargs import UsageError, add_target_options, era_options, load_target_config, run_cli
+from ..cliargs import UsageError, add_target_options, declare_as_serve, era_options, load_target_config, run_cli
 from ..errors import ConfigError
 from ..host import HostConfig, Risk, parse_server
 from ..redaction import clean_terminal
@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None) -> i
             servers,
             provider,
             host_options(preset, args),
-            era_options(args),
+            declare_as_serve(era_options(args), "chat"),
             options,
             inp,
             out,
