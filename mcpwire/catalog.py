@@ -36,6 +36,7 @@ class Param:
     required: bool = True
     repeated: bool = False
     path: bool = False  #: a file or folder: ``~`` expanded and made absolute
+    folder: bool = False  #: a folder that must exist already (the server would fail on start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ PRESETS: Final[Mapping[str, Preset]] = {
             "filesystem",
             "read, write and search files inside the folders you name",
             ("npx", "-y", "@modelcontextprotocol/server-filesystem"),
-            params=(Param("folder", "a folder the server may use", repeated=True, path=True),),
+            params=(Param("folder", "a folder the server may use", repeated=True, path=True, folder=True),),
             needs=_NPX,
             homepage=_SERVERS_REPO,
         ),
@@ -101,7 +102,11 @@ PRESETS: Final[Mapping[str, Preset]] = {
             "git",
             "read and search a Git repository",
             ("uvx", "mcp-server-git"),
-            params=(Param("repository", "the repository's folder", flag="--repository", required=False, path=True),),
+            params=(
+                Param(
+                    "repository", "the repository's folder", flag="--repository", required=False, path=True, folder=True
+                ),
+            ),
             needs=_UVX,
             homepage=_SERVERS_REPO,
         ),
@@ -161,6 +166,9 @@ def _fill(params: Sequence[Param], values: Sequence[str], what: str) -> list[str
         taken, rest = (rest, []) if param.repeated else (rest[:1], rest[1:])
         for value in taken:
             word = _path(value) if param.path else value
+            if param.folder and not Path(word).is_dir():
+                missing = "is not a folder" if Path(word).exists() else "does not exist"
+                raise CatalogError(f"{what}: {word} {missing} (from {value!r}); give a folder that exists")
             words += [param.flag, word] if param.flag else [word]
     if rest:
         raise CatalogError(f"{what} takes no more values: unexpected {rest[0]!r}")
@@ -171,7 +179,7 @@ def entry_from_preset(preset: Preset, values: Sequence[str]) -> dict[str, object
     """The mcp.json entry of a preset, with the user's values filled in.
 
     Raises:
-        CatalogError: a required value is missing, or there are too many.
+        CatalogError: a required value is missing, there are too many, or a folder does not exist.
     """
     entry: dict[str, object] = {}
     if preset.url:
