@@ -44,6 +44,7 @@ class Param:
     required: bool = True
     repeated: bool = False
     path: bool = False  #: a file or folder: ``~`` expanded and made absolute
+    folder: bool = False  #: a folder that must exist already (the server would fail on start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +64,10 @@ class Preset:
 
 # the values presets ask for (each at the top level, where the console's message extraction finds
 # its description: Param's second argument)
-_FOLDER: Final = Param("folder", "a folder the server may use", repeated=True, path=True)
-_REPOSITORY: Final = Param("repository", "the repository's folder", flag="--repository", required=False, path=True)
+_FOLDER: Final = Param("folder", "a folder the server may use", repeated=True, path=True, folder=True)
+_REPOSITORY: Final = Param(
+    "repository", "the repository's folder", flag="--repository", required=False, path=True, folder=True
+)
 _DATABASE: Final = Param("database", "the database file", flag="--db-path", path=True)
 
 _NPX: Final = "Node.js (npx)"
@@ -202,6 +205,9 @@ def _fill(params: Sequence[Param], values: Sequence[str], what: str) -> list[str
         taken, rest = (rest, []) if param.repeated else (rest[:1], rest[1:])
         for value in taken:
             word = _path(value) if param.path else value
+            if param.folder and not Path(word).is_dir():
+                missing = "is not a folder" if Path(word).exists() else "does not exist"
+                raise CatalogError(f"{what}: {word} {missing} (from {value!r}); give a folder that exists")
             words += [param.flag, word] if param.flag else [word]
     if rest:
         raise CatalogError(f"{what} takes no more values: unexpected {rest[0]!r}")
@@ -212,7 +218,7 @@ def entry_from_preset(preset: Preset, values: Sequence[str]) -> dict[str, object
     """The mcp.json entry of a preset, with the user's values filled in.
 
     Raises:
-        CatalogError: a required value is missing, or there are too many.
+        CatalogError: a required value is missing, there are too many, or a folder does not exist.
     """
     entry: dict[str, object] = {}
     if preset.url:

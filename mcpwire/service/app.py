@@ -139,10 +139,12 @@ def build_app(
         file: the config file's own servers: with it, servers another process changes through the
             API on the same store are followed here (:class:`~mcpwire.service.changes.ChangeFeed`).
         gateway: the MCP gateway to mount (made from ``host`` when ``None``, if available).
-        extra_routes: more routes (the console, the agent), after the API's.
+        extra_routes: more routes (the console, the agent), after the API's; the agent's
+            (:func:`~mcpwire.service.agent_runs.agent_routes`) bring the runs the API starts.
     """
     service = _service(host, store, settings, sources=sources, rows=rows, base_path=base_path)
     service.servers.file = file
+    service.agent = getattr(extra_routes, "runs", None)  # (agent_runs.AgentRoutes)
     provider = IdentityProvider(settings.oauth, resource_url(settings)) if settings.oauth is not None else None
     if provider is not None:
         service.authenticator = Authenticator(
@@ -283,11 +285,9 @@ def _service(
 
 def _path_role(method: str, path: str) -> Role | None:
     """The role a path outside the API's operations needs (those check their own): the gateway
-    and the agent's runs call tools; reading conversations is reading."""
+    calls tools."""
     if path in (MCP_PATH, SSE_PATH, MESSAGES_PATH):
         return Role.CALLER
-    if path.startswith(f"{PREFIX}/agent/"):
-        return Role.CALLER if method == "POST" else Role.VIEWER
     return None
 
 

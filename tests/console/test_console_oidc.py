@@ -91,11 +91,17 @@ def test_the_provider_decides_the_role(page: Any, served: Served) -> None:
     sign_in_at_the_provider(page, served, "carol")  # a viewer: may look, may not call
     page.wait_for_url(f"{served.url}/tools")
     page.goto("/tools/demo__echo")
-    page.get_by_label("text").fill("not allowed")
-    page.get_by_role("button", name="Call echo").click()
-    problem = page.locator("#result .problem")
-    problem.wait_for()
-    assert "this needs the caller role; user:carol@example.com is a viewer" in problem.inner_text()
+    # the page offers no call to a viewer, and says which role a call needs
+    assert page.locator("#tryit-role").inner_text() == "Calling a tool needs the caller role."
+    assert page.get_by_role("button", name="Call echo").count() == 0
+    # nor does the service run one when the form is sent all the same
+    csrf = page.locator("form.logout input[name=csrf_token]").get_attribute("value") or ""
+    refused = page.request.post(
+        f"{served.url}/tools/demo__echo",
+        form={"csrf_token": csrf, "mode": "json", "raw": '{"text": "not allowed"}'},
+        headers={"HX-Request": "true"},
+    )
+    assert "This needs the caller role; you are signed in as user:carol@example.com, a viewer." in refused.text()
     screenshot(page, "oidc-viewer-refused")
 
 

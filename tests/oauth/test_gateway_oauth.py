@@ -8,9 +8,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import queue
 import select
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,11 +158,18 @@ def _login(served: Served, store: Path, user: str) -> subprocess.CompletedProces
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
+        # a thread reads the lines: select() on a buffered text file misses lines already read
+        lines: queue.Queue[str] = queue.Queue()
+        stderr = proc.stderr
+        threading.Thread(target=lambda: [lines.put(x) for x in iter(stderr.readline, "")] + [lines.put("")],
+                         daemon=True).start()  # fmt: skip
         deadline = time.monotonic() + 120
         seen = ""
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stderr], [], [], deadline - time.monotonic())
-            line = proc.stderr.readline() if ready else ""
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
             if not line:
                 break
             seen += line
@@ -171,10 +180,14 @@ def _login(served: Served, store: Path, user: str) -> subprocess.CompletedProces
                 try:
                     answered = httpx.get(back, timeout=30)
                 except httpx.ConnectError:
-                    raise AssertionError(f"{back}: {proc.poll()} {proc.stderr.read()}")
+                    raise AssertionError(f"{back}: {proc.poll()} {seen}")
                 assert answered.status_code == 200  # the listener's "you can close this window"
-                out, err = proc.communicate(timeout=120)
-                return subprocess.CompletedProcess(argv, proc.returncode, out, seen + err)
+                assert proc.stdout is not None
+                out = proc.stdout.read()
+                proc.wait(120)
+                while (rest := lines.get(timeout=10)) != "":
+                    seen += rest
+                return subprocess.CompletedProcess(argv, proc.returncode, out, seen)
         raise AssertionError(f"mcpwire login printed no authorization URL: {seen}")
     finally:
         if proc.poll() is None:
