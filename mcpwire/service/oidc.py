@@ -54,7 +54,19 @@ _MAX_COOKIE: Final = 2048
 
 
 class SignInError(Exception):
-    """A sign-in through the provider failed; the message is shown on the login page."""
+    """A sign-in through the provider failed; the message is shown on the login page.
+
+    Args:
+        message: one sentence in English, with ``%(name)s`` placeholders (the console's catalogue
+            has it: ``pybabel extract`` takes each ``SignInError("...")``).
+        values: what fills them: the provider's own words, a claim's name; the login page shows
+            them as they are, in any language.
+    """
+
+    def __init__(self, message: str, **values: str) -> None:
+        super().__init__(message % values if values else message)
+        self.message = message
+        self.values = values
 
 
 class _Pending(msgspec.Struct, frozen=True, array_like=True):
@@ -187,11 +199,13 @@ class ConsoleSignIn:
         if "error" in answer:
             error = shorten(answer["error"], 80)
             description = shorten(answer.get("error_description", ""), 200)
-            raise SignInError(
-                f"The identity provider refused the sign-in: {error}"
-                + (f" ({description})" if description else "")
-                + "."
-            )
+            if description:
+                raise SignInError(
+                    "The identity provider refused the sign-in: %(error)s (%(description)s).",
+                    error=error,
+                    description=description,
+                )
+            raise SignInError("The identity provider refused the sign-in: %(error)s.", error=error)
         code = answer.get("code")
         if not code:
             raise SignInError("The identity provider's answer carries no code; sign in again.")
@@ -203,7 +217,7 @@ class ConsoleSignIn:
         try:
             claims = await self.provider.claims_of(tokens.id_token, audience=self.client_id, nonce=pending.nonce)
         except JwtError as exc:
-            raise SignInError(f"The identity provider's ID token was refused: {exc}.") from None
+            raise SignInError("The identity provider's ID token was refused: %(reason)s.", reason=str(exc)) from None
         except ProviderError as exc:
             log.warning("console sign-in: %s", exc)
             raise SignInError("The identity provider cannot be reached; try again later.") from None
@@ -212,8 +226,9 @@ class ConsoleSignIn:
         identity = self.provider.identity_of(claims)
         if identity is None:
             raise SignInError(
-                f"You are signed in at the identity provider, but no role of this service is given to you "
-                f"(claim {self.provider.roles.claim!r}); ask an administrator."
+                "You are signed in at the identity provider, but no role of this service is given to you "
+                "(claim %(claim)s); ask an administrator.",
+                claim=repr(self.provider.roles.claim),
             )
         log.info("console sign-in: %s as %s", identity.describe(), identity.role.label)
         return identity, pending.next
@@ -262,7 +277,9 @@ class ConsoleSignIn:
                 reason,
                 shorten(refused.error_description, 200),
             )
-            raise SignInError(f"The identity provider refused to redeem the sign-in ({reason}); sign in again.")
+            raise SignInError(
+                "The identity provider refused to redeem the sign-in (%(reason)s); sign in again.", reason=reason
+            )
         try:
             return msgspec.json.decode(body, type=_TokenAnswer)
         except (msgspec.DecodeError, msgspec.ValidationError):

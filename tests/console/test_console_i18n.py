@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PO = LOCALE_DIR / "zh_Hans" / "LC_MESSAGES" / "console.po"
 MO = PO.with_suffix(".mo")
 #: the keywords of babel.cfg's extraction (README: "The console in other languages")
-KEYWORDS = {**DEFAULT_KEYWORDS, "Preset": (2,), "Param": (2,)}
+KEYWORDS = {**DEFAULT_KEYWORDS, "Preset": (2,), "Param": (2,), "SignInError": (1,)}
 
 
 def _key(value: str | tuple[str, ...] | list[str]) -> str | tuple[str, ...]:

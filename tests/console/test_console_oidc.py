@@ -1,11 +1,14 @@
 """Signing in to the console through a real identity provider (panva's oidc-provider), in headless
 Chromium: the login page's "Sign in with ...", the provider's own login and consent pages, back to
-the console with a session whose identity and role the provider's groups decide. The answers a
-browser would not send (a changed state, no cookie, a made-up code) are sent with httpx.
+the console with a session whose identity and role the provider's groups decide; a person with no
+role here is told so in English and in Simplified Chinese. The answers a browser would not send (a
+changed state, no cookie, a made-up code, the provider's own error words) are sent with httpx.
 Screenshots at 1280 and 390 px go to tests/console/screenshots (git-ignored)."""
 
 from __future__ import annotations
 
+import html
+import re
 import sys
 import urllib.parse
 from collections.abc import Iterator
@@ -15,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from _console import screenshot
+from test_console_pages import LOCALES, _page, look_at
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oauth"))
 from _idp import ADMIN_TOKEN, CONSOLE_CLIENT, Served, serving_with_idp
@@ -40,12 +44,20 @@ def page(browser: Any, served: Served) -> Iterator[Any]:
         context.close()
 
 
-def sign_in_at_the_provider(page: Any, served: Served, user: str, *, shots: str | None = None) -> None:
+#: the provider's button on the login page, in each language
+SIGN_IN_WITH = {"en": "Sign in with {}", "zh-Hans": "通过 {} 登录"}
+
+
+def sign_in_at_the_provider(
+    page: Any, served: Served, user: str, *, shots: str | None = None, lang: str = "en"
+) -> None:
     """From the console's login page through the provider's pages, as ``user``."""
     page.goto("/tools")
     page.wait_for_url("**/login?next=%2Ftools")
     button = page.locator("#sign-in-provider")
-    assert button.inner_text() == f"Sign in with {urllib.parse.urlsplit(served.idp.issuer).netloc}"
+    provider = urllib.parse.urlsplit(served.idp.issuer).netloc
+    assert button.inner_text() == SIGN_IN_WITH[lang].format(provider)
+    assert button.locator('[translate="no"]').inner_text() == provider
     if shots:
         screenshot(page, f"{shots}-login")
     button.click()
@@ -105,16 +117,31 @@ def test_the_provider_decides_the_role(page: Any, served: Served) -> None:
     screenshot(page, "oidc-viewer-refused")
 
 
-def test_a_person_with_no_role_here_is_told_so(page: Any, served: Served) -> None:
-    sign_in_at_the_provider(page, served, "erin")
-    page.wait_for_url("**/login/oidc/callback?**")
-    alert = page.get_by_role("alert")
-    assert alert.inner_text() == (
-        "You are signed in at the identity provider, but no role of this service is given to you (claim "
-        "'groups'); ask an administrator."
-    )
-    assert "mcpwire_console" not in {c["name"] for c in page.context.cookies()}
-    screenshot(page, "oidc-no-role")
+NO_ROLE = {
+    "en": "You are signed in at the identity provider, but no role of this service is given to you (claim "
+    "'groups'); ask an administrator.",
+    "zh-Hans": "你已在身份提供方登录，但未被授予本服务的任何角色（声明 'groups'）；请联系管理员。",  # noqa: RUF001 - Chinese punctuation
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-Hans"])
+def test_a_person_with_no_role_here_is_told_so(browser: Any, served: Served, lang: str) -> None:
+    context = browser.new_context(base_url=served.url, viewport={"width": 1280, "height": 900}, locale=LOCALES[lang])
+    context.set_default_timeout(30_000)
+    try:
+        page = _page(context)
+        sign_in_at_the_provider(page, served, "erin", lang=lang)
+        page.wait_for_url("**/login/oidc/callback?**")
+        alert = page.get_by_role("alert")
+        assert alert.inner_text() == NO_ROLE[lang]
+        # the claim's name is the configuration's, shown as it is
+        assert alert.locator('[translate="no"]').inner_text() == "'groups'"
+        assert "mcpwire_console" not in {c["name"] for c in page.context.cookies()}
+        look_at(page, "oidc-no-role", lang)
+        errors = [e for e in page.errors if served.url in e and "status of 401" not in e]
+        assert errors == [], errors
+    finally:
+        context.close()
 
 
 def _begin(client: httpx.Client) -> dict[str, str]:
@@ -166,7 +193,39 @@ def test_a_callback_that_is_not_this_browsers_sign_in_is_refused(served: Served,
             answer.append(("state", params["state"]))
         back = client.get("/login/oidc/callback?" + urllib.parse.urlencode(answer))
     assert back.status_code == 401
-    assert f'<p class="problem" role="alert">{message.replace(chr(39), "&#39;")}</p>' in back.text
+    assert html.unescape(re.sub(r"<[^>]*>", "", alert_of(back.text))) == message
     assert "mcpwire_console" not in back.headers.get("set-cookie", "")
     log = (served.folder / "serve.log").read_text()
     assert (served.folder / "oidc-secret").read_text().strip() not in log + back.text
+
+
+def alert_of(page: str) -> str:
+    """The login page's alert, as HTML."""
+    found = re.search(r'<p class="problem" role="alert">(.*?)</p>', page)
+    assert found is not None, page
+    return found.group(1)
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "The identity provider refused the sign-in: {error} ({description})."),
+        ("zh-Hans", "身份提供方拒绝了此次登录：{error}（{description}）。"),  # noqa: RUF001 - Chinese punctuation
+    ],
+)
+def test_the_providers_own_words_are_shown_as_they_are_in_either_language(served: Served, lang: str, said: str) -> None:
+    error = "<img src=x onerror=alert(1)>"
+    description = "Access denied \u202e by policy & 'rules'"
+    with httpx.Client(base_url=served.url, timeout=10, headers={"Accept-Language": LOCALES[lang]}) as client:
+        params = _begin(client)
+        answer = [("error", error), ("error_description", description), ("state", params["state"]),
+                  ("iss", served.idp.issuer)]  # fmt: skip
+        back = client.get("/login/oidc/callback?" + urllib.parse.urlencode(answer))
+    assert back.status_code == 401 and back.headers["content-language"] == lang
+    assert f'<html lang="{lang}">' in back.text
+    escaped = {
+        "error": '<span translate="no">&lt;img src=x onerror=alert(1)&gt;</span>',
+        "description": '<span translate="no">Access denied \\u202e by policy &amp; &#39;rules&#39;</span>',
+    }
+    assert alert_of(back.text) == said.format(**escaped)
+    assert "<img" not in back.text

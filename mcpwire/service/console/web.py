@@ -53,7 +53,9 @@ __all__ = [
     "View",
     "call_api",
     "console_of",
+    "language_of",
     "page",
+    "render",
     "secure",
 ]
 
@@ -140,8 +142,7 @@ def _finalize(value: object) -> object:
 
 
 def _translations(context: Context) -> Any:
-    """The catalogue the page is rendered with (English when the page gave none, as the sign-in
-    page does)."""
+    """The catalogue the page is rendered with (English when the page gave none)."""
     return context.get("translations") or i18n.translations(i18n.DEFAULT)
 
 
@@ -282,28 +283,44 @@ class View:
     def render(self, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
         context.setdefault("path", self.request.url.path)
         context.setdefault("query", self.request.url.query)
-        html = ENV.get_template(template).render(
+        return render(
+            template,
+            lang=self.lang,
+            status=status,
             csrf=self.csrf,
             identity=self.identity,
             token_required=self.service.settings.token is not None,
             version=self.service.version,
-            translations=self.translations,
-            lang=self.lang,
-            languages=i18n.LANGUAGES,
             can={
                 "call": self.may(Role.CALLER),
                 "approve": self.may(Role.APPROVER),
                 "admin": self.may(Role.ADMIN),
             },
-            role_names=ROLE_NAMES,
-            status_titles=i18n.STATUS_TITLES,
             attention=self.attention,
             **context,
         )
-        response = HTMLResponse(html, status_code=status)
-        response.headers["Content-Language"] = self.lang
-        response.headers["Vary"] = "Accept-Language, Cookie"
-        return response
+
+
+def language_of(request: Request) -> str:
+    """The language to answer ``request`` in: the switch's cookie, else the browser's."""
+    return i18n.negotiate(request.headers.get("accept-language"), request.cookies.get(i18n.LANG_COOKIE))
+
+
+def render(template: str, *, lang: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """``template`` in ``lang``: its catalogue, the language switch, the ``lang`` attribute and the
+    headers saying which language the page is in (every page, signed in or not, is made here)."""
+    html = ENV.get_template(template).render(
+        translations=i18n.translations(lang),
+        lang=lang,
+        languages=i18n.LANGUAGES,
+        role_names=ROLE_NAMES,
+        status_titles=i18n.STATUS_TITLES,
+        **context,
+    )
+    response = HTMLResponse(html, status_code=status)
+    response.headers["Content-Language"] = lang
+    response.headers["Vary"] = "Accept-Language, Cookie"
+    return response
 
 
 #: the roles' names as the console shows them
@@ -357,7 +374,7 @@ def page(
         sessions = console_of(request).sessions
         session = await sessions.find(request.cookies.get(SESSION_COOKIE))
         fresh = None
-        lang = i18n.negotiate(request.headers.get("accept-language"), request.cookies.get(i18n.LANG_COOKIE))
+        lang = language_of(request)
         if session is None and sessions.required and not public:
             if request.method == "GET" and request.headers.get("hx-request") != "true":
                 target = "/login?" + urllib.parse.urlencode({"next": _next_path(request)})
