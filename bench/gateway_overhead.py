@@ -9,8 +9,10 @@ same calls (``echo`` with a short message):
 - ``direct``: the client starts server-everything itself (stdio), no proxy;
 - ``gateway``: ``bench/gateway_serve.py``, mcpwire's gateway alone (Streamable HTTP, legacy era,
   namespaced ``everything__echo``), and ``gateway[2026]``: the same in the 2026-07-28 era;
-- ``serve``: ``mcpwire serve`` (the gateway at ``/mcp`` behind the service's middleware, every
-  call audited into its SQLite store);
+- ``serve``: ``mcpwire serve`` as shipped (the gateway at ``/mcp`` behind the service's
+  middleware, with a token, every call's audit record committed to its SQLite store before the
+  answer: durable when the process dies), and ``serve[fsync]``: the same with the store synced to
+  the disk at every commit (``?synchronous=full``: durable when the machine loses power too);
 - ``mcp-proxy`` (0.13, the Python SDK 1.x) and ``fastmcp`` (FastMCP 4.1.2's proxy), legacy era
   (FastMCP's proxy lists no tools in 2026-07-28, and mcp-proxy refuses its probe);
 - ``floor``: ``bench/gateway_floor.py``, a bare hypercorn+starlette endpoint answering the call
@@ -53,7 +55,9 @@ SERVERS = Path(os.environ.get("MCPWIRE_SERVERS_DIR", REPO / ".cache" / "servers"
 EVERYTHING = SERVERS / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
 MCP_PROXY = SERVERS / "proxy" / "bin" / "mcp-proxy"
 FASTMCP = SERVERS / "fastmcp" / "bin" / "fastmcp"
-TARGETS = ("direct", "floor", "gateway", "gateway[2026]", "serve", "mcp-proxy", "fastmcp")
+TARGETS = ("direct", "floor", "gateway", "gateway[2026]", "serve", "serve[fsync]", "mcp-proxy", "fastmcp")
+#: the admin token the ``serve`` targets run with (they need one, as on every address)
+SERVE_TOKEN = "gateway-bench-token-0123456789"
 MESSAGE = "hello, gateway"
 START_TIMEOUT_S = 90.0
 #: failed calls after which a target counts as stalled (the phase under way stops)
@@ -158,15 +162,18 @@ async def _wait_listening(url: str, *, ready: str | None = None) -> None:
 
 
 @contextmanager
-def _serve_process(folder: Path) -> Iterator[tuple[str, int]]:
-    """``mcpwire serve`` with one backend; its URL from its start-up lines."""
+def _serve_process(folder: Path, *, fsync: bool = False) -> Iterator[tuple[str, int]]:
+    """``mcpwire serve`` with one backend; its URL from its start-up lines. Its store commits as
+    shipped (durable when the process dies), or, with ``fsync``, synced to the disk at every
+    commit (durable when the machine loses power too)."""
     config = folder / "mcp.json"
     entry = {"command": str(EVERYTHING), "args": ["stdio"], "policy": {"cache_ttl_seconds": 0}}
     config.write_text(json.dumps({"mcpServers": {"everything": entry}}))
     port = _free_port()
+    database = f"sqlite:///{folder / ('serve-fsync.db' if fsync else 'serve.db')}"
     argv = [sys.executable, "-m", "mcpwire", "serve", "--config", str(config), "--port", str(port)]
-    argv += ["--db", f"sqlite:///{folder / 'serve.db'}", "--rate-limit", "0"]
-    env = {"XDG_DATA_HOME": str(folder / "data"), "HOME": str(folder)}
+    argv += ["--db", database + ("?synchronous=full" if fsync else ""), "--rate-limit", "0"]
+    env = {"XDG_DATA_HOME": str(folder / "data"), "HOME": str(folder), "MCPWIRE_TOKEN": SERVE_TOKEN}
     with _process(argv, url=f"http://127.0.0.1:{port}/mcp", env=env) as started:
         yield started
 
@@ -191,10 +198,10 @@ async def _target(name: str, folder: Path) -> AsyncIterator[tuple[StdioServer | 
         config.write_text(json.dumps({"mcpServers": {"everything": {"command": everything[0], "args": ["stdio"]}}}))
         argv = [str(FASTMCP), "run", str(config), "--no-banner", "--transport", "http", "--port", str(port)]
     era: Era = "modern" if name == "gateway[2026]" else "legacy"
-    if name == "serve":
-        with _serve_process(folder) as (url, pid):
+    if name.startswith("serve"):
+        with _serve_process(folder, fsync=name == "serve[fsync]") as (url, pid):
             await _wait_listening(url, ready=url.removesuffix("/mcp") + "/readyz")
-            yield HttpServer(url=url, transport="streamable-http"), era, pid
+            yield HttpServer(url=url, transport="streamable-http", bearer_token=SERVE_TOKEN), era, pid
         return
     fixed = f"http://127.0.0.1:{port}/mcp" if name in ("mcp-proxy", "fastmcp") else None
     with _process(argv, url=fixed) as (url, pid):

@@ -235,6 +235,25 @@ def run_connect(python: str, params: Params) -> dict[str, Any]:
     return figures
 
 
+def run_first_connect(python: str, params: Params) -> dict[str, Any]:
+    """``http_first_connect.py``: the first connect of a fresh process, mcpwire against a raw
+    asyncio client (target: at most 3 x); its table is printed as it comes."""
+    rounds = 5 if params.rounds == 1 else 15
+    print()
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "first_connect.json"
+        proc = subprocess.run(
+            [python, str(BENCH / "http_first_connect.py"), "--rounds", str(rounds), "--json", str(out)],
+            cwd=BENCH,
+            timeout=WORKLOAD_TIMEOUT,
+            check=False,
+        )
+        if not out.exists():
+            return {"error": f"exit status {proc.returncode}"}
+        figures: dict[str, Any] = json.loads(out.read_text())
+    return figures
+
+
 @dataclass
 class ImportCase:
     label: str
@@ -601,6 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = report(clients, params, imports, sdk_version, args.transport)
     if args.transport == "http":
         data["connect"] = run_connect(python, params)
+        data["first_connect"] = run_first_connect(python, params)
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
         print(f"\nresults written to {args.json}")

@@ -52,6 +52,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("time__get_current_time", {"timezone": "UTC"}),
     ("time__convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Europe/Paris"}),
 ]
+#: the admin token the service runs with (it needs one, as on every address)
+TOKEN = "service-load-token-0123456789"
 POLLS = ["/api/v1/servers", "/api/v1/tools", "/api/v1/audit?limit=20", "/metrics", "/readyz"]
 
 
@@ -117,7 +119,7 @@ def config(tmp: Path) -> Path:
 
 
 def start_service(tmp: Path, db: str | None) -> tuple[subprocess.Popen[bytes], str]:
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp / "data"), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp / "data"), "PYTHONUNBUFFERED": "1", "MCPWIRE_TOKEN": TOKEN}
     argv = [sys.executable, "-m", "mcpwire", "serve", "--config", str(config(tmp)), "--port", "0"]
     argv += ["--rate-limit", "0", "--db", db or f"sqlite:///{tmp / 'service.db'}"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
@@ -151,11 +153,11 @@ def rss_bytes(pid: int) -> int:
 
 
 async def gateway_client(url: str, number: int, run: Run, stop: trio.Event) -> None:
-    from mcpwire import open_client
+    from mcpwire import HttpServer, open_client
 
     era: Literal["legacy", "auto"] = "legacy" if number % 2 else "auto"
     try:
-        async with open_client(f"{url}/mcp", era=era, timeout=30) as client:
+        async with open_client(HttpServer(url=f"{url}/mcp", bearer_token=TOKEN), era=era, timeout=30) as client:
             i = number
             while not stop.is_set():
                 name, arguments = CALLS[i % len(CALLS)]
@@ -230,7 +232,11 @@ async def load(url: str, pid: int, args: argparse.Namespace) -> Run:
     began = time.monotonic()
     connections = args.clients + args.pollers + 10
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as http, trio.open_nursery() as nursery:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=30, limits=limits, headers=auth) as http,
+        trio.open_nursery() as nursery,
+    ):
         nursery.start_soon(sample_memory, pid, run, stop, began)
         for number in range(args.clients):
             if args.via == "gateway":

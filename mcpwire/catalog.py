@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-__all__ = ["PRESETS", "CatalogError", "Param", "Preset", "entry_from_preset", "entry_from_server_json"]
+__all__ = [
+    "PRESETS",
+    "CatalogError",
+    "Param",
+    "Preset",
+    "entry_from_preset",
+    "entry_from_server_json",
+    "environment_names",
+]
 
 
 class CatalogError(Exception):
@@ -36,6 +44,7 @@ class Param:
     required: bool = True
     repeated: bool = False
     path: bool = False  #: a file or folder: ``~`` expanded and made absolute
+    folder: bool = False  #: a folder that must exist already (the server would fail on start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +61,14 @@ class Preset:
     needs: str = ""  #: what must be installed to run it
     homepage: str = ""
 
+
+# the values presets ask for (each at the top level, where the console's message extraction finds
+# its description: Param's second argument)
+_FOLDER: Final = Param("folder", "a folder the server may use", repeated=True, path=True, folder=True)
+_REPOSITORY: Final = Param(
+    "repository", "the repository's folder", flag="--repository", required=False, path=True, folder=True
+)
+_DATABASE: Final = Param("database", "the database file", flag="--db-path", path=True)
 
 _NPX: Final = "Node.js (npx)"
 _UVX: Final = "uv (uvx)"
@@ -72,7 +89,7 @@ PRESETS: Final[Mapping[str, Preset]] = {
             "filesystem",
             "read, write and search files inside the folders you name",
             ("npx", "-y", "@modelcontextprotocol/server-filesystem"),
-            params=(Param("folder", "a folder the server may use", repeated=True, path=True),),
+            params=(_FOLDER,),
             needs=_NPX,
             homepage=_SERVERS_REPO,
         ),
@@ -101,7 +118,7 @@ PRESETS: Final[Mapping[str, Preset]] = {
             "git",
             "read and search a Git repository",
             ("uvx", "mcp-server-git"),
-            params=(Param("repository", "the repository's folder", flag="--repository", required=False, path=True),),
+            params=(_REPOSITORY,),
             needs=_UVX,
             homepage=_SERVERS_REPO,
         ),
@@ -116,7 +133,7 @@ PRESETS: Final[Mapping[str, Preset]] = {
             "sqlite",
             "query and change a SQLite database",
             ("uvx", "mcp-server-sqlite"),
-            params=(Param("database", "the database file", flag="--db-path", path=True),),
+            params=(_DATABASE,),
             needs=_UVX,
             homepage="https://pypi.org/project/mcp-server-sqlite/",
         ),
@@ -134,6 +151,23 @@ PRESETS: Final[Mapping[str, Preset]] = {
             needs=_NPX,
             homepage="https://github.com/upstash/context7",
         ),
+        # seed 004's weather servers, each a published package (PyPI) that speaks MCP over stdio
+        Preset(
+            "wttr",
+            "today's weather of a city from wttr.in (no key needed)",
+            ("uvx", "mcp-weather-crj6666"),
+            needs=_UVX,
+            homepage="https://pypi.org/project/mcp-weather-crj6666/",
+        ),
+        Preset(
+            "hefeng",
+            "QWeather (hefeng) forecasts, warnings and air quality; reads $HEFENG_API_HOST and $HEFENG_API_KEY",
+            # its 1.2.0 imports mcp.server.fastmcp, which mcp 2 renamed: it runs only with mcp 1
+            ("uvx", "--with", "mcp<2", "hefeng-qweather-mcp", "stdio"),
+            env={"HEFENG_API_HOST": "${env:HEFENG_API_HOST}", "HEFENG_API_KEY": "${env:HEFENG_API_KEY}"},
+            needs=_UVX,
+            homepage="https://github.com/fengyucn/hefeng-qweather-mcp",
+        ),
         Preset(
             "github",
             "GitHub's own remote server (issues, pull requests, code); reads $GITHUB_TOKEN",
@@ -143,6 +177,16 @@ PRESETS: Final[Mapping[str, Preset]] = {
         ),
     )
 }
+
+
+_ENV_PLACEHOLDER: Final = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def environment_names(preset: Preset) -> list[str]:
+    """The environment variables the preset's entry reads (its ``${env:NAME}`` placeholders),
+    which must be set where the server is started."""
+    values = [*preset.env.values(), *preset.headers.values()]
+    return sorted({m.group(1) for v in values for m in _ENV_PLACEHOLDER.finditer(v)})
 
 
 def _path(value: str) -> str:
@@ -161,6 +205,9 @@ def _fill(params: Sequence[Param], values: Sequence[str], what: str) -> list[str
         taken, rest = (rest, []) if param.repeated else (rest[:1], rest[1:])
         for value in taken:
             word = _path(value) if param.path else value
+            if param.folder and not Path(word).is_dir():
+                missing = "is not a folder" if Path(word).exists() else "does not exist"
+                raise CatalogError(f"{what}: {word} {missing} (from {value!r}); give a folder that exists")
             words += [param.flag, word] if param.flag else [word]
     if rest:
         raise CatalogError(f"{what} takes no more values: unexpected {rest[0]!r}")
@@ -171,7 +218,7 @@ def entry_from_preset(preset: Preset, values: Sequence[str]) -> dict[str, object
     """The mcp.json entry of a preset, with the user's values filled in.
 
     Raises:
-        CatalogError: a required value is missing, or there are too many.
+        CatalogError: a required value is missing, there are too many, or a folder does not exist.
     """
     entry: dict[str, object] = {}
     if preset.url:

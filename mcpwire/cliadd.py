@@ -262,9 +262,21 @@ def _run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         out.write(f"it needs {preset.needs}\n")
     if variables:
         out.write(f"set {', '.join('$' + v for v in variables)} in the environment before it starts\n")
+    if written and _user_wide(path):
+        out.write(
+            f"{path} is the user-wide config: every mcpwire command (tools, call, chat, serve...) now starts "
+            f"{name!r}, in any folder without its own mcp.json (--config or $MCPWIRE_CONFIG names another)\n"
+        )
     if written:
         out.write(f"try: mcpwire tools {name}" + (f" --config {path}" if args.config else "") + "\n")
     return 0
+
+
+def _user_wide(path: Path) -> bool:
+    """Whether ``path`` is the user-wide config (the last place the config search looks)."""
+    from .host.config import search_paths
+
+    return path.resolve() == search_paths()[1].resolve()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,13 +50,14 @@ from .clitrust import (
     trust_decision,
     trust_file,
 )
-from .errors import ConfigError
+from .errors import ConfigError, RPCError
 from .redaction import SecretValues, argv_secrets, clean_terminal, redact_url
 from .transports import DEFAULT_INHERITED_ENV, HttpServer, StdioServer, split_header
 
 if TYPE_CHECKING:
     from .client.options import ClientOptions
     from .host.config import HostConfig
+    from .protocol.types import JSONObject
 
 __all__ = [
     "DATA_DIR_ENV_VAR",
@@ -532,6 +533,35 @@ def era_options(args: argparse.Namespace) -> ClientOptions:
 
     return ClientOptions(
         era=getattr(args, "era", None) or "auto", protocol_version=getattr(args, "protocol_version", None)
+    )
+
+
+def declare_as_serve(options: ClientOptions, command: str) -> ClientOptions:
+    """``options`` declaring to servers what ``mcpwire serve`` declares (sampling, elicitation,
+    roots), each answered with a refusal naming ``command`` where ``options`` has no handler.
+
+    Some servers list tools only to clients that declare a capability (server-everything lists 13
+    tools to a client that declares none, 16 to one that declares all three): declaring the same
+    everywhere, ``mcpwire servers``, ``call``, ``chat`` and ``serve`` show one server the same
+    tools, and the same count. A call of such a tool from a command that cannot answer its
+    question fails, saying which commands can.
+    """
+    elsewhere = "mcpwire serve passes it on to its clients" if command != "chat" else "mcpwire serve can"
+
+    async def no_sampling(params: JSONObject) -> JSONObject:
+        # 2025-11-25 client/sampling: "User rejected sampling request" is error code -1
+        raise RPCError(-1, f"mcpwire {command} cannot answer a sampling request ({elsewhere}; so does mcpwire chat)")
+
+    async def no_elicitation(params: JSONObject) -> JSONObject:
+        return {"action": "decline"}  # nobody was there to ask: the request is declined, not answered
+
+    async def no_roots() -> list[str | JSONObject]:
+        raise RPCError(-32603, f"mcpwire {command} offers no roots ({elsewhere})")
+
+    return options.replace(
+        sampling=options.sampling or no_sampling,
+        elicitation=options.elicitation or no_elicitation,
+        roots=options.roots if options.roots is not None else no_roots,
     )
 
 

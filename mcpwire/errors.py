@@ -21,10 +21,13 @@ __all__ = [
     "ClientClosed",
     "ConfigError",
     "ConnectError",
+    "ConnectionBroken",
     "EraDetectionError",
     "FrameTooLarge",
     "HTTPStatusError",
     "HostError",
+    "IncompleteBody",
+    "InvalidHTTPResponse",
     "InvalidResponse",
     "LocalProtocolError",
     "MCPWireError",
@@ -117,6 +120,34 @@ class ConnectError(TransportError):
 
 class ServerNotFound(ConnectError):
     """The server's command does not exist (for example ``npx`` is not installed)."""
+
+
+class ConnectionBroken(TransportError):
+    """An HTTP exchange failed after its request may have reached the server: writing it or
+    reading the answer failed or timed out. The server may have acted on the request.
+
+    (A :class:`ConnectError` from an HTTP exchange means the request was not sent at all: no
+    connection could be made, or none was free in time.)
+    """
+
+
+class InvalidHTTPResponse(ConnectionBroken):
+    """The server's answer is not valid HTTP/1.1 (a malformed status line, header or chunk, a
+    framing that cannot be trusted); the connection is not used again."""
+
+
+class IncompleteBody(ConnectionBroken):
+    """The server closed the connection before the end of the answer's body.
+
+    Attributes:
+        received: the body's bytes that arrived.
+        expected: the length its ``Content-Length`` announced (None for a chunked body).
+    """
+
+    def __init__(self, message: str, *, received: int, expected: int | None = None) -> None:
+        super().__init__(message)
+        self.received = received
+        self.expected = expected
 
 
 class ServerGone(TransportError):

@@ -15,6 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 servers=${MCPWIRE_SERVERS_DIR:-$repo/.cache/servers}
 conformance=${MCPWIRE_CONFORMANCE_DIR:-$repo/.cache/conformance}
+idp=${MCPWIRE_IDP_DIR:-$repo/.cache/idp}
 plan_only=false
 case "${1:-}" in
   --plan) plan_only=true ;;
@@ -28,6 +29,11 @@ if [ -f "$servers/stamp" ]; then
   servers_state="present (its pinned versions are compared with the stamp; a mismatch reinstalls)"
 else
   servers_state="to install: npm and PyPI packages, about 450 MB"
+fi
+if [ -f "$idp/stamp" ]; then
+  idp_state="present (its pinned versions are compared with the stamp; a mismatch reinstalls)"
+else
+  idp_state="to install from npm (about 100 MB): oidc-provider, node@22"
 fi
 runner_missing=()
 for item in node22/node_modules/node runner-0.1.16/node_modules/@modelcontextprotocol/conformance \
@@ -54,6 +60,7 @@ else
 fi
 
 say "the third-party MCP servers, in $servers: $servers_state"
+say "the identity provider (oidc-provider) and Node 22, in $idp: $idp_state"
 say "the official conformance runner and Node 22, in $conformance: $runner_state"
 say "Debian packages, system-wide: $apt_state"
 $plan_only && exit 0
@@ -62,6 +69,7 @@ for tool in npm "${PYTHON:-python3}"; do
   command -v "$tool" >/dev/null 2>&1 || { say "$tool is needed to install the servers and the runner" >&2; exit 1; }
 done
 PYTHON=${PYTHON:-python3} MCPWIRE_SERVERS_DIR=$servers bash "$here/real/install_servers.sh"
+MCPWIRE_IDP_DIR=$idp bash "$here/real/install_idp.sh"
 MCPWIRE_CONFORMANCE_DIR=$conformance bash "$here/official_suite/install_runner.sh"
 if [ ${#apt_missing[@]} -gt 0 ]; then
   if [ -n "$sudo" ] && ! command -v sudo >/dev/null 2>&1; then

@@ -28,7 +28,9 @@ LAYERS: list[set[str]] = [
     {"mcpwire.protocol", "mcpwire.transports", "mcpwire.schemas"},
     {"mcpwire.actors", "mcpwire.server", "mcpwire.auth"},
     {"mcpwire.client", "mcpwire.testing"},
-    {"mcpwire.host"},
+    # the catalogue of well-known servers builds mcp.json entries (for `mcpwire add`, the API's
+    # /catalog and the console's catalogue page); it imports no other area
+    {"mcpwire.host", "mcpwire.catalog"},
     {"mcpwire.agent"},
     {"mcpwire.service"},
 ]
@@ -42,8 +44,7 @@ APPS = {
     "mcpwire.cliserver",
     "mcpwire.cliadd",
     "mcpwire.clitrust",
-    # what only the command line uses: the catalogue of well-known servers, the mcp.json editor
-    "mcpwire.catalog",
+    # what only the command line uses: the mcp.json editor
     "mcpwire.jsonedit",
     "mcpwire.conformance",
     "mcpwire.fuzz",

@@ -59,7 +59,12 @@ class Transport(Protocol):
         request_id: RequestId | None = None,
         headers: Mapping[str, str] | None = None,
         opens_session: bool = False,
-    ) -> None: ...
+        deadline: float | None = None,
+    ) -> None:
+        """Sends one message. ``deadline`` (trio's clock): when the caller gives up on the request;
+        a transport that would wait before sending again (an HTTP ``Retry-After``) does not wait
+        past it."""
+        ...
 
     async def cancel(self, request_id: RequestId) -> bool:
         """Cancels a request at the transport level; False when a notification is needed."""

@@ -1,42 +1,48 @@
-"""What the two HTTP actors share: their common state (:class:`HttpActor`), the default ``httpx``
-client, bounded and cancellation-safe reading of responses, backoff, and the wording of HTTP
-failures.
+"""What the two HTTP actors share: their common state (:class:`HttpActor`), the choice of their
+:class:`~mcpwire.actors.http_sender.Sender`, bounded and cancellation-safe reading of responses,
+backoff, and the wording of HTTP failures.
 
-Theory of operation: the default client is cheap to build. ``httpx.AsyncClient()`` loads the CA
-bundle into a new TLS context every time it is built (tens of milliseconds, far more on a busy
-machine), even for ``http://`` URLs. Here one TLS context per process is built on the first
-``https://`` connection and shared; a plain-HTTP connection gets a context that trusts nothing
-(it never does TLS; should it ever be asked to, verification fails closed).
+Theory of operation: an actor sends through an injected ``httpx.AsyncClient`` when it was given
+one (:class:`~mcpwire.actors.http_adapter.HttpxSender`), else through mcpwire's own pool
+(:class:`~mcpwire.actors.http_pool.PoolSender`), which imports no HTTP library; only when a proxy
+from the environment applies to the URL (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and
+``NO_PROXY``, read by :func:`environment_proxy` as ``httpx`` reads them) does it make an
+``httpx`` client of its own, which speaks to proxies.
 
-Failures are worded once, here: an ``httpx`` error whose own message is empty (a TLS failure
-surfaces as ``ConnectError('')``) is described by the first cause in its chain that says
-something, and a 401 or 403 becomes an :class:`~mcpwire.errors.AuthError` that carries the
-challenge and says what to do about it.
+TLS contexts are cheap to share and costly to build (loading the CA bundle takes tens of
+milliseconds, far more on a busy machine): one verifying context per process is built on the
+first ``https://`` connection; a plain-HTTP client gets one that trusts nothing (it never does
+TLS; should it ever be asked to, verification fails closed).
+
+Failures are worded once, here: an error whose own message is empty (a TLS failure often is) is
+described by the first cause in its chain that says something, a TLS failure is named as one, and
+a 401 or 403 becomes an :class:`~mcpwire.errors.AuthError` that carries the challenge and says
+what to do about it.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import ssl
-import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+import sys
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 import trio
 
-from ..errors import AuthError, FrameTooLarge
+from ..errors import AuthError, ConnectionBroken, FrameTooLarge, IncompleteBody
 from ..redaction import clean_terminal, redact_url, shorten
 from ..transports import HttpServer
 from .base import MessageSink
+from .http_sender import Response, Sender
 
 if TYPE_CHECKING:
     import httpx
-
-    from .http_pool import DirectSender, PooledTransport
 
 __all__ = [
     "OWNED_CLIENT_CLOSE_TIMEOUT",
@@ -44,17 +50,17 @@ __all__ = [
     "HttpActor",
     "auth_error",
     "backoff",
-    "body_chunks",
     "close_response",
     "describe_error",
-    "lean_transport",
-    "open_http_client",
+    "environment_proxy",
+    "in_context",
+    "make_sender",
     "read_body",
     "tls_context",
 ]
 
 RESPONSE_CLOSE_TIMEOUT: Final = 2.0  # seconds to close a streamed response, even when cancelled
-OWNED_CLIENT_CLOSE_TIMEOUT: Final = 5.0  # seconds to close the httpx client an actor made itself
+OWNED_CLIENT_CLOSE_TIMEOUT: Final = 5.0  # seconds to close the sender an actor made itself
 #: how much of a server's challenge header goes into an error message
 CHALLENGE_CHARS: Final = 500
 
@@ -83,48 +89,133 @@ def tls_context(url: str) -> ssl.SSLContext:
     return context
 
 
-def open_http_client(url: str | None = None, transport: PooledTransport | None = None) -> httpx.AsyncClient:
-    """The client used when none is injected: no read timeout (streams are long-lived; the MCP
-    client bounds every request itself), bounded connect and write, redirects not followed, and
-    the shared TLS context for ``url`` (the verifying one when no URL is given).
+def make_sender(url: str, http: httpx.AsyncClient | None) -> Sender:
+    """The sender of an actor for ``url``: over the injected client ``http``; else over a client
+    made for the environment's proxy when one applies to ``url``; else mcpwire's own pool."""
+    if http is not None:
+        from .http_adapter import HttpxSender
 
-    Its transport is ``transport``, or :func:`lean_transport`'s for ``url``, or, when a proxy
-    from the environment applies to ``url``, ``httpx``'s own (which speaks to proxies)."""
-    import httpx
+        return HttpxSender(http, owned=False)
+    if environment_proxy(url) is not None:
+        from .http_adapter import HttpxSender, open_http_client
 
-    timeout = httpx.Timeout(connect=10.0, read=None, write=30.0, pool=30.0)
-    transport = transport or (lean_transport(url) if url is not None else None)
-    if transport is not None:
-        return httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport)
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=tls_context(url or "https:"))
+        return HttpxSender(open_http_client(url), owned=True)
+    from .http_pool import PoolSender
 
-
-def lean_transport(url: str) -> PooledTransport | None:
-    """:class:`~mcpwire.actors.http_pool.PooledTransport` (lean HTTP/1.1, pooled) for a client of
-    ``url``, or None when a proxy from the environment applies to it."""
-    if _proxied(url):
-        return None
-    from .http_pool import PooledTransport
-
-    return PooledTransport(tls=partial(tls_context, "https:"))
+    return PoolSender(tls=partial(tls_context, "https:"))
 
 
-def _proxied(url: str) -> bool:
-    """Whether ``httpx`` would send a request to ``url`` through a proxy named in the environment
-    (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, less ``NO_PROXY``)."""
-    proxies = urllib.request.getproxies()
+# -- the environment's proxies, as httpx reads them ---------------------------------------------
+
+_PORTS: Final = {"http": 80, "https": 443}
+_PATTERN: Final = re.compile(r"(?:(?P<scheme>[a-z][a-z0-9+.-]*)://)?(?P<host>\[[^\]]*\]|[^:/]*)(?::(?P<port>[0-9]+))?")
+
+
+def _environment_settings() -> dict[str, str]:
+    """``urllib.request.getproxies()`` without importing it on Linux (a tenth of the default
+    client's start-up): ``<scheme>_proxy`` variables in any case, lowercase ones first, an
+    upper-case ``HTTP_PROXY`` ignored in a CGI script. Elsewhere the system's settings count too,
+    as httpx reads them, so the standard library is asked."""
+    if sys.platform in ("darwin", "win32"):
+        import urllib.request
+
+        return dict(urllib.request.getproxies())
+    environ = os.environ
+    proxies: dict[str, str] = {}
+    for name, value in environ.items():
+        lowered = name.lower()
+        if value and lowered[-6:] == "_proxy":
+            proxies[lowered[:-6]] = value
+    if "REQUEST_METHOD" in environ:
+        proxies.pop("http", None)
+    for name, value in environ.items():
+        if name[-6:] == "_proxy":
+            if value:
+                proxies[name[:-6]] = value
+            else:
+                proxies.pop(name[:-6], None)
+    return proxies
+
+
+def _is_address(text: str, version: int) -> bool:
+    import ipaddress  # only with a proxy in the environment
+
+    try:
+        (ipaddress.IPv4Address if version == 4 else ipaddress.IPv6Address)(text.split("/")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy from the environment that ``httpx`` would send a request to ``url`` through, or
+    None: the most specific of the ``http``, ``https`` and ``all`` proxies and of the ``NO_PROXY``
+    entries that matches (a port first, then the longest host, then the longest scheme), with
+    ``httpx``'s reading of ``NO_PROXY`` (``*`` for all hosts, an address, ``localhost``, a domain
+    and its subdomains, or a ``scheme://host[:port]`` pattern)."""
+    settings = _environment_settings()
+    proxies = {scheme: settings[scheme] for scheme in ("http", "https", "all") if settings.get(scheme)}
     if not proxies:
-        return False
+        return None
+    patterns: list[tuple[str, str, int | None, str | None]] = []  # scheme, host, port, proxy
+    for scheme, proxy in proxies.items():
+        patterns.append(("" if scheme == "all" else scheme, "", None, proxy if "://" in proxy else f"http://{proxy}"))
+    for entry in (host.strip() for host in settings.get("no", "").split(",")):
+        if entry == "*":
+            return None
+        if not entry:
+            continue
+        if "://" in entry:
+            pattern = entry
+        elif _is_address(entry, 4) or entry.lower() == "localhost":
+            pattern = f"all://{entry}"
+        elif _is_address(entry, 6):
+            pattern = f"all://[{entry}]"
+        else:
+            pattern = f"all://*{entry}"
+        match = _PATTERN.match(pattern.lower())
+        if match is None:  # pragma: no cover - the pattern matches any text
+            continue
+        scheme = match["scheme"] or ""
+        port = _explicit_port(scheme, int(match["port"]) if match["port"] else None)
+        host = match["host"].strip("[]")
+        patterns.append(("" if scheme == "all" else scheme, "" if host == "*" else host, port, None))
     parts = urlsplit(url)
-    if parts.scheme not in proxies and "all" not in proxies:
-        return False
-    return not urllib.request.proxy_bypass(parts.hostname or "")
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    port = _explicit_port(scheme, parts.port)
+    # httpx tries its mounts from the most specific: a port, then the longest host and scheme
+    for pattern_scheme, pattern_host, pattern_port, chosen in sorted(
+        patterns, key=lambda p: (0 if p[2] is not None else 1, -len(p[1]), -len(p[0]))
+    ):
+        if pattern_scheme and pattern_scheme != scheme:
+            continue
+        if pattern_host and not _host_matches(pattern_host, host):
+            continue
+        if pattern_port is not None and pattern_port != port:
+            continue
+        return chosen
+    return None
+
+
+def _explicit_port(scheme: str, port: int | None) -> int | None:
+    """A port as httpx keeps it in a URL: None when absent or the scheme's default."""
+    return None if port == _PORTS.get(scheme) else port
+
+
+def _host_matches(pattern: str, host: str) -> bool:
+    if pattern.startswith("*."):  # subdomains only
+        return host.endswith(pattern[1:]) and len(host) > len(pattern) - 1
+    if pattern.startswith("*"):  # the domain and its subdomains
+        domain = pattern[1:]
+        return host == domain or host.endswith("." + domain)
+    return host == pattern
 
 
 class HttpActor:
-    """What both HTTP actors hold: the spec, the sink, the ``httpx`` client (the injected one, or
-    one made when the actor starts and closed when it ends), the message bound, the byte counters
-    and whether it is closing. There is no process: no pid, no stderr."""
+    """What both HTTP actors hold: the spec, the sink, the sender (over the injected ``httpx``
+    client, or made when the actor starts and closed when it ends), the message bound, the byte
+    counters and whether it is closing. There is no process: no pid, no stderr."""
 
     def __init__(
         self, spec: HttpServer, sink: MessageSink, http: httpx.AsyncClient | None, max_bytes: int, label: str | None
@@ -133,8 +224,7 @@ class HttpActor:
         self.label = label or spec.label
         self._sink = sink
         self._http = http
-        self._owns_http = http is None
-        self._direct: DirectSender | None = None  # the fast path of a client made here
+        self._sender: Sender | None = None
         self._max = max_bytes
         self._closed = trio.Event()
         self._closing = False
@@ -148,30 +238,20 @@ class HttpActor:
     async def wait_closed(self) -> None:
         await self._closed.wait()
 
-    def _open_client(self) -> None:
-        """Makes the default client when none was injected (when ``run`` starts)."""
-        if self._http is None:
-            transport = lean_transport(self.spec.url)
-            self._http = open_http_client(self.spec.url, transport)
-            if transport is not None:
-                from .http_pool import DirectSender
+    def _open_sender(self) -> Sender:
+        """The actor's sender, made when ``run`` starts (see :func:`make_sender`)."""
+        if self._sender is None:
+            self._sender = make_sender(self.spec.url, self._http)
+        return self._sender
 
-                self._direct = DirectSender(self._http, transport)
-
-    async def _send(
-        self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None
-    ) -> httpx.Response:
+    async def _send(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None) -> Response:
         """Sends a request; the response's body is not read yet (close it when done)."""
-        assert self._http is not None
-        if self._direct is not None:
-            return await self._direct.send(method, url, headers, content)
-        http = self._http
-        return await http.send(http.build_request(method, url, headers=headers, content=content), stream=True)
+        return await self._open_sender().send(method, url, headers, content)
 
     @asynccontextmanager
     async def _open_stream(
         self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None
-    ) -> AsyncIterator[httpx.Response]:
+    ) -> AsyncIterator[Response]:
         """A streamed response, closed even when the caller is cancelled: a close interrupted by
         the cancellation would leave its socket to the garbage collector."""
         response = await self._send(method, url, headers, content)
@@ -180,47 +260,52 @@ class HttpActor:
         finally:
             await close_response(response)
 
-    async def _close_own_client(self) -> None:
-        """Closes the client made here, shielded and bounded; an injected one stays open."""
-        if self._owns_http and self._http is not None:
+    async def _close_sender(self) -> None:
+        """Closes the sender, shielded and bounded (an injected client stays open)."""
+        if self._sender is not None:
             with trio.CancelScope(shield=True), trio.move_on_after(OWNED_CLIENT_CLOSE_TIMEOUT):
-                await self._http.aclose()
+                await self._sender.aclose()
 
 
-def body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """The body's chunks, as the async generator httpx makes them: used under ``aclosing`` so
-    that leaving a stream early (the answer came, an error) releases it at once, not at GC."""
-    return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
-
-
-async def close_response(response: httpx.Response) -> None:
+async def close_response(response: Response) -> None:
     """Closes a streamed response; shielded and bounded."""
-    if response.is_closed:  # read to the end (the usual answer): nothing left to release
+    if response.closed:  # read to the end (the usual answer): nothing left to release
         return
     with trio.CancelScope(shield=True), trio.move_on_after(RESPONSE_CLOSE_TIMEOUT):
         await response.aclose()
 
 
-async def read_body(response: httpx.Response, limit: int) -> bytes:
+async def read_body(response: Response, limit: int) -> bytes:
     """The whole body of a streamed response, never more than ``limit`` bytes in memory (HT-S03).
 
     Raises:
         FrameTooLarge: the declared or the actual length exceeds ``limit``; the rest is not read.
+        ConnectionBroken: reading failed (:class:`~mcpwire.errors.IncompleteBody`: cut short).
     """
     declared = response.headers.get("content-length")
-    length = int(declared) if declared is not None and declared.isascii() and declared.isdigit() else None
-    if length is not None and length > limit:
-        raise FrameTooLarge(length, limit)
-    if length is not None and response.headers.get("content-encoding", "identity") == "identity":
-        # h11 frames the body by its declared length, and nothing inflates it: bounded.
-        return await response.aread()
-    buffer = bytearray()
-    async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
-        async for chunk in pieces:
-            buffer += chunk
-            if len(buffer) > limit:
-                raise FrameTooLarge(len(buffer), limit)
-    return bytes(buffer)
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise FrameTooLarge(int(declared), limit)
+    pieces: list[bytes] = []
+    size = 0
+    async with aclosing(response.chunks()) as body:  # closed on any early exit
+        async for chunk in body:
+            size += len(chunk)
+            if size > limit:
+                raise FrameTooLarge(size, limit)
+            pieces.append(chunk)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def in_context(exc: ConnectionBroken, prefix: str) -> ConnectionBroken:
+    """``exc`` again, its message led by ``prefix`` (which server, which request), its class and
+    details kept and itself as the cause."""
+    message = f"{prefix}: {exc}"
+    if isinstance(exc, IncompleteBody):
+        wrapped: ConnectionBroken = IncompleteBody(message, received=exc.received, expected=exc.expected)
+    else:
+        wrapped = type(exc)(message)
+    wrapped.__cause__ = exc
+    return wrapped
 
 
 def backoff(attempt: int, base: float = 0.25, cap: float = 5.0) -> float:
@@ -229,9 +314,9 @@ def backoff(attempt: int, base: float = 0.25, cap: float = 5.0) -> float:
 
 
 def describe_error(exc: BaseException) -> str:
-    """What went wrong, in words, for an ``httpx`` error: its message, or, when that is empty (a
-    TLS failure is ``ConnectError('')``), the first cause in its chain that says something; a
-    TLS failure is named as one."""
+    """What went wrong, in words: the error's message, or, when that is empty (a TLS failure
+    often is), the first cause in its chain that says something; a TLS failure is named as one,
+    wherever it is in the chain."""
     seen: set[int] = set()
     current: BaseException | None = exc
     first = ""

@@ -1,65 +1,162 @@
-"""A lean HTTP/1.1 transport for ``httpx``, on trio: the default client's connection pool.
+"""A lean HTTP/1.1 client on trio: the default :class:`~mcpwire.actors.http_sender.Sender`.
 
 Theory of operation: an MCP client over HTTP sends many small requests, often dozens at once, to
-one origin. ``httpx``'s default transport (httpcore over anyio) spends most of a small call's
-client-side CPU on its general machinery: a pool that scans every connection for every request,
-several layers of async context managers, and two socket writes per request (the head, then the
-body). This transport does the least that HTTP/1.1 needs and nothing else:
+one origin. This pool does the least that HTTP/1.1 needs, with no HTTP library under it (its one
+codec is :mod:`mcpwire.protocol.http1`, which reads what h11 reads):
 
 - one connection carries one request at a time; finished connections wait in a per-origin stack
   (the most recently used first, its socket the likeliest still warm) and are reused;
 - a request's head and body leave in one write; the answer is read in 64 KiB pieces and framed
-  and checked by :mod:`mcpwire.protocol.http1` (sans I/O, as strict as h11, and cheaper);
+  by :class:`~mcpwire.protocol.http1.ResponseReader`;
+- a request larger than a socket buffer is written while the answer is awaited: a server that
+  answers early (413, 401) and closes is heard, and its answer returned, instead of a write
+  error. After any failed write, an answer already sent is still looked for (bounded);
 - an idle connection the server has closed (or written to: nothing may arrive between answers) is
   noticed before reuse by a zero-time readability check, and dropped;
 - the pool holds at most ``max_connections`` open connections; a request waits for one up to the
   ``pool`` timeout;
-- a response's body is read as it is consumed; its connection goes back to the pool only when the
-  body was read to its end and both sides may go on (no ``Connection: close``); a body left early,
-  a cancelled read or any error closes the connection instead.
+- a response's body is read as it is consumed; its connection goes back to the pool as soon as
+  the body was read to its end and both sides may go on; a body left early, a cancelled read or
+  any error closes the connection instead.
 
-The ``connect``, ``read``, ``write`` and ``pool`` timeouts of the request are honoured, and every
-failure surfaces as the ``httpx`` exception the default transport would raise, with the original
-error as its cause (so that :func:`~mcpwire.actors.http_common.describe_error` can name a TLS
-failure). HTTP/2, proxies and ``Expect: 100-continue`` are not spoken: the default client uses
-this transport only when no proxy applies to its URL.
+What a client does around the bytes is done here too, as ``httpx`` would do it for such requests:
+``Host``, ``Content-Length`` and a ``User-Agent`` are added, a URL's userinfo becomes Basic
+credentials, unsafe bytes of a path are percent-encoded, and cookies the server sets (a load
+balancer's affinity cookie) are sent back to it. HTTP/2, proxies, ``Expect: 100-continue`` and
+content codings are not spoken: the default actors use this pool when no proxy from the
+environment applies to the URL, and ask for no coding (an answer in one is refused).
+
+Every failure is one of mcpwire's exceptions (see :mod:`~mcpwire.actors.http_sender`), with the
+original error as its cause.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import select
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Final
 
-import httpx
 import trio
 
+from .._version import __version__
+from ..errors import ConnectError, ConnectionBroken, InvalidHTTPResponse, LocalProtocolError
 from ..protocol import http1
+from ..redaction import redact_url
+from .http_sender import DEFAULT_TIMEOUTS, Headers, Timeouts
 
-__all__ = ["DirectSender", "PooledTransport"]
+__all__ = ["PoolSender"]
+
+log = logging.getLogger(__name__)
 
 READ_SIZE: Final = 65536
-#: the most bytes a response's status line and headers may take
+#: the most bytes a response's incomplete head (or chunk-size line, or trailer section) may take
 MAX_HEAD_BYTES: Final = 64 * 1024
-DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+#: a request larger than this is written while its answer is awaited (an early answer is heard)
+WRITE_ALONE_BYTES: Final = 64 * 1024
+#: seconds an answer is still awaited after the request could not be written whole
+EARLY_ANSWER_TIMEOUT: Final = 5.0
+USER_AGENT: Final = b"mcpwire/" + __version__.encode("ascii")
+#: cookies kept per host at most, and the longest ``name=value`` kept
+MAX_COOKIES: Final = 50
+MAX_COOKIE_BYTES: Final = 4096
 
-Origin = tuple[str, str, int]
+Origin = tuple[str, str, int]  # scheme, host, port
+
+
+def _parse(url: str) -> http1.Target:
+    """The parts of ``url`` a request needs.
+
+    Raises:
+        ConnectError: the URL cannot be used (the message says why).
+    """
+    try:
+        return http1.parse_url(url)
+    except ValueError as exc:
+        raise ConnectError(f"the URL cannot be used: {exc}") from exc
+
+
+class _Cookies:
+    """The cookies servers set, sent back to them (RFC 6265, the part a client of one origin
+    needs): per host, matched by path, dropped when expired, ``Secure`` ones only over TLS."""
+
+    __slots__ = ("_jar",)
+
+    def __init__(self) -> None:
+        # host -> name -> (value, path, secure, expiry on trio's clock)
+        self._jar: dict[str, dict[str, tuple[str, str, bool, float]]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._jar)
+
+    def store(self, host: str, path: bytes, headers: Headers) -> None:
+        """Keeps the cookies of the ``Set-Cookie`` headers of an answer to ``path``."""
+        for name, raw in headers.raw:
+            if name.lower() == b"set-cookie":
+                self._store(host, path.decode("ascii").split("?", 1)[0], raw.decode("latin-1"))
+
+    def _store(self, host: str, request_path: str, line: str) -> None:
+        pair, *attributes = line.split(";")
+        name, equals, value = pair.partition("=")
+        name, value = name.strip(), value.strip()
+        if not equals or not name or len(name) + len(value) > MAX_COOKIE_BYTES:
+            return
+        path = request_path[: request_path.rfind("/")] or "/"  # RFC 6265 5.1.4: the default path
+        secure = False
+        expires = math.inf
+        now = trio.current_time()
+        for attribute in attributes:
+            key, _, argument = attribute.partition("=")
+            key, argument = key.strip().lower(), argument.strip()
+            if key == "path" and argument.startswith("/"):
+                path = argument
+            elif key == "secure":
+                secure = True
+            elif key == "max-age" and argument.lstrip("-").isdigit():
+                expires = now + int(argument)
+            elif key == "expires" and expires == math.inf:
+                seconds = http1.retry_after_seconds(argument)  # the same HTTP-date reading
+                if seconds is not None:
+                    expires = now + seconds if seconds > 0 else -math.inf
+        cookies = self._jar.setdefault(host, {})
+        if expires <= now:
+            cookies.pop(name, None)
+        elif name in cookies or len(cookies) < MAX_COOKIES:
+            cookies[name] = (value, path, secure, expires)
+
+    def header(self, host: str, path: bytes, secure: bool) -> bytes | None:
+        """The ``Cookie`` value for a request to ``path`` on ``host``, or None."""
+        cookies = self._jar.get(host)
+        if not cookies:
+            return None
+        now = trio.current_time()
+        target = path.decode("ascii").split("?", 1)[0]
+        sent = []
+        for name, (value, scope, only_tls, expires) in list(cookies.items()):
+            if expires <= now:
+                del cookies[name]
+            elif (not only_tls or secure) and (
+                target == scope or target.startswith(scope if scope.endswith("/") else scope + "/")
+            ):
+                sent.append(f"{name}={value}")
+        return "; ".join(sent).encode("latin-1") if sent else None
 
 
 class _Connection:
     """One HTTP/1.1 connection: its stream, the reader framing its responses, and when it went
     idle."""
 
-    __slots__ = ("idle_since", "origin", "reader", "stream")
+    __slots__ = ("idle_since", "origin", "reader", "spoiled", "stream")
 
     def __init__(self, origin: Origin, stream: trio.abc.Stream) -> None:
         self.origin = origin
         self.stream = stream
         self.reader = http1.ResponseReader(MAX_HEAD_BYTES)
         self.idle_since = 0.0
+        self.spoiled = False  # a request was not written whole: never reused
 
     def readable(self) -> bool:
         """Whether the idle connection's socket has something to read: an end of file (the server
@@ -76,15 +173,45 @@ class _Connection:
         except (OSError, ValueError):  # closed under us
             return True
 
-    async def next_event(self, request: httpx.Request | None, timeout: float | None) -> http1.Head | bytes | object:
+    async def write(self, data: bytes, timeout: float | None) -> None:
+        """Sends ``data``: on a plain socket, what it takes at once is written directly (a small
+        request nearly always goes whole, with no deadline scope to set up); the rest is sent
+        under the write timeout.
+
+        Raises:
+            ConnectionBroken: the connection failed, or the time ran out.
+        """
+        stream = self.stream
+        try:
+            if type(stream) is trio.SocketStream:
+                try:
+                    sent = os.write(stream.socket.fileno(), data)
+                except BlockingIOError:
+                    sent = 0
+                if sent == len(data):
+                    return
+                data = data[sent:]
+            if timeout is None:
+                await stream.send_all(data)
+            else:
+                with trio.fail_after(timeout):
+                    await stream.send_all(data)
+        except trio.TooSlowError as exc:
+            raise ConnectionBroken(f"the request was not sent within {timeout:g} s") from exc
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise ConnectionBroken(_os_message(exc, "sending the request")) from exc
+
+    async def next_event(self, timeout: float | None) -> http1.Head | bytes | object:
         """The next part of the answer (:class:`~mcpwire.protocol.http1.Head`, body bytes or
-        :data:`~mcpwire.protocol.http1.END`), reading from the socket as the reader needs."""
+        :data:`~mcpwire.protocol.http1.END`), reading from the socket as the reader needs.
+
+        Raises:
+            ConnectionBroken: reading failed, timed out, or the answer broke HTTP/1.1
+                (:class:`~mcpwire.errors.InvalidHTTPResponse`, :class:`~mcpwire.errors.IncompleteBody`).
+        """
         reader = self.reader
         while True:
-            try:
-                event = reader.next_event()
-            except http1.RemoteProtocolError as exc:
-                raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+            event = reader.next_event()
             if event is not http1.NEED_DATA:
                 return event
             try:
@@ -94,13 +221,21 @@ class _Connection:
                     with trio.fail_after(timeout):
                         data = await self._receive(reader.awaiting_head)
             except trio.TooSlowError as exc:
-                raise httpx.ReadTimeout(f"no answer within {timeout:g} s", request=request) from exc
+                raise ConnectionBroken(f"no answer within {timeout:g} s") from exc
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                raise httpx.ReadError(_os_message(exc, "reading the answer"), request=request) from exc
+                raise ConnectionBroken(_os_message(exc, "reading the answer")) from exc
             if data:
                 reader.feed(data)
             else:
                 reader.feed_eof()
+
+    async def final_head(self, timeout: float | None) -> http1.Head:
+        """The answer's head, informational (1xx) heads passed over."""
+        while True:
+            event = await self.next_event(timeout)
+            if type(event) is http1.Head and event.status >= 200:
+                return event
+            # an informational head; nothing else comes before the final one
 
     async def _receive(self, fresh: bool) -> bytes | bytearray:
         """The next bytes read (b"" at the end of the stream). On a plain socket, a read for an
@@ -136,44 +271,60 @@ def _os_message(exc: BaseException, doing: str) -> str:
     return str(exc) or f"connection broken while {doing}"
 
 
-class _Body(httpx.AsyncByteStream):
-    """A response's body, read from its connection as it is consumed; closing it returns the
-    connection to the pool when the body was read to its end, and closes it otherwise."""
+class _PooledResponse:
+    """An answer read from a pooled connection (a :class:`~mcpwire.actors.http_sender.Response`):
+    the body is read as it is consumed; its end returns the connection to the pool."""
 
-    def __init__(
-        self, pool: PooledTransport, connection: _Connection, request: httpx.Request | None, timeout: float | None
-    ) -> None:
+    __slots__ = ("_complete", "_connection", "_pool", "_read_timeout", "_released", "headers", "status")
+
+    def __init__(self, pool: PoolSender, connection: _Connection, head: http1.Head, read_timeout: float | None) -> None:
+        self.status = head.status
+        self.headers = Headers(head.headers)
         self._pool = pool
         self._connection = connection
-        self._request = request
-        self._timeout = timeout
-        self._complete = False
+        self._read_timeout = read_timeout
+        self._complete = connection.reader.complete  # no body at all (204, 304, HEAD, a length of 0)
         self._released = False
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    @property
+    def closed(self) -> bool:
+        return self._released
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        if self._complete:
+            return  # read to its end already, or empty
         if self._released:
-            raise httpx.StreamClosed()
-        while not self._complete:
-            event = await self._connection.next_event(self._request, self._timeout)
+            raise RuntimeError("the response is closed")
+        coding = self.headers.get("content-encoding")
+        if coding is not None and coding.strip().lower() not in ("", "identity"):
+            raise InvalidHTTPResponse(f"the answer is in the content coding {coding[:40]!r}, which was not asked for")
+        connection = self._connection
+        while True:
+            event = await connection.next_event(self._read_timeout)
             if event is http1.END:
-                self._complete = True
-            elif type(event) is bytes:
-                if event:
-                    yield event
-            else:  # a head cannot come inside a body: the reader frames it
-                raise httpx.RemoteProtocolError("unexpected response head in a body", request=self._request)
+                self._complete = self._released = True
+                await self._pool.release(connection, reusable=True)
+                return
+            if type(event) is bytes:
+                yield event
+            else:  # pragma: no cover - a head cannot come inside a body: the reader frames it
+                raise InvalidHTTPResponse("a response head inside a body")
 
     async def aclose(self) -> None:
         if not self._released:
             self._released = True
             await self._pool.release(self._connection, reusable=self._complete)
 
+    def __repr__(self) -> str:
+        return f"<response {self.status}>"
 
-class PooledTransport(httpx.AsyncBaseTransport):
-    """An ``httpx`` transport for ``http://`` and ``https://`` over HTTP/1.1, pooling connections.
+
+class PoolSender:
+    """Sends requests over pooled HTTP/1.1 connections (``http://`` and ``https://``).
 
     Args:
         tls: makes the TLS context for ``https://`` origins (called on the first one).
+        timeouts: the bounds of an exchange that names none of its own.
         max_connections: open connections at most (idle ones included).
         max_idle: idle connections kept at most; the oldest beyond it are closed.
         idle_expiry: seconds an idle connection is kept: under the 5 s after which common servers
@@ -184,6 +335,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self,
         *,
         tls: Callable[[], ssl.SSLContext],
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         max_connections: int = 100,
         max_idle: int = 100,
         idle_expiry: float = 4.0,
@@ -192,6 +344,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
             raise ValueError("max_connections must be >= 1, max_idle and idle_expiry >= 0")
         self._tls = tls
         self._tls_context: ssl.SSLContext | None = None
+        self._timeouts = timeouts
         self._max_connections = max_connections
         self._open = 0  # connections open, idle or in use
         self._freed = trio.lowlevel.ParkingLot()
@@ -199,75 +352,126 @@ class PooledTransport(httpx.AsyncBaseTransport):
         self._idle_expiry = idle_expiry
         self._idle: dict[Origin, list[_Connection]] = {}
         self._idle_count = 0
+        self._targets: dict[str, http1.Target] = {}
+        self._cookies = _Cookies()
         self._closed = False
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        headers = request.headers.raw
-        try:
-            body = request.content
-        except httpx.RequestNotRead:  # a streamed body (sent chunked by httpx's own): read, then sized
-            body = b"".join([piece async for piece in request.stream])  # type: ignore[union-attr]
-            headers = [(k, v) for k, v in headers if k.lower() not in (b"transfer-encoding", b"content-length")]
-            headers.append((b"Content-Length", b"%d" % len(body)))
-        timeouts = request.extensions.get("timeout", {})
-        return await self.send(request.method, request.url, headers, body, timeouts, request)
+    def _target(self, url: str) -> http1.Target:
+        target = self._targets.get(url)
+        if target is None:
+            if len(self._targets) >= 16:  # a handful of endpoints per server; never grows without bound
+                self._targets.clear()
+            target = self._targets[url] = _parse(url)
+        return target
 
     async def send(
         self,
         method: str,
-        url: httpx.URL,
-        headers: list[tuple[bytes, bytes]],
-        body: bytes | None,
-        timeouts: Mapping[str, float | None],
-        request: httpx.Request | None = None,
-    ) -> httpx.Response:
-        """Sends one request (``headers`` complete: ``Host`` and ``Content-Length`` included) and
-        returns the response, its body not read yet; errors name ``request`` when there is one."""
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> _PooledResponse:
+        """See :meth:`~mcpwire.actors.http_sender.Sender.send`."""
         if self._closed:
-            raise RuntimeError("the transport is closed")
-        scheme = url.scheme
-        if scheme not in DEFAULT_PORTS:
-            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}", request=request)
-        origin = (scheme, url.host, url.port or DEFAULT_PORTS[scheme])
-        connection = await self._take_idle(origin) or await self._acquire(origin, request, timeouts)
-        released = False
-        try:
+            raise ConnectError("the HTTP connection pool is closed")
+        limits = timeouts or self._timeouts
+        target = self._target(url)
+        fields = [(b"Host", target.authority), (b"User-Agent", USER_AGENT)]
+        given = {name.lower() for name in headers}
+        if "user-agent" in given:
+            del fields[1]
+        if target.credentials is not None and "authorization" not in given:
+            fields.append((b"Authorization", target.credentials))
+        if self._cookies and "cookie" not in given:
+            cookie = self._cookies.header(target.host, target.path, target.scheme == "https")
+            if cookie is not None:
+                fields.append((b"Cookie", cookie))
+        for name, value in headers.items():
             try:
-                data = http1.encode_request(method, url.raw_path, headers, body)
-            except http1.LocalProtocolError as exc:
-                raise httpx.LocalProtocolError(str(exc), request=request) from exc
-            connection.reader.expect(head_request=method == "HEAD")
-            await _send(connection, request, data, timeouts.get("write"))
-            response = await self._answer(connection, request, timeouts.get("read"))
-            released = True  # the body owns the connection now
-            return response
-        finally:
-            if not released:
-                await self.release(connection, reusable=False)
-
-    async def _answer(
-        self, connection: _Connection, request: httpx.Request | None, read_timeout: float | None
-    ) -> httpx.Response:
-        while True:
-            event = await connection.next_event(request, read_timeout)
-            if type(event) is http1.Head and event.status >= 200:
-                break
-            # an informational (1xx) head is passed over; nothing else comes before a head
-        return httpx.Response(
-            status_code=event.status,
-            headers=event.headers,
-            stream=_Body(self, connection, request, read_timeout),
-            extensions={"http_version": b"HTTP/" + event.http_version, "reason_phrase": event.reason},
-        )
-
-    async def _acquire(
-        self, origin: Origin, request: httpx.Request | None, timeouts: Mapping[str, float | None]
-    ) -> _Connection:
-        """An idle connection to ``origin`` that is still good, or a new one; waits for one up to
-        the pool timeout. A connection counts towards the limit from its opening to its close."""
-        pool_timeout = timeouts.get("pool")
+                fields.append((name.encode("ascii"), value.encode("latin-1")))
+            except UnicodeEncodeError as exc:
+                raise LocalProtocolError(
+                    f"header {name!r} cannot be sent: HTTP/1.1 header names are ASCII and values Latin-1"
+                ) from exc
+        if body is not None:
+            fields.append((b"Content-Length", b"%d" % len(body)))
+        data = http1.encode_request(method, target.path, fields, body)
+        connection = await self._take_idle(target.origin) or await self._acquire(target, limits)
         try:
-            with trio.fail_after(math.inf if pool_timeout is None else pool_timeout):
+            connection.reader.expect(head_request=method == "HEAD")
+            if len(data) <= WRITE_ALONE_BYTES:
+                head = await self._exchange(connection, data, limits)
+            else:
+                head = await self._exchange_large(connection, data, limits)
+        except BaseException:
+            await self.release(connection, reusable=False)
+            raise
+        response = _PooledResponse(self, connection, head, limits.read)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s: HTTP %d", method, redact_url(url), head.status)
+        if "set-cookie" in response.headers:
+            self._cookies.store(target.host, target.path, response.headers)
+        if response._complete:  # nothing more to read: the connection may serve another request now
+            await response.aclose()
+        return response
+
+    async def _exchange(self, connection: _Connection, data: bytes, limits: Timeouts) -> http1.Head:
+        """Writes a request that a socket buffer takes whole, then reads the answer's head; when
+        the write fails, an answer the server sent before closing is still read."""
+        try:
+            await connection.write(data, limits.write)
+        except ConnectionBroken as failure:
+            if isinstance(failure.__cause__, trio.TooSlowError):
+                raise  # the server takes nothing: waiting for an answer would add to the wait
+            early = await _early_answer(connection, limits.read)
+            if early is None:
+                raise
+            return early
+        return await connection.final_head(limits.read)
+
+    async def _exchange_large(self, connection: _Connection, data: bytes, limits: Timeouts) -> http1.Head:
+        """Writes a large request while the answer is awaited. A head that arrives first ends the
+        writing (the server has answered; the connection is not reused); a failed write leaves
+        the reading ``EARLY_ANSWER_TIMEOUT`` more seconds for an answer sent before a close."""
+        failure: ConnectionBroken | None = None
+        written = False
+        outcome: http1.Head | ConnectionBroken | None = None
+        reading = trio.CancelScope()
+
+        async def write() -> None:
+            nonlocal failure, written
+            try:
+                await connection.write(data, limits.write)
+                written = True
+            except ConnectionBroken as exc:
+                failure = exc
+                reading.deadline = min(reading.deadline, trio.current_time() + EARLY_ANSWER_TIMEOUT)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write)
+            with reading:
+                try:
+                    outcome = await connection.final_head(limits.read)
+                except ConnectionBroken as exc:
+                    outcome = exc
+            if not written:
+                nursery.cancel_scope.cancel()
+        if isinstance(outcome, http1.Head):
+            connection.spoiled = not written  # part of the request may never have been sent
+            return outcome
+        if failure is not None:
+            raise failure
+        assert outcome is not None  # the reading ends with a head or an error unless cut short by a failure
+        raise outcome
+
+    async def _acquire(self, target: http1.Target, limits: Timeouts) -> _Connection:
+        """An idle connection to the target's origin that is still good, or a new one; waits for
+        one up to the pool timeout. A connection counts towards the limit from its opening to its
+        close."""
+        origin = target.origin
+        try:
+            with trio.fail_after(math.inf if limits.pool is None else limits.pool):
                 while True:
                     connection = await self._take_idle(origin)
                     if connection is not None:
@@ -279,10 +483,12 @@ class PooledTransport(httpx.AsyncBaseTransport):
                         continue
                     await self._freed.park()  # woken when a connection goes idle or is closed
         except trio.TooSlowError as exc:
-            raise httpx.PoolTimeout(f"no free connection within {pool_timeout:g} s", request=request) from exc
+            raise ConnectError(
+                f"no free connection within {limits.pool:g} s (all {self._max_connections} in use)"
+            ) from exc
         self._open += 1
         try:
-            return await self._connect(origin, request, timeouts.get("connect"))
+            return await self._connect(origin, limits.connect)
         except BaseException:
             self._open -= 1
             self._freed.unpark()
@@ -301,12 +507,13 @@ class PooledTransport(httpx.AsyncBaseTransport):
             await self._discard(connection)
         return None
 
-    async def _connect(self, origin: Origin, request: httpx.Request | None, timeout: float | None) -> _Connection:
+    async def _connect(self, origin: Origin, timeout: float | None) -> _Connection:
         scheme, host, port = origin
         stream: trio.abc.Stream | None = None
         try:
             with trio.fail_after(math.inf if timeout is None else timeout):
-                stream = await trio.open_tcp_stream(host, port)
+                # an ASCII name as bytes: a str would be IDNA-encoded (a codec import) for nothing
+                stream = await trio.open_tcp_stream(host.encode("ascii"), port)
                 if scheme == "https":
                     if self._tls_context is None:
                         self._tls_context = self._tls()
@@ -315,11 +522,11 @@ class PooledTransport(httpx.AsyncBaseTransport):
         except trio.TooSlowError as exc:
             if stream is not None:
                 await trio.aclose_forcefully(stream)
-            raise httpx.ConnectTimeout(f"no connection within {timeout:g} s", request=request) from exc
+            raise ConnectError(f"no connection to {host}:{port} within {timeout:g} s") from exc
         except (OSError, trio.BrokenResourceError) as exc:
             if stream is not None:
                 await trio.aclose_forcefully(stream)
-            raise httpx.ConnectError(_os_message(exc, "connecting"), request=request) from exc
+            raise ConnectError(_os_message(exc, "connecting")) from exc
         except BaseException:
             if stream is not None:
                 await trio.aclose_forcefully(stream)
@@ -330,7 +537,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
         """Gives a connection back: to its origin's idle stack when it may carry another request,
         else closed. Its slot in the pool stays taken while it is idle."""
         reader = connection.reader
-        if reusable and not self._closed and reader.complete and reader.reusable:
+        if reusable and not self._closed and not connection.spoiled and reader.complete and reader.reusable:
             reader.next_response()
             connection.idle_since = trio.current_time()
             self._idle.setdefault(connection.origin, []).append(connection)
@@ -367,79 +574,11 @@ class PooledTransport(httpx.AsyncBaseTransport):
             await self._discard(connection)
 
 
-async def _send(connection: _Connection, request: httpx.Request | None, data: bytes, timeout: float | None) -> None:
-    """Sends ``data``: on a plain socket, what it takes at once is written directly (a small
-    request nearly always goes whole, with no deadline scope to set up); the rest is sent under
-    the write timeout."""
-    stream = connection.stream
+async def _early_answer(connection: _Connection, read_timeout: float | None) -> http1.Head | None:
+    """The head of an answer the server sent before its side failed our write, if one comes
+    within ``EARLY_ANSWER_TIMEOUT`` (or the read timeout, when shorter)."""
+    bound = EARLY_ANSWER_TIMEOUT if read_timeout is None else min(read_timeout, EARLY_ANSWER_TIMEOUT)
     try:
-        if type(stream) is trio.SocketStream:
-            try:
-                sent = os.write(stream.socket.fileno(), data)
-            except BlockingIOError:
-                sent = 0
-            if sent == len(data):
-                return
-            data = data[sent:]
-        if timeout is None:
-            await connection.stream.send_all(data)
-        else:
-            with trio.fail_after(timeout):
-                await connection.stream.send_all(data)
-    except trio.TooSlowError as exc:
-        raise httpx.WriteTimeout(f"request not sent within {timeout:g} s", request=request) from exc
-    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        raise httpx.WriteError(_os_message(exc, "sending the request"), request=request) from exc
-
-
-class DirectSender:
-    """Sends a request of ``client`` straight to its :class:`PooledTransport`, doing only what the
-    client would do for an MCP request: its default headers (the request's own win, names
-    compared without case), its cookies (sent, and stored from ``Set-Cookie``), its timeouts.
-    Auth, redirects and event hooks are not applied: it is for a client made without them (the
-    default one), where building the request through the client would cost a third of a small
-    call's CPU for nothing. No ``httpx.Request`` is built unless cookies need one, or an error
-    must name it."""
-
-    def __init__(self, client: httpx.AsyncClient, transport: PooledTransport) -> None:
-        self._client = client
-        self._transport = transport
-        self._defaults = {name.lower(): value for name, value in client.headers.multi_items()}
-        self._timeouts = client.timeout.as_dict()
-        self._urls: dict[str, httpx.URL] = {}
-
-    def _url(self, url: str) -> httpx.URL:
-        parsed = self._urls.get(url)
-        if parsed is None:
-            if len(self._urls) >= 16:  # a handful of endpoints per server; never grows without bound
-                self._urls.clear()
-            parsed = self._urls[url] = httpx.URL(url)
-        return parsed
-
-    async def send(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None) -> httpx.Response:
-        """The response, its body not read yet (close it when done)."""
-        merged = dict(self._defaults)
-        for name, value in headers.items():
-            merged[name.lower()] = value
-        parsed = self._url(url)
-        cookies = self._client.cookies
-        request: httpx.Request | None = None
-        if cookies:  # rare (an affinity cookie): the request is built as httpx builds it
-            extensions = {"timeout": self._timeouts}
-            request = httpx.Request(method, parsed, headers=merged, content=content, extensions=extensions)
-            cookies.set_cookie_header(request)
-            response = await self._transport.handle_async_request(request)
-        else:
-            raw = [(b"host", parsed.netloc)]
-            raw += [(name.encode("ascii"), value.encode("ascii")) for name, value in merged.items()]
-            if content is not None:
-                raw.append((b"content-length", b"%d" % len(content)))
-            try:
-                response = await self._transport.send(method, parsed, raw, content, self._timeouts)
-            except httpx.RequestError as exc:
-                exc.request = httpx.Request(method, parsed)
-                raise
-        if "set-cookie" in response.headers:
-            response.request = request or httpx.Request(method, parsed)
-            cookies.extract_cookies(response)
-        return response
+        return await connection.final_head(bound)
+    except ConnectionBroken:
+        return None

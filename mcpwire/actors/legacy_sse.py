@@ -23,13 +23,16 @@ from urllib.parse import urljoin, urlsplit
 
 import trio
 
-from ..errors import ConnectError, FrameTooLarge, HTTPStatusError, ServerGone
+from ..errors import ConnectError, ConnectionBroken, FrameTooLarge, HTTPStatusError, ServerGone
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.http1 import retry_after_seconds
 from ..protocol.jsonrpc import RequestId
+from ..protocol.resend import status_resend
 from ..protocol.sse import SSEDecoder, is_event_stream
 from ..transports import HttpServer
 from .base import MessageSink
-from .http_common import HttpActor, auth_error, backoff, body_chunks, describe_error, read_body
+from .http_common import HttpActor, auth_error, backoff, close_response, describe_error, in_context, read_body
+from .http_sender import Response
 
 if TYPE_CHECKING:
     import httpx
@@ -39,6 +42,8 @@ __all__ = ["LegacySSETransport", "check_endpoint"]
 log = logging.getLogger(__name__)
 
 ENDPOINT_TIMEOUT: Final = 30.0
+#: POSTs of one message, the first included (a 429 or 503 sends it again)
+SEND_ATTEMPTS: Final = 3
 
 
 def check_endpoint(sse_url: str, data: str) -> str:
@@ -91,7 +96,7 @@ class LegacySSETransport(HttpActor):
 
     async def run(self, *, task_status: trio.TaskStatus[LegacySSETransport] = trio.TASK_STATUS_IGNORED) -> None:
         """Connects (waits for the ``endpoint`` event), then reads the stream until closed."""
-        self._open_client()
+        self._open_sender()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch_close, nursery.cancel_scope)
@@ -99,28 +104,30 @@ class LegacySSETransport(HttpActor):
                 nursery.cancel_scope.cancel()
         finally:
             self._closed.set()
-            await self._close_own_client()
+            await self._close_sender()
 
     async def _watch_close(self, scope: trio.CancelScope) -> None:
         await self._closed.wait()
         scope.cancel()
 
     async def _stream(self, task_status: trio.TaskStatus[LegacySSETransport]) -> None:
-        import httpx
-
-        assert self._http is not None
         started = False
         failures = 0
         dropped: BaseException | None = None  # why the previous stream ended
         while not self._closing:
             decoder = SSEDecoder(self._max)
             self.endpoint = None
+            headers = {**self._headers, "Accept": "text/event-stream"}
+            failure: ConnectError | ConnectionBroken | FrameTooLarge | None = None
             try:
-                headers = {**self._headers, "Accept": "text/event-stream"}
-                async with self._open_stream("GET", self.spec.url, headers) as response:
+                response = await self._send("GET", self.spec.url, headers)
+            except ConnectError as exc:  # the sender's: no connection
+                failure = exc
+            else:
+                try:
                     self._check_status(response)
                     with trio.move_on_after(ENDPOINT_TIMEOUT) as wait_endpoint:
-                        async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+                        async with aclosing(response.chunks()) as pieces:  # closed on any early exit
                             async for chunk in pieces:
                                 self.bytes_received += len(chunk)
                                 for event in decoder.feed(chunk):
@@ -143,19 +150,23 @@ class LegacySSETransport(HttpActor):
                                         self._sink.message_received(self._sink.classify(event.data.encode()))
                     if wait_endpoint.cancelled_caught:
                         raise ConnectError(f"server '{self.label}' sent no endpoint event within {ENDPOINT_TIMEOUT:g}s")
-            except (httpx.TransportError, FrameTooLarge) as exc:
+                except (ConnectionBroken, FrameTooLarge) as exc:
+                    failure = exc
+                except (ConnectError, HTTPStatusError):  # the endpoint refused, or the GET
+                    if not started:
+                        raise
+                finally:
+                    await close_response(response)
+            if failure is not None:
                 if not started:
                     raise ConnectError(
-                        f"cannot reach the SSE stream of server '{self.label}': {describe_error(exc)}"
-                    ) from exc
-                dropped = exc
-                if isinstance(exc, FrameTooLarge):
-                    log.warning("%s: SSE stream dropped: %s", self.label, exc)
+                        f"cannot reach the SSE stream of server '{self.label}': {describe_error(failure)}"
+                    ) from failure
+                dropped = failure
+                if isinstance(failure, FrameTooLarge):
+                    log.warning("%s: SSE stream dropped: %s", self.label, failure)
                 else:
-                    log.info("%s: SSE stream interrupted: %r", self.label, exc)
-            except (ConnectError, HTTPStatusError):
-                if not started:
-                    raise
+                    log.info("%s: SSE stream interrupted: %r", self.label, failure)
             if self._closing:
                 return
             failures += 1
@@ -171,8 +182,8 @@ class LegacySSETransport(HttpActor):
         gone.__cause__ = cause
         return gone
 
-    def _check_status(self, response: httpx.Response) -> None:
-        status = response.status_code
+    def _check_status(self, response: Response) -> None:
+        status = response.status
         if status in (401, 403):
             raise auth_error(self.spec, self.label, status, response.headers.get("www-authenticate", ""))
         ctype = response.headers.get("content-type", "")
@@ -190,32 +201,48 @@ class LegacySSETransport(HttpActor):
         request_id: RequestId | None = None,
         headers: Mapping[str, str] | None = None,
         opens_session: bool = False,
+        deadline: float | None = None,
     ) -> None:
-        """POSTs one message to the endpoint; the answer comes on the SSE stream.
+        """POSTs one message to the endpoint; the answer comes on the SSE stream. A 429 or 503
+        (not processed) is sent again as :func:`~mcpwire.protocol.resend.status_resend` says,
+        waiting out a ``Retry-After`` that ends before ``deadline`` (trio's clock).
 
         Raises:
             ServerGone: the connection is not open, or the POST failed.
             AuthError: HTTP 401/403, with the challenge.
             HTTPStatusError: any other error status.
             FrameTooLarge: the POST's answer is larger than ``max_message_bytes``.
+            LocalProtocolError: a header cannot be sent (a line break in a value).
         """
-        import httpx
-
-        if self._closing or self.endpoint is None or self._http is None:
+        if self._closing or self.endpoint is None or self._sender is None:
             raise ServerGone(f"the SSE connection to server '{self.label}' is not open", server=self.label)
         post_headers = {**self._headers, "Content-Type": "application/json"}
-        try:
-            async with self._open_stream("POST", self.endpoint, post_headers, data) as response:
-                self.bytes_sent += len(data)
-                self._check_post(response)
-                # HS-03: the body is not JSON-RPC, but it is read (to free the connection), and
-                # bounded: a server cannot make the client buffer an endless answer (HT-S03).
-                self.bytes_received += len(await read_body(response, self._max))
-        except httpx.TransportError as exc:
-            raise ServerGone(f"cannot POST to server '{self.label}': {describe_error(exc)}", server=self.label) from exc
+        attempt = 1
+        while True:
+            try:
+                async with self._open_stream("POST", self.endpoint, post_headers, data) as response:
+                    self.bytes_sent += len(data)
+                    wait = retry_after_seconds(response.headers.get("retry-after"))
+                    remaining = None if deadline is None else deadline - trio.current_time()
+                    step = status_resend(response.status, wait, idempotent=False, remaining=remaining)
+                    if step is None or attempt >= SEND_ATTEMPTS or self._closing:
+                        self._check_post(response)
+                        # HS-03: the body is not JSON-RPC, but it is read (to free the connection), and
+                        # bounded: a server cannot make the client buffer an endless answer (HT-S03).
+                        self.bytes_received += len(await read_body(response, self._max))
+                        return
+            except ConnectionBroken as exc:
+                raise in_context(exc, f"cannot POST to server '{self.label}'") from exc
+            except ConnectError as exc:
+                why = describe_error(exc)
+                raise ServerGone(f"cannot POST to server '{self.label}': {why}", server=self.label) from exc
+            delay = backoff(attempt) if step.wait is None else step.wait
+            log.info("%s: HTTP %s to the POST; sending it again in %.2f s", self.label, response.status, delay)
+            await trio.sleep(delay)
+            attempt += 1
 
-    def _check_post(self, response: httpx.Response) -> None:
-        status = response.status_code
+    def _check_post(self, response: Response) -> None:
+        status = response.status
         if status in (401, 403):
             raise auth_error(self.spec, self.label, status, response.headers.get("www-authenticate", ""))
         if status >= 400:

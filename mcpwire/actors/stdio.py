@@ -180,8 +180,9 @@ class StdioTransport:
         request_id: RequestId | None = None,
         headers: Mapping[str, str] | None = None,
         opens_session: bool = False,
+        deadline: float | None = None,
     ) -> None:
-        """Writes one encoded message (a newline is appended).
+        """Writes one encoded message (a newline is appended); nothing waits on ``deadline`` here.
 
         Raises:
             ServerGone: the server's stdin is closed (it exited or is exiting).

@@ -1,4 +1,4 @@
-"""The Streamable HTTP actor (2025-03-26 .. 2026-07-28), on an injectable ``httpx.AsyncClient``.
+"""The Streamable HTTP actor (2025-03-26 .. 2026-07-28), on a :class:`~mcpwire.actors.http_sender.Sender`.
 
 Theory of operation: every message is its own POST with ``Accept: application/json,
 text/event-stream`` (HT-01, HT-02). A request's POST runs as a task in this actor's nursery, under
@@ -22,11 +22,13 @@ reopens the GET stream (the old one belonged to the old session, HT-L13). Closin
 (405 tolerated, HT-L15).
 
 Retries never make a request run twice: a POST is sent again after a transport error only when
-the request cannot have reached the server (no connection was made, or none was free), or when the
-client says the method is idempotent; a 503 (the server did not handle it) is retried for any
-message, a 502/504 (a gateway that may have passed it on) only for idempotent ones. A 401/403 is
-an :class:`~mcpwire.errors.AuthError` carrying the ``WWW-Authenticate`` challenge. Bodies and
-events are bounded by ``max_message_bytes`` (HT-S03).
+the request cannot have reached the server (a :class:`~mcpwire.errors.ConnectError`: no connection
+was made, or none was free), or when the client says the method is idempotent; after a status,
+as :func:`~mcpwire.protocol.resend.status_resend` says (a 429 or 503 was not processed: any
+message; a 502/504 may have been passed on: idempotent ones only), waiting out a ``Retry-After``
+that fits within the call's deadline. A 401/403 is an :class:`~mcpwire.errors.AuthError` carrying
+the ``WWW-Authenticate`` challenge. Bodies and events are bounded by ``max_message_bytes``
+(HT-S03); a body cut short is an :class:`~mcpwire.errors.IncompleteBody` naming the server.
 """
 
 from __future__ import annotations
@@ -40,42 +42,34 @@ import trio
 
 from ..errors import (
     ConnectError,
+    ConnectionBroken,
     FrameTooLarge,
     HTTPStatusError,
+    LocalProtocolError,
     ResponseStreamLost,
     ServerGone,
     SessionExpired,
     TransportError,
 )
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.http1 import retry_after_seconds
 from ..protocol.jsonrpc import ErrorResponse, Message, NotProtocol, RequestId, Response
+from ..protocol.resend import MAX_RETRY_AFTER, STATUS_RESEND, status_resend
 from ..protocol.sse import SSEDecoder, is_event_stream, media_type
 from ..redaction import redact_url
 from ..transports import HttpServer
 from .base import MessageSink
-from .http_common import (
-    HttpActor,
-    auth_error,
-    backoff,
-    body_chunks,
-    close_response,
-    describe_error,
-    open_http_client,
-    read_body,
-)
+from .http_common import HttpActor, auth_error, backoff, close_response, describe_error, in_context, read_body
+from .http_sender import Response as HttpResponse
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["StreamableHTTPTransport", "open_http_client"]
+__all__ = ["StreamableHTTPTransport"]
 
 log = logging.getLogger(__name__)
 
 ACCEPT_BOTH: Final = "application/json, text/event-stream"
-#: answered by a server that did not handle the request (RFC 9110 15.6.4): safe to send again
-UNAVAILABLE_STATUS: Final = 503
-#: answered by a gateway that may have passed the request on: sent again only when idempotent
-GATEWAY_STATUSES: Final = frozenset({502, 504})
 #: POSTs of one message, the first included
 SEND_ATTEMPTS: Final = 3
 #: GETs with ``Last-Event-ID`` before a broken response stream is given up (HT-L19)
@@ -137,7 +131,7 @@ class StreamableHTTPTransport(HttpActor):
     # -- lifetime ---------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[StreamableHTTPTransport] = trio.TASK_STATUS_IGNORED) -> None:
-        self._open_client()
+        self._open_sender()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -150,7 +144,7 @@ class StreamableHTTPTransport(HttpActor):
                 # session's DELETE must still go out, and before the HTTP client closes (a
                 # request made after would open a connection that nobody closes).
                 await self.aclose()
-                await self._close_own_client()
+                await self._close_sender()
 
     def negotiated(self, version: str, modern: bool) -> None:
         self.protocol_version = version
@@ -178,12 +172,12 @@ class StreamableHTTPTransport(HttpActor):
             return
         self._closing = True
         with trio.CancelScope(shield=True):
-            if self.session_id is not None and self._http is not None:
+            if self.session_id is not None and self._sender is not None:
                 with trio.move_on_after(2.0):
                     try:
-                        response = await self._http.delete(self.url, headers=self._session_headers(None))
-                        if response.status_code not in (200, 202, 204, 404, 405):
-                            log.info("%s: DELETE of the session answered %s", self.label, response.status_code)
+                        async with self._open_stream("DELETE", self.url, self._session_headers(None)) as response:
+                            if response.status not in (200, 202, 204, 404, 405):
+                                log.info("%s: DELETE of the session answered %s", self.label, response.status)
                     except Exception as exc:  # closing must not fail on a dead server
                         log.debug("%s: DELETE of the session failed: %r", self.label, exc)
             self._closed.set()
@@ -214,14 +208,19 @@ class StreamableHTTPTransport(HttpActor):
         request_id: RequestId | None = None,
         headers: Mapping[str, str] | None = None,
         opens_session: bool = False,
+        deadline: float | None = None,
     ) -> None:
         """POSTs one message. A request's exchange continues in the background; a
         notification's POST is awaited (its answer is 202). ``opens_session`` marks
         ``initialize``: only its successful answer may carry the session id (HT-L09).
+        ``deadline`` (trio's clock) is when the caller gives up on the request: no
+        ``Retry-After`` is waited out past it.
 
         Raises:
             ServerGone: the transport is closed.
-            AuthError, HTTPStatusError, ConnectError: a notification could not be delivered.
+            AuthError, HTTPStatusError, ConnectError, ConnectionBroken: a notification could
+                not be delivered.
+            LocalProtocolError: a header cannot be sent (a line break in a value).
         """
         if self._closing or self._nursery is None:
             raise ServerGone(f"the connection to server '{self.label}' is closed", server=self.label)
@@ -233,7 +232,7 @@ class StreamableHTTPTransport(HttpActor):
             return
         scope = trio.CancelScope()
         self._streams[request_id] = scope
-        self._nursery.start_soon(self._request_task, data, full, request_id, scope, opens_session)
+        self._nursery.start_soon(self._request_task, data, full, request_id, scope, opens_session, deadline)
 
     async def cancel(self, request_id: RequestId) -> bool:
         """2026-07-28: closing the stream is the cancellation (HT-M10). Legacy: not enough
@@ -247,49 +246,62 @@ class StreamableHTTPTransport(HttpActor):
         return False
 
     async def _request_task(
-        self, data: bytes, headers: dict[str, str], request_id: RequestId, scope: trio.CancelScope, opens_session: bool
+        self,
+        data: bytes,
+        headers: dict[str, str],
+        request_id: RequestId,
+        scope: trio.CancelScope,
+        opens_session: bool,
+        deadline: float | None,
     ) -> None:
         try:
             with scope:
-                await self._exchange(data, headers, request_id, opens_session)
-        except (TransportError, FrameTooLarge) as exc:
+                await self._exchange(data, headers, request_id, opens_session, deadline)
+        except (TransportError, FrameTooLarge, LocalProtocolError) as exc:
             self._sink.request_failed(request_id, exc)
         finally:
             self._streams.pop(request_id, None)
 
     async def _exchange(
-        self, data: bytes, headers: dict[str, str], request_id: RequestId | None, opens_session: bool = False
+        self,
+        data: bytes,
+        headers: dict[str, str],
+        request_id: RequestId | None,
+        opens_session: bool = False,
+        deadline: float | None = None,
     ) -> None:
         """POSTs one message and handles the answer, sending it again (at most ``SEND_ATTEMPTS``
-        times in all, with backoff) only when that cannot make it run twice:
+        times in all) only when that cannot make it run twice:
 
-        - ``httpx.ConnectError``, ``ConnectTimeout``, ``PoolTimeout``: no connection carried the
-          request, so the server never saw it; any message is sent again.
-        - Any other transport error (a read or write error, a timeout while waiting, the server
-          closing the connection - even a kept-alive one that may have closed before the request
-          arrived, RFC 9112 9.3.1): the request may have been received and acted on, so only an
-          idempotent request is sent again; anything else fails with :class:`ConnectError`.
-        - HTTP 503: the server did not handle it; sent again. 502, 504: a gateway may have passed
-          it on; sent again only when idempotent.
+        - :class:`~mcpwire.errors.ConnectError` (no connection, none free in time): the server
+          never saw the request; any message is sent again, after a backoff.
+        - :class:`~mcpwire.errors.ConnectionBroken` (a read or write failed or timed out, the
+          server closed the connection - even a kept-alive one that may have closed before the
+          request arrived, RFC 9112 9.3.1): the request may have been received and acted on, so
+          only an idempotent request is sent again.
+        - A status in :data:`~mcpwire.protocol.resend.STATUS_RESEND`: as
+          :func:`~mcpwire.protocol.resend.status_resend` says, after its ``Retry-After`` (within
+          ``deadline``) or a backoff.
 
         Raises:
             SessionExpired: the session is gone (HT-L12), or the 404 came now.
-            ConnectError: the request could not be delivered, or its connection broke.
+            ConnectError: the request could not be delivered.
+            ConnectionBroken: its connection broke (:class:`~mcpwire.errors.IncompleteBody`: the
+                answer was cut short).
+            HTTPStatusError: an error status without a JSON-RPC answer.
         """
-        import httpx
-
-        assert self._http is not None
         sent_session = headers.get("Mcp-Session-Id")
         if self._session_expired and sent_session is None and not opens_session and not self.modern:
             # The server forgot the session and no new one is open yet: without a session id the
             # server would answer 400. Fail like the 404 did, so the client re-sends it on the new one.
             raise SessionExpired(f"server '{self.label}' no longer knows the session (HTTP 404 to an earlier request)")
+        what = f"request id {request_id}" if request_id is not None else "a message"
         attempt = 1
         while True:
             try:
                 response = await self._send("POST", self.url, headers, data)
-            except httpx.TransportError as exc:
-                unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+            except (ConnectError, ConnectionBroken) as exc:
+                unsent = isinstance(exc, ConnectError)
                 if attempt < SEND_ATTEMPTS and not self._closing and (unsent or self._may_repeat(request_id)):
                     log.info("%s: POST failed (%r); sending it again", self.label, exc)
                     await trio.sleep(backoff(attempt))
@@ -298,22 +310,37 @@ class StreamableHTTPTransport(HttpActor):
                 url = redact_url(self.url)
                 if unsent:
                     raise ConnectError(f"cannot reach server '{self.label}' at {url}: {describe_error(exc)}") from exc
-                what = f"request id {request_id}" if request_id is not None else "a message"
-                raise ConnectError(
+                raise ConnectionBroken(
                     f"the connection to server '{self.label}' at {url} broke before it answered {what} "
                     f"({describe_error(exc)}); it was not sent again, since the server may already have acted on it"
                 ) from exc
             try:
-                status = response.status_code
-                if attempt < SEND_ATTEMPTS and (
-                    status == UNAVAILABLE_STATUS or (status in GATEWAY_STATUSES and self._may_repeat(request_id))
-                ):
-                    log.info("%s: HTTP %s; sending it again", self.label, status)
-                    await trio.sleep(backoff(attempt))
-                    attempt += 1
-                    continue
-                await self._handle_response(response, request_id, opens_session, sent_session)
+                status = response.status
+                note = ""
+                if status in STATUS_RESEND:
+                    wait = retry_after_seconds(response.headers.get("retry-after"))
+                    remaining = None if deadline is None else deadline - trio.current_time()
+                    step = status_resend(status, wait, idempotent=self._may_repeat(request_id), remaining=remaining)
+                    if step is not None and attempt < SEND_ATTEMPTS and not self._closing:
+                        delay = backoff(attempt) if step.wait is None else step.wait
+                        log.info("%s: HTTP %s; sending it again in %.2f s", self.label, status, delay)
+                        await close_response(response)
+                        await trio.sleep(delay)
+                        attempt += 1
+                        continue
+                    if wait is not None:
+                        why = (
+                            f"more than the {MAX_RETRY_AFTER:g} s mcpwire waits"
+                            if wait > MAX_RETRY_AFTER
+                            else "beyond the call's timeout"
+                            if remaining is not None and wait >= remaining
+                            else f"after {attempt} attempts"
+                        )
+                        note = f" and asked to wait {wait:g} s (Retry-After), {why}"
+                await self._handle_response(response, request_id, opens_session, sent_session, note)
                 return
+            except ConnectionBroken as exc:
+                raise in_context(exc, f"server '{self.label}' at {redact_url(self.url)}, answering {what}") from exc
             finally:
                 await close_response(response)
 
@@ -335,12 +362,13 @@ class StreamableHTTPTransport(HttpActor):
 
     async def _handle_response(
         self,
-        response: httpx.Response,
+        response: HttpResponse,
         request_id: RequestId | None,
         opens_session: bool = False,
         sent_session: str | None = None,
+        note: str = "",
     ) -> None:
-        status = response.status_code
+        status = response.status
         if opens_session and 200 <= status < 300 and not self.modern:
             # HT-L09: the session id is the one "returned by the server during initialization";
             # one on a refused probe or on any other answer names no session of ours.
@@ -394,31 +422,29 @@ class StreamableHTTPTransport(HttpActor):
             )
         snippet = body[:200].decode("utf-8", "replace").strip()
         raise HTTPStatusError(
-            f"server '{self.label}' answered HTTP {status}" + (f": {snippet}" if snippet else ""),
+            f"server '{self.label}' answered HTTP {status}{note}" + (f": {snippet}" if snippet else ""),
             status=status,
             server=self.label,
         )
 
-    async def _read_body(self, response: httpx.Response) -> bytes:
+    async def _read_body(self, response: HttpResponse) -> bytes:
         body = await read_body(response, self._max)
         self.bytes_received += len(body)
         return body
 
     # -- SSE streams ----------------------------------------------------------------------------
 
-    async def _consume_stream(self, response: httpx.Response, answered: _Answered, *, resumable: bool) -> None:
-        import httpx
-
+    async def _consume_stream(self, response: HttpResponse, answered: _Answered, *, resumable: bool) -> None:
         decoder = SSEDecoder(self._max)
         try:
-            async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+            async with aclosing(response.chunks()) as pieces:  # closed on any early exit
                 async for chunk in pieces:
                     self.bytes_received += len(chunk)
                     for event in decoder.feed(chunk):
                         self._event(event.event, event.data, answered)
                     if answered.done and answered.request_id is not None:
                         return  # HT-L: the response ends our interest in the stream
-        except httpx.TransportError as exc:
+        except ConnectionBroken as exc:
             log.info("%s: stream interrupted: %r", self.label, exc)
         if answered.done or self._closing:
             return
@@ -435,9 +461,6 @@ class StreamableHTTPTransport(HttpActor):
 
     async def _resume(self, last_id: str, retry_ms: int | None, answered: _Answered) -> None:
         """GET + Last-Event-ID until the response arrives (HT-L16..HT-L19), bounded."""
-        import httpx
-
-        assert self._http is not None
         delay = (retry_ms if retry_ms is not None else DEFAULT_RETRY_MS) / 1000
         refused: int | None = None
         for attempt in range(RESUME_ATTEMPTS):
@@ -446,20 +469,20 @@ class StreamableHTTPTransport(HttpActor):
             decoder = SSEDecoder(self._max)
             try:
                 async with self._open_stream("GET", self.url, headers) as response:
-                    if response.status_code != 200:
-                        log.info("%s: resuming the stream answered HTTP %s", self.label, response.status_code)
-                        if response.status_code in (404, 405):
-                            refused = response.status_code  # the server keeps no stream to resume
+                    if response.status != 200:
+                        log.info("%s: resuming the stream answered HTTP %s", self.label, response.status)
+                        if response.status in (404, 405):
+                            refused = response.status  # the server keeps no stream to resume
                             break
                         continue
-                    async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+                    async with aclosing(response.chunks()) as pieces:  # closed on any early exit
                         async for chunk in pieces:
                             self.bytes_received += len(chunk)
                             for event in decoder.feed(chunk):
                                 self._event(event.event, event.data, answered)
                             if answered.done:
                                 return
-            except httpx.TransportError as exc:
+            except (ConnectError, ConnectionBroken) as exc:
                 log.info("%s: resumed stream interrupted: %r", self.label, exc)
             if decoder.last_event_id is not None:
                 last_id = decoder.last_event_id
@@ -490,9 +513,6 @@ class StreamableHTTPTransport(HttpActor):
             await self._read_get_stream()
 
     async def _read_get_stream(self) -> None:
-        import httpx
-
-        assert self._http is not None
         ready = self._get_ready
         last_id: str | None = None
         failures = 0
@@ -507,21 +527,21 @@ class StreamableHTTPTransport(HttpActor):
             try:
                 async with self._open_stream("GET", self.url, headers) as response:
                     ready.set()
-                    if response.status_code in (404, 405):
-                        log.debug("%s: no GET stream (HTTP %s)", self.label, response.status_code)
+                    if response.status in (404, 405):
+                        log.debug("%s: no GET stream (HTTP %s)", self.label, response.status)
                         return
                     ctype = response.headers.get("content-type", "")
-                    if response.status_code != 200 or not is_event_stream(ctype):
-                        log.info("%s: GET stream answered HTTP %s (%s)", self.label, response.status_code, ctype)
+                    if response.status != 200 or not is_event_stream(ctype):
+                        log.info("%s: GET stream answered HTTP %s (%s)", self.label, response.status, ctype)
                         failures += 1
                     else:
                         failures = 0
-                        async with aclosing(body_chunks(response)) as pieces:  # closed on any early exit
+                        async with aclosing(response.chunks()) as pieces:  # closed on any early exit
                             async for chunk in pieces:
                                 self.bytes_received += len(chunk)
                                 for event in decoder.feed(chunk):
                                     self._event(event.event, event.data, _Answered(None))
-            except httpx.TransportError as exc:
+            except (ConnectError, ConnectionBroken) as exc:
                 ready.set()
                 failures += 1
                 log.info("%s: GET stream interrupted: %r", self.label, exc)

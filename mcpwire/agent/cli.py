@@ -8,8 +8,9 @@ stdout, tool calls and approvals on stderr; exit 0, or 1 with the run's reason i
 interactive session reads prompts until ``/exit`` (:mod:`mcpwire.agent.terminal`). ``--json``
 prints the events as JSON lines instead of text. Approvals are asked at the terminal (approve,
 deny with a reason, edit the arguments inline or in ``$EDITOR``); with no terminal to ask,
-``--approve ask`` denies and says so. Everything a model or a server wrote is cleaned before it
-reaches the terminal.
+``--approve ask`` denies and says so. ``--approve`` takes the words of ``mcpwire call --approve``:
+``all``, ``ask``, ``deny`` (``none``, the old word for ``deny``, with a warning). Everything a
+model or a server wrote is cleaned before it reaches the terminal.
 
 Without a config file the bundled demo server is the model's only server, so the command works
 on a fresh install.
@@ -26,7 +27,7 @@ from typing import Final, TextIO
 
 import msgspec
 
-from ..cliargs import UsageError, add_target_options, era_options, load_target_config, run_cli
+from ..cliargs import UsageError, add_target_options, declare_as_serve, era_options, load_target_config, run_cli
 from ..errors import ConfigError
 from ..host import HostConfig, Risk, parse_server
 from ..redaction import clean_terminal
@@ -82,8 +83,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--tools", action="append", metavar="GLOB", help="only tools matching this glob (repeatable)")
     run.add_argument(
         "--approve",
-        choices=("ask", "all", "none"),
-        help="calls that need approval: ask at the terminal (default), approve all, or deny all",
+        choices=("all", "ask", "deny", "none"),
+        metavar="{all,ask,deny}",
+        help="calls that need approval: all approves them, ask asks at the terminal (default), deny refuses "
+        "them (as mcpwire call --approve; 'none' is an old name for deny)",
     )
     run.add_argument("--ask-at", choices=("low", "medium", "high", "critical"), help="ask at or above this risk")
     run.add_argument(
@@ -192,6 +195,9 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None) -> i
     except SystemExit as exc:  # --help, or argparse's own usage message
         return exc.code if isinstance(exc.code, int) else 0
     _logging(args.verbose, err)
+    if args.approve == "none":
+        err.write("mcpwire chat: warning: --approve none is deprecated; it means deny: use --approve deny\n")
+        args.approve = "deny"
     try:
         config = load_target_config(args, stdin=inp, stderr=err)
         presets = load_presets(config.path) if config is not None and config.path is not None else {}
@@ -215,7 +221,7 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None) -> i
             servers,
             provider,
             host_options(preset, args),
-            era_options(args),
+            declare_as_serve(era_options(args), "chat"),
             options,
             inp,
             out,

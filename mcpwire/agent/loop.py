@@ -57,7 +57,7 @@ from .events import (
 from .events import Final as FinalEvent
 from .messages import Completion, Message, ModelRequest, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from .providers.base import Chunk, Provider, TextChunk
-from .tools import ApprovalTicket, Decision, ToolOutcome, ToolSurface
+from .tools import APPROVE_MODES, ApprovalTicket, Decision, ToolOutcome, ToolSurface, deprecated_none
 
 __all__ = ["DEFAULT_DEADLINE", "DEFAULT_MAX_STEPS", "DEFAULT_MAX_TOOL_CALLS", "AgentPolicy", "Run"]
 
@@ -83,7 +83,8 @@ class AgentPolicy:
     Attributes:
         approve: calls the host says need approval: ``ask`` (an
             :class:`~mcpwire.agent.events.ApprovalRequired` event each), ``all`` (approved at
-            once) or ``none`` (denied at once; the model is told).
+            once) or ``deny`` (denied at once; the model is told). ``none``, the old word for
+            ``deny``, is taken with a deprecation warning.
         max_tool_calls: tool calls a run may make in all.
         max_tokens: tokens (input and output, summed over requests) a run may use; ``None``
             for no bound.
@@ -98,7 +99,7 @@ class AgentPolicy:
         tool_mode: ``native`` tool calling, or ``react`` for models without it.
     """
 
-    approve: Literal["ask", "all", "none"] = "ask"
+    approve: Literal["ask", "all", "deny", "none"] = "ask"
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     max_tokens: int | None = None
     max_output_tokens: int | None = None
@@ -111,8 +112,10 @@ class AgentPolicy:
     tool_mode: Literal["native", "react"] = "native"
 
     def __post_init__(self) -> None:
-        if self.approve not in ("ask", "all", "none"):
-            raise ValueError(f"approve must be 'ask', 'all' or 'none', not {self.approve!r}")
+        if self.approve == "none":
+            object.__setattr__(self, "approve", deprecated_none("AgentPolicy(approve='none')"))
+        if self.approve not in APPROVE_MODES:
+            raise ValueError(f"approve must be 'all', 'ask' or 'deny', not {self.approve!r}")
         if self.tool_mode not in ("native", "react"):
             raise ValueError(f"tool_mode must be 'native' or 'react', not {self.tool_mode!r}")
         if self.max_tool_calls < 0 or self.result_chars < 100:
@@ -300,7 +303,7 @@ class Run:
         the sampling responder). Cancellation: the question is withdrawn."""
         mode = self.policy.approve
         if mode != "ask":
-            decision = Decision(approve=mode == "all", by="policy", reason=None if mode == "all" else "approve=none")
+            decision = Decision(approve=mode == "all", by="policy", reason=None if mode == "all" else "approve=deny")
             await self._resolved(ticket.id, decision.approve, by="policy", reason=decision.reason)
             return decision
         slot = _Slot(ticket, call_id)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,6 +40,8 @@ from .errors import PresetError
 from .providers import PROVIDER_KINDS, HttpProvider, make_provider
 
 __all__ = ["PRESET_FIELDS", "Preset", "load_presets", "parse_presets", "provider_for"]
+
+log = logging.getLogger("mcpwire.agent.presets")
 
 RISKS: Final = ("low", "medium", "high", "critical")
 DECISIONS: Final = ("allow", "deny", "ask")
@@ -55,7 +58,7 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     servers: tuple[str, ...] | None = None
     tools: tuple[str, ...] | None = None
     system: str | None = None
-    approve: Literal["ask", "all", "none"] = "ask"
+    approve: Literal["ask", "all", "deny"] = "ask"
     ask_at: str | None = None
     rules: tuple[tuple[str, str, str], ...] = ()
     approval_timeout: float | None = None
@@ -93,6 +96,14 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str, object, list[str]], str 
         return None
 
     return check
+
+
+def _approve(path: str, value: object, problems: list[str]) -> str | None:
+    """``all``, ``ask`` or ``deny`` (``none``, the old word for ``deny``, is taken with a warning)."""
+    if isinstance(value, str) and value.lower() == "none":
+        log.warning("%s: 'none' is deprecated; it means deny: write \"deny\"", path)
+        return "deny"
+    return _choice(("all", "ask", "deny"))(path, value, problems)
 
 
 def _positive_int(path: str, value: object, problems: list[str]) -> int | None:
@@ -173,7 +184,7 @@ _FIELDS: Final[dict[str, Callable[[str, object, list[str]], object]]] = {
     "servers": _strings,
     "tools": _strings,
     "system": _string,
-    "approve": _choice(("ask", "all", "none")),
+    "approve": _approve,
     "ask_at": _choice(RISKS),
     "rules": _rules,
     "approval_timeout": _positive,

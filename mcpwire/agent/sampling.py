@@ -36,7 +36,7 @@ from ..redaction import shorten
 from .errors import ProviderError
 from .messages import ImagePart, Message, ModelRequest, TextPart
 from .providers.base import Provider
-from .tools import ApprovalTicket, Decision
+from .tools import APPROVE_MODES, ApprovalTicket, Decision, deprecated_none
 
 if TYPE_CHECKING:
     from .loop import Run
@@ -73,13 +73,15 @@ class SamplingResponder:
         self,
         provider: Provider,
         *,
-        approve: Literal["ask", "all", "none"] = "ask",
+        approve: Literal["ask", "all", "deny", "none"] = "ask",
         queue: ApprovalQueue | None = None,
         timeout: float = DEFAULT_APPROVAL_TIMEOUT,
         max_tokens: int = DEFAULT_SAMPLING_MAX_TOKENS,
     ) -> None:
-        if approve not in ("ask", "all", "none"):
-            raise ValueError(f"approve must be 'ask', 'all' or 'none', not {approve!r}")
+        if approve == "none":
+            approve = deprecated_none("SamplingResponder(approve='none')")
+        if approve not in APPROVE_MODES:
+            raise ValueError(f"approve must be 'all', 'ask' or 'deny', not {approve!r}")
         self.provider = provider
         self.approve = approve
         self.queue = queue
@@ -166,7 +168,7 @@ class SamplingResponder:
 
     async def _decide(self, ticket: ApprovalTicket) -> Decision:
         if self.approve != "ask":
-            return Decision(approve=self.approve == "all", by="policy", reason="sampling is refused (approve=none)")
+            return Decision(approve=self.approve == "all", by="policy", reason="sampling is refused (approve=deny)")
         run = self._runs[-1] if self._runs else None
         if self.queue is None:
             if run is None:

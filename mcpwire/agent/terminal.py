@@ -69,7 +69,7 @@ class ChatOptions:
     prompt: str | None = None
     json_lines: bool = False
     thoughts: bool = False
-    approve: Literal["ask", "all", "none"] = "ask"
+    approve: Literal["ask", "all", "deny"] = "ask"
 
 
 class Terminal:

@@ -29,6 +29,7 @@ import difflib
 import fnmatch
 import logging
 import secrets
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
@@ -40,6 +41,7 @@ from ..protocol.types import ImageContent, JSONObject
 from .messages import ImagePart, ToolSpec
 
 __all__ = [
+    "APPROVE_MODES",
     "ApprovalTicket",
     "Ask",
     "Decision",
@@ -57,6 +59,15 @@ IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/w
 MAX_IMAGE_BYTES: Final = 5 * 1024 * 1024
 
 Outcome = Literal["ok", "tool_error", "denied", "failed", "unknown_tool", "invalid_arguments", "quarantined"]
+#: what a run does with calls that need approval: approve them all, ask, or deny them all (the
+#: same words as ``mcpwire call --approve``)
+APPROVE_MODES: Final = ("all", "ask", "deny")
+
+
+def deprecated_none(where: str) -> Literal["deny"]:
+    """``deny``, for the old ``none``, with a deprecation warning naming ``where`` it was given."""
+    warnings.warn(f"{where}: 'none' is deprecated; it means deny: use 'deny'", DeprecationWarning, stacklevel=3)
+    return "deny"
 
 
 @dataclass(frozen=True, slots=True)

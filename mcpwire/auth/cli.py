@@ -88,7 +88,8 @@ async def _login(args: argparse.Namespace, transport: httpx.AsyncBaseTransport |
             try:
                 async with (
                     httpx.AsyncClient(auth=provider, timeout=30.0, transport=transport) as http,
-                    mcpwire.open_client(args.url, http_client=http) as session,
+                    # the handshake waits for the person signing in: as long as the whole login may take
+                    mcpwire.open_client(args.url, http_client=http, connect_timeout=args.timeout) as session,
                 ):
                     name = session.server_info.name if session.server_info else redact_url(args.url)
             except OAuthError as exc:

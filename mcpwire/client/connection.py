@@ -29,6 +29,7 @@ from ..errors import (
     AuthError,
     ClientClosed,
     ConnectError,
+    ConnectionBroken,
     EraDetectionError,
     FrameTooLarge,
     HTTPStatusError,
@@ -124,7 +125,7 @@ class Connector:
         # of a server that moved to Streamable HTTP answers 400) or in the handshake.
         retry_on: tuple[type[BaseException], ...] = (EraDetectionError, UnsupportedVersion)
         if self._kind_cached:
-            retry_on += (HTTPStatusError, ConnectError, ServerGone)
+            retry_on += (HTTPStatusError, ConnectError, ConnectionBroken, ServerGone)
         try:
             await self.start_transport()
             decided = await self.detect(mode, legacy, modern)

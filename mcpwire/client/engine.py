@@ -191,7 +191,9 @@ class Engine:
                 if transport is None or link.lost is not None:
                     raise link.gone_error()
                 try:
-                    await transport.send(payload, request_id=entry.id, headers=headers)
+                    await transport.send(
+                        payload, request_id=entry.id, headers=headers, deadline=trio.current_time() + limit
+                    )
                 except TransportError as exc:
                     raise_send_failure(link, exc, entry.id)
             except BaseException as exc:

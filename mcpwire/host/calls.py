@@ -18,11 +18,11 @@ import builtins
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from ..client import Client, ProgressCallback
 from ..client.relay import Relay
-from ..errors import HostError, MCPWireError, ServerGone, ToolExecutionError, UnknownTool
+from ..errors import HostError, MCPWireError, RequestTimeout, ServerGone, ToolExecutionError, UnknownTool
 from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
 from .catalog import RegisteredPrompt, RegisteredResource, RegisteredTemplate
 from .policies import (
@@ -238,10 +238,14 @@ class Calls(Roster):
             )
 
         started = time.perf_counter()
-        result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
+        try:
+            result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
+        except BaseException as exc:
+            log_call(reg.server, reg.tool.name, ctx.outcome, exc)
+            raise
         assert isinstance(result, ToolResult)
         latency = time.perf_counter() - started - ctx.approval_wait
-        log.info("%s: %s -> %s", reg.server, reg.tool.name, ctx.outcome)
+        log_call(reg.server, reg.tool.name, ctx.outcome)
         out = HostToolResult(
             name=reg.name,
             server=reg.server,
@@ -367,6 +371,25 @@ class Calls(Roster):
                 tool=ctx.tool,
                 server=ctx.server,
             ) from exc
+
+
+#: outcomes of a call that failed (the tool said so, or it could not be carried out): ERROR
+FAILED_OUTCOMES: Final = frozenset({"tool_error", "error"})
+
+
+def log_call(server: str, tool: str, outcome: str, exc: BaseException | None = None) -> None:
+    """The one line a host call logs: ``server: tool -> outcome``, at ERROR when the call
+    failed (a tool error, a timeout, any other failure; the kind of failure is named, the error's
+    words are the caller's to report), else at INFO."""
+    if outcome not in FAILED_OUTCOMES:
+        log.info("%s: %s -> %s", server, tool, outcome)
+        return
+    cause = exc.__cause__ if isinstance(exc, ToolExecutionError) and exc.__cause__ is not None else exc
+    if cause is None:
+        log.error("%s: %s -> %s", server, tool, outcome)
+    else:
+        kind = "timeout" if isinstance(cause, RequestTimeout) else type(cause).__name__
+        log.error("%s: %s -> %s (%s)", server, tool, outcome, kind)
 
 
 def not_connected(info: ServerInfo) -> str:

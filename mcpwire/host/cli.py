@@ -25,7 +25,7 @@ from typing import Any, Final, TextIO
 import msgspec
 import trio
 
-from ..cliargs import EXIT_SIGINT, EXIT_SIGTERM, run_cli
+from ..cliargs import EXIT_SIGINT, EXIT_SIGTERM, declare_as_serve, run_cli
 from ..client import ClientOptions
 from ..errors import (
     ApprovalDenied,
@@ -315,8 +315,11 @@ def _host(command: str, opts: argparse.Namespace, config: HostConfig, approver: 
         start_timeout=getattr(opts, "connect_timeout", 30.0),
         health_interval=0,
         approver=approver,
-        client_options=ClientOptions(
-            era=getattr(opts, "era", None) or "auto", protocol_version=getattr(opts, "protocol_version", None)
+        client_options=declare_as_serve(
+            ClientOptions(
+                era=getattr(opts, "era", None) or "auto", protocol_version=getattr(opts, "protocol_version", None)
+            ),
+            command,
         ),
     )
 

@@ -106,7 +106,7 @@ def load_config(
         config = parse_config(data, base_path=found.resolve().parent, strict=strict, environ=environ)
     except ConfigError as exc:
         raise ConfigError(f"{found}: {exc}", exc.problems) from None
-    return HostConfig(servers=config.servers, path=str(found), problems=config.problems)
+    return msgspec.structs.replace(config, path=str(found))
 
 
 def parse_config(
@@ -134,6 +134,7 @@ def parse_config(
     entries = data[key]
     problems: list[str] = []
     servers: list[ServerConfig] = []
+    raw: dict[str, Mapping[str, object]] = {}
     if not isinstance(entries, dict):
         problems.append(f"$.{key}: expected an object mapping server names to entries, got {kind(entries)}")
         entries = {}
@@ -146,13 +147,14 @@ def parse_config(
             problems.extend(entry_problems)
             continue
         servers.append(server)
+        raw[name] = entry
     if strict and problems:
         raise ConfigError(f"{len(problems)} problem(s) in the configuration:\n  " + "\n  ".join(problems), problems)
     if problems and not servers:
         count = len(entries)
         what = f"every server entry ({count}) is invalid" if count else "the server list is invalid"
         raise ConfigError(f"{what}:\n  " + "\n  ".join(problems), problems)
-    return HostConfig(servers=tuple(servers), problems=tuple(problems))
+    return HostConfig(servers=tuple(servers), problems=tuple(problems), entries=raw)
 
 
 def parse_server(
@@ -161,16 +163,18 @@ def parse_server(
     *,
     base_path: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    strict: bool = False,
 ) -> ServerConfig:
-    """One entry, as in a file's ``mcpServers`` (used by ``Host.register`` with a dict).
+    """One entry, as in a file's ``mcpServers`` (used by ``Host.register`` with a dict, and by
+    the service's API, ``strict``: every unknown key is a problem, not only a misspelt one).
 
     Raises:
-        ConfigError: listing every problem of the entry.
+        ConfigError: listing every problem of the entry, each at its JSON path (``$.NAME.url``).
     """
     env = os.environ if environ is None else environ
     base = str(Path(base_path)) if base_path is not None else os.getcwd()
     problems: list[str] = []
-    server = parse_entry(f"$.{name}", name, dict(entry), Expander(env, base, problems), problems)
+    server = parse_entry(f"$.{name}", name, dict(entry), Expander(env, base, problems), problems, strict=strict)
     if problems or server is None:
         raise ConfigError(f"server {name!r}: " + "; ".join(problems), problems)
     return server

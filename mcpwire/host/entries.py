@@ -9,8 +9,9 @@ and the SPEC-07 shapes (``type: "local"`` with ``command`` as a list and ``envir
 string. Environment and header values that are JSON numbers or booleans become their JSON text
 (``8080``, ``true``), as a shell would pass them. A key that is not known but is close to one that
 is (``comand``) is a problem with a "did you mean"; other unknown keys (those of other tools) are
-ignored. Every problem found is appended to ``problems``; the entry is usable only when there is
-none.
+ignored, unless the entry is read ``strict``ly (an entry sent to the service's API, which has no
+other tool's keys to tolerate): then every unknown key is a problem. Every problem found is
+appended to ``problems``; the entry is usable only when there is none.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from ..protocol.http1 import parse_url
 from ..protocol.versions import LEGACY_REVISIONS, MODERN_REVISIONS, is_known
 from .settings import Decision, PolicyConfig, ServerConfig, ToolPolicy, Transport
 
@@ -33,8 +35,8 @@ __all__ = ["KNOWN_KEYS", "Expander", "kind", "parse_entry"]
 log = logging.getLogger("mcpwire.host.config")
 
 _PLACEHOLDER: Final = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}|\{BASE_PATH\}")
-_NAME_OK: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
-_URL_OK: Final = re.compile(r"^https?://[^/\s]+\S*$")
+_NAME_OK: Final = re.compile(r"^[A-Za-z0-9_.-]+\Z")
+_URL_OK: Final = re.compile(r"^https?://[^/\s]+\S*\Z")
 
 KNOWN_KEYS: Final = frozenset(
     {
@@ -44,6 +46,7 @@ KNOWN_KEYS: Final = frozenset(
         "health_interval_seconds", "envFile", "alwaysAllow", "autoApprove", "era", "protocol_version",
     }
 )  # fmt: skip
+_AUTH_KEYS: Final = ("type", "token", "header_name")
 _STDIO_TYPES: Final = ("stdio", "local")
 _HTTP_TYPES: Final = ("http", "streamable-http", "streamableHttp", "streamable_http", "remote")
 #: how close an unknown key must be to a known one to be called a misspelling
@@ -60,15 +63,12 @@ def kind(value: object) -> str:
 
 def _unusable_url(url: str) -> str | None:
     """Why the HTTP client cannot use ``url`` (a host name that is not valid IDNA, a bad port...),
-    or ``None``; without the http extra, nothing more than the pattern is checked."""
+    or ``None``: the checks of :func:`mcpwire.protocol.http1.parse_url`, which every request's URL
+    goes through."""
     try:
-        import httpx
-    except ImportError:
-        return None
-    try:
-        httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        return str(exc)[:1].lower() + str(exc)[1:]
+        parse_url(url)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -76,13 +76,18 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _misspelt(path: str, keys: Iterable[str], known: Iterable[str], problems: list[str]) -> None:
-    """A problem for each unknown key close to a known one; other unknown keys are logged."""
+def _misspelt(
+    path: str, keys: Iterable[str], known: Iterable[str], problems: list[str], *, strict: bool = False
+) -> None:
+    """A problem for each unknown key close to a known one; other unknown keys are logged, or,
+    ``strict``, problems too."""
     known = sorted(known)
     for key in sorted(set(keys) - set(known)):
         close = difflib.get_close_matches(key, known, n=1, cutoff=_CLOSE)
         if close:
             problems.append(f"{path}.{key}: unknown key; did you mean {close[0]!r}?")
+        elif strict:
+            problems.append(f"{path}.{key}: unknown key")
         else:
             log.info("config: %s: ignoring unknown key %r", path, key)
 
@@ -127,11 +132,14 @@ class Expander:
 class _Entry:
     """Typed reads of one entry's keys, each problem noted with its path."""
 
-    def __init__(self, path: str, entry: dict[str, object], expand: Expander, problems: list[str]) -> None:
+    def __init__(
+        self, path: str, entry: dict[str, object], expand: Expander, problems: list[str], *, strict: bool = False
+    ) -> None:
         self.path = path
         self.entry = entry
         self.expand = expand
         self.problems = problems
+        self.strict = strict
 
     def string(self, key: str, *, required: bool = False) -> str | None:
         value = self.entry.get(key)
@@ -243,6 +251,7 @@ def _auth(e: _Entry) -> tuple[Literal["bearer", "api_key"] | None, str | None, s
     if not isinstance(auth, dict):
         e.problems.append(f"{path}: expected an object with 'type' and 'token', got {kind(auth)}")
         return None, None, "Authorization"
+    _misspelt(path, auth, _AUTH_KEYS, e.problems, strict=e.strict)
     a_type = auth.get("type")
     token = auth.get("token")
     if a_type not in ("bearer", "api_key"):
@@ -285,15 +294,18 @@ def _call_timeout(e: _Entry, policy: PolicyConfig) -> PolicyConfig:
     return msgspec.structs.replace(policy, timeout_seconds=float(timeout))  # type: ignore[arg-type]
 
 
-def parse_entry(path: str, name: str, entry: object, expand: Expander, problems: list[str]) -> ServerConfig | None:
-    """One server entry, or ``None`` (and ``problems`` say why)."""
+def parse_entry(
+    path: str, name: str, entry: object, expand: Expander, problems: list[str], *, strict: bool = False
+) -> ServerConfig | None:
+    """One server entry, or ``None`` (and ``problems`` say why); ``strict``: every unknown key
+    (of the entry, its ``auth`` and its ``policy``) is a problem, not only a misspelt one."""
     if not isinstance(entry, dict):
         problems.append(f"{path}: expected an object, got {kind(entry)}")
         return None
     if not _NAME_OK.match(name):
         problems.append(f"{path}: server names may use only letters, digits, '_', '-' and '.'")
-    _misspelt(path, entry, KNOWN_KEYS, problems)
-    e = _Entry(path, entry, expand, problems)
+    _misspelt(path, entry, KNOWN_KEYS, problems, strict=strict)
+    e = _Entry(path, entry, expand, problems, strict=strict)
     transport = _transport(e)
     if transport is None:
         return None
@@ -310,7 +322,7 @@ def parse_entry(path: str, name: str, entry: object, expand: Expander, problems:
             problems.append(f"{path}.url: {why}, got {url!r}")
     auth_type, auth_token, auth_header = _auth(e)
     enabled = _enabled(e)
-    policy = _call_timeout(e, parse_policy(f"{path}.policy", entry.get("policy"), problems))
+    policy = _call_timeout(e, parse_policy(f"{path}.policy", entry.get("policy"), problems, strict=strict))
     health = entry.get("health_interval_seconds")
     if health is not None and (not _number(health) or health < 0):
         problems.append(f"{path}.health_interval_seconds: expected a non-negative number, got {health!r}")
@@ -449,20 +461,26 @@ def _approval_rules(path: str, value: object, problems: list[str]) -> tuple[tupl
 
 
 def _settings(
-    path: str, raw: object, known: Iterable[str], problems: list[str], parse: Callable[[str, object], object]
+    path: str,
+    raw: object,
+    known: Iterable[str],
+    problems: list[str],
+    parse: Callable[[str, object], object],
+    *,
+    strict: bool = False,
 ) -> dict[str, object]:
     """The settings of an object (a policy, a tool's policy), each value parsed by
     ``parse(key, value)``, which notes a problem and returns ``None`` for a bad one."""
     if not isinstance(raw, dict):
         problems.append(f"{path}: expected an object, got {kind(raw)}")
         return {}
-    _misspelt(path, raw, known, problems)
+    _misspelt(path, raw, known, problems, strict=strict)
     parsed = {key: parse(key, value) for key, value in raw.items()}
     return {key: value for key, value in parsed.items() if value is not None}
 
 
-def parse_policy(path: str, raw: object, problems: list[str]) -> PolicyConfig:
-    """An entry's ``policy`` object."""
+def parse_policy(path: str, raw: object, problems: list[str], *, strict: bool = False) -> PolicyConfig:
+    """An entry's ``policy`` object (``strict``: every unknown key is a problem)."""
 
     def parse(key: str, value: object) -> object:
         if key in _POLICY_NUMBERS:
@@ -485,16 +503,17 @@ def parse_policy(path: str, raw: object, problems: list[str]) -> PolicyConfig:
                 problems.append(f"{path}.tools: expected an object mapping tool globs to settings, got {kind(value)}")
                 return None
             return tuple(
-                (glob, _parse_tool_policy(f"{path}.tools.{glob}", sub, problems)) for glob, sub in value.items()
+                (glob, _parse_tool_policy(f"{path}.tools.{glob}", sub, problems, strict=strict))
+                for glob, sub in value.items()
             )
         return None
 
     if raw is None:
         return PolicyConfig()
-    return msgspec.convert(_settings(path, raw, _POLICY_KEYS, problems, parse), PolicyConfig)
+    return msgspec.convert(_settings(path, raw, _POLICY_KEYS, problems, parse, strict=strict), PolicyConfig)
 
 
-def _parse_tool_policy(path: str, raw: object, problems: list[str]) -> ToolPolicy:
+def _parse_tool_policy(path: str, raw: object, problems: list[str], *, strict: bool = False) -> ToolPolicy:
     def parse(key: str, value: object) -> object:
         if key in _TOOL_NUMBERS:
             return _check_number(path, key, value, problems)
@@ -508,4 +527,4 @@ def _parse_tool_policy(path: str, raw: object, problems: list[str]) -> ToolPolic
             return _invalidates(f"{path}.invalidates", value, problems)
         return None
 
-    return msgspec.convert(_settings(path, raw, _TOOL_KEYS, problems, parse), ToolPolicy)
+    return msgspec.convert(_settings(path, raw, _TOOL_KEYS, problems, parse, strict=strict), ToolPolicy)

@@ -203,8 +203,18 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class HostConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """Every valid server entry of a file, plus the problems found in the others."""
+    """Every valid server entry of a file, plus the problems found in the others.
+
+    ``entries`` keeps each valid server's entry as the file has it (JSON values, placeholders
+    unexpanded), so that an edit can be laid over it and checked again (the service's API does);
+    ``repr`` shows only their names, as they may hold secrets."""
 
     servers: tuple[ServerConfig, ...] = ()
     path: str | None = None
     problems: tuple[str, ...] = ()
+    entries: Mapping[str, Mapping[str, object]] = msgspec.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"HostConfig(servers={list(self.servers)!r}, path={self.path!r}, problems={list(self.problems)!r})"
+
+    __str__ = __repr__

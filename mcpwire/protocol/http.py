@@ -29,8 +29,8 @@ __all__ = [
     "tool_header_spec",
 ]
 
-_TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_SAFE_VALUE: Final = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
+_TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_SAFE_VALUE: Final = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?\Z")
 _JS_SAFE_INT: Final = 2**53 - 1
 _NAMED_METHODS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
@@ -40,7 +40,7 @@ HeaderSpec = tuple[tuple[tuple[str, ...], str], ...]
 
 def encode_header_value(value: str) -> str:
     """The header form of ``value``: as is when safe, else the base64 sentinel."""
-    if _SAFE_VALUE.match(value) and not (value.startswith("=?base64?") and value.endswith("?=")):
+    if _SAFE_VALUE.fullmatch(value) and not (value.startswith("=?base64?") and value.endswith("?=")):
         return value
     return "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
 

@@ -1,43 +1,56 @@
 """HTTP/1.1 sans I/O: a client's request and the response framed from the bytes read.
 
 Theory of operation: the default HTTP client sends small requests whose headers it builds itself
-and reads answers from servers it does not trust. This is the least of RFC 9112 that such a client
-needs, checked as strictly as h11 checks it, at a fraction of the cost per message:
+and reads answers from servers it does not trust. This is its one HTTP/1.1 codec, and what it
+reads is what h11's client side reads (a differential property test holds the two together):
 
+- :func:`parse_url` reads what a request needs from an ``http://`` or ``https://`` URL (where to
+  connect, the ``Host``, the request target, Basic credentials from userinfo), with the checks
+  ``httpx`` makes (a port, an IPv4 or IPv6 literal, an internationalized host name in IDNA 2008);
+  whatever it refuses, it says why (``ValueError``).
 - :func:`encode_request` writes the request line, the headers and the body in one piece; a method,
   target, header name or value that could end a line or smuggle a header is refused
-  (:class:`LocalProtocolError`), wherever it came from.
+  (:class:`~mcpwire.errors.LocalProtocolError`, naming the header but never its value).
 - :class:`ResponseReader` takes the bytes read (:meth:`~ResponseReader.feed`, and
   :meth:`~ResponseReader.feed_eof` at the end of the stream) and gives, in order, the response's
   :class:`Head` (after any 1xx heads), pieces of its body, and :data:`END`; :data:`NEED_DATA`
-  when it needs more bytes. The head is bounded (``max_head_bytes``); the body is framed by
-  ``Transfer-Encoding: chunked``, by ``Content-Length``, or by the end of the stream (RFC 9112
-  section 6.3), and is never buffered beyond what was read. A response that breaks the framing
-  raises :class:`RemoteProtocolError`.
+  when it needs more bytes. It reads as h11 does (RFC 9112 with h11's leniencies): a head ends
+  at an empty line, lines end in CRLF or a bare LF, a folded (obs-fold) line joins the one before
+  it, a reason phrase may hold any byte but NUL, CR, LF, VT and FF, a header value any but NUL
+  and line breaks; ``Content-Length`` may repeat or list one same number, and
+  ``Transfer-Encoding`` may only be ``chunked``. The body is framed by chunks, by
+  ``Content-Length``, or by the end of the stream (RFC 9112 section 6.3), and never buffered
+  beyond what was read. A response that breaks the framing raises
+  :class:`~mcpwire.errors.InvalidHTTPResponse`; one cut short,
+  :class:`~mcpwire.errors.IncompleteBody`; a stream that ends before any head,
+  :class:`~mcpwire.errors.ConnectionBroken`. Every incomplete piece (a head, a chunk-size line,
+  a trailer section) is bounded by ``max_head_bytes``, as h11 bounds its incomplete events.
 - After :data:`END`, :attr:`~ResponseReader.reusable` says whether the connection may carry
-  another request (HTTP/1.1, no ``Connection: close``, framed by length or chunks, no stray bytes
-  after the response); :meth:`~ResponseReader.next_response` readies the reader for it.
+  another request: as h11 decides (HTTP/1.1 or later, no ``Connection: close``), and also never
+  after a body framed by the end of the stream, after one that carried both ``Content-Length``
+  and ``Transfer-Encoding`` (RFC 9112 section 6.3: a sign of smuggling), or when bytes no request
+  asked for follow the response; :meth:`~ResponseReader.next_response` readies the reader.
 """
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import math
 import re
 import time
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
+from urllib.parse import unquote, urlsplit
+
+from ..errors import ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
 
 __all__ = [
     "END",
     "NEED_DATA",
     "Head",
-    "LocalProtocolError",
     "TOKEN",
-    "RemoteProtocolError",
     "ResponseReader",
+    "Target",
     "encode_request",
+    "parse_url",
     "retry_after_seconds",
 ]
 
@@ -45,20 +58,11 @@ __all__ = [
 TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
 _BAD_VALUE: Final = re.compile(rb"[\x00\r\n]")
 _BAD_TARGET: Final = re.compile(rb"[\x00-\x20\x7f]")
-_STATUS_LINE: Final = re.compile(rb"HTTP/(1\.[01]) ([0-9]{3})(?: ([\t\x20-\x7e\x80-\xff]*))?")
-_CHUNK_SIZE: Final = re.compile(rb"([0-9a-fA-F]{1,16})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?")
-#: the longest chunk-size line or trailer section accepted
-MAX_CHUNK_LINE: Final = 4096
+# h11's grammar (h11/_abnf.py): a header line is ``token ":" OWS field-value OWS``, a field value
+# is runs of any byte but NUL and whitespace separated by blanks, a target is visible ASCII
+_VALUE: Final = rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?"
 # RFC 9110 section 10.2.3: delay-seconds = 1*DIGIT (a decimal fraction is read too)
 _DELAY_SECONDS: Final = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,6})?")
-
-
-class LocalProtocolError(ValueError):
-    """A request this client was asked to send is not valid HTTP/1.1."""
-
-
-class RemoteProtocolError(ValueError):
-    """The server's response is not valid HTTP/1.1 (or ended early)."""
 
 
 class _Marker:
@@ -75,14 +79,117 @@ NEED_DATA: Final = _Marker("NEED_DATA")
 END: Final = _Marker("END")
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
+class Head(NamedTuple):
     """A response's status line and headers (names as sent; values without surrounding blanks)."""
 
     status: int
     reason: bytes
     http_version: bytes
     headers: list[tuple[bytes, bytes]]
+
+
+DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+_IPV4_STYLE: Final = re.compile(r"[0-9.]+")
+_UNSAFE_IN_TARGET: Final = re.compile(r"[^\x21-\x7e]+")
+
+
+class Target(NamedTuple):
+    """What a request needs from its URL.
+
+    Attributes:
+        scheme: ``http`` or ``https``.
+        host: the host to connect to: a name lowercased and in ASCII (IDNA), an IPv6 literal
+            without its brackets.
+        port: the port to connect to (the scheme's default when the URL names none).
+        authority: the ``Host`` header's value (the port only when not the default).
+        path: the request target: the path and query, their unsafe bytes percent-encoded.
+        credentials: ``Authorization`` from the URL's userinfo (Basic), or None.
+    """
+
+    scheme: str
+    host: str
+    port: int
+    authority: bytes
+    path: bytes
+    credentials: bytes | None
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return self.scheme, self.host, self.port
+
+
+def parse_url(url: str) -> Target:
+    """The parts of ``url`` a request needs (see :class:`Target`).
+
+    Raises:
+        ValueError: not an ``http://`` or ``https://`` URL, or one with a control character, an
+            invalid port, IP literal or host name, or no host; the message says which.
+    """
+    control = _CONTROL.search(url)
+    if control is not None:
+        raise ValueError(
+            f"invalid non-printable ASCII character in URL, {control.group()!r} at position {control.start()}"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # a bracketed host that is no IPv6 address, unbalanced brackets
+        raise ValueError(f"invalid URL: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise ValueError(f"unsupported URL scheme {parts.scheme!r} (http:// or https:// only)")
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if hostport.startswith("["):
+        end = hostport.find("]") + 1
+        written, rest = hostport[:end], hostport[end:]
+        port_text = rest[1:] if rest[:1] == ":" else rest
+    else:
+        written, _, port_text = hostport.partition(":")
+    if port_text and not (port_text.isascii() and port_text.isdigit() and int(port_text) <= 65535):
+        raise ValueError(f"invalid port: {port_text!r}")
+    host = _encode_host(written)
+    if not host:
+        raise ValueError("the URL has no host")
+    port = int(port_text) if port_text else DEFAULT_PORTS[scheme]
+    shown = f"[{host}]" if ":" in host else host
+    authority = shown if port == DEFAULT_PORTS[scheme] else f"{shown}:{port}"
+    path = parts.path or "/"
+    if parts.query or url.endswith("?"):
+        path += "?" + parts.query
+    path = _UNSAFE_IN_TARGET.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), path)
+    credentials = None
+    if at:
+        user, _, password = userinfo.partition(":")
+        import base64  # for credentials only
+
+        credentials = b"Basic " + base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode())
+    return Target(scheme, host, port, authority.encode("ascii"), path.encode("ascii"), credentials)
+
+
+def _encode_host(host: str) -> str:
+    """A URL's host as a connection needs it, checked as ``httpx`` checks it."""
+    if _IPV4_STYLE.fullmatch(host):
+        # four decimal numbers up to 255 without leading zeros, as ipaddress.IPv4Address reads them
+        numbers = host.split(".")
+        if len(numbers) != 4 or not all(n and n.isdigit() and str(int(n)) == n and int(n) < 256 for n in numbers):
+            raise ValueError(f"invalid IPv4 address: {host!r}")
+        return host
+    if host.startswith("[") and host.endswith("]"):
+        import ipaddress  # (urlsplit has checked it already; only such a host needs it)
+
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise ValueError(f"invalid IPv6 address: {host!r}") from None
+        return host[1:-1]
+    if host.isascii():
+        return _UNSAFE_IN_TARGET.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), host.lower())
+    import idna  # IDNA 2008, as httpx; trio depends on it, and only such a name needs it
+
+    try:
+        return str(idna.encode(host.lower()).decode("ascii"))
+    except idna.IDNAError:
+        raise ValueError(f"invalid IDNA hostname: {host!r}") from None
 
 
 def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes | None) -> bytes:
@@ -94,15 +201,16 @@ def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]
     """
     verb = method.encode("ascii", "replace")
     if not TOKEN.fullmatch(verb):
-        raise LocalProtocolError(f"illegal method {method!r}")
+        raise LocalProtocolError(f"illegal HTTP method {method!r}")
     if not target or _BAD_TARGET.search(target):
-        raise LocalProtocolError(f"illegal request target {target!r}")
+        raise LocalProtocolError(f"illegal request target {target[:100]!r}")
     parts = [verb, b" ", target, b" HTTP/1.1\r\n"]
     for name, value in headers:
         if not TOKEN.fullmatch(name):
-            raise LocalProtocolError(f"illegal header name {name!r}")
+            raise LocalProtocolError(f"illegal header name {name[:100]!r}")
         if _BAD_VALUE.search(value):
-            raise LocalProtocolError(f"illegal header value {value!r}")
+            # the value is not shown: it may be a credential
+            raise LocalProtocolError(f"illegal value of header {name.decode('ascii')!r} (NUL, CR or LF)")
         parts += (name, b": ", value.strip(b" \t"), b"\r\n")
     parts.append(b"\r\n")
     if body:
@@ -123,6 +231,9 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     text = value.strip()
     if _DELAY_SECONDS.fullmatch(text):
         return float(text)
+    import datetime  # only for an HTTP-date: the default client's start-up does without them
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError, OverflowError):
@@ -137,7 +248,85 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     return max(0.0, delay) if math.isfinite(delay) else None
 
 
-_HEAD, _LENGTH, _CHUNK_SIZE_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _UNTIL_EOF, _DONE = range(8)
+# -- responses (the client's one parser; h11's client side is the reference) -------------------
+
+# h11's grammar (h11/_abnf.py): a status line is ``HTTP/d.d SP 3DIGIT [SP reason]``, the reason any
+# run of blanks, visible bytes and obs-text, which leaves out only NUL, CR, LF, VT and FF
+_STATUS_LINE: Final = re.compile(rb"HTTP/([0-9]\.[0-9]) ([0-9]{3})(?: ([^\x00\n\r\x0b\x0c]*))?")
+_HEADER_LINE: Final = re.compile(rb"(%s):[ \t]*(%s)[ \t]*" % (TOKEN.pattern, _VALUE))
+#: the end of a head or trailer section: an empty line, after CRLF or a bare LF
+_SECTION_END: Final = re.compile(rb"\n\r?\n")
+# chunk-size [chunk-ext] OWS CRLF; an extension is anything up to the CRLF but a LF
+_CHUNK_HEADER: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*\r\n")
+_DIGITS: Final = re.compile(rb"[0-9]+")
+#: the most digits a Content-Length may have (h11's bound)
+MAX_LENGTH_DIGITS: Final = 20
+
+_HEAD, _LENGTH, _CHUNK_HEADER_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _UNTIL_EOF, _DONE = range(8)
+
+
+def _shown(data: bytes | bytearray) -> str:
+    """A piece of a hostile answer for an error message: at most 100 bytes, escaped."""
+    return repr(bytes(data[:100]))
+
+
+def _section_lines(raw: bytes) -> list[bytes]:
+    """The lines of a head or trailer section that ends with its empty line (h11's split: on LF,
+    one CR dropped from each line's end)."""
+    lines = raw.split(b"\n")
+    del lines[-2:]  # the empty line, and what follows its LF
+    return [line[:-1] if line[-1:] == b"\r" else line for line in lines]
+
+
+def _fields(lines: list[bytes], what: str) -> tuple[list[tuple[bytes, bytes]], bytes | None, bool]:
+    """The fields of a header or trailer section, as h11 reads and normalizes them: folded lines
+    joined, each line ``name: value``, repeated or listed ``Content-Length`` values reduced to
+    their one number (a repeat is dropped), ``Transfer-Encoding`` only ``chunked`` (lowercased).
+
+    Returns:
+        The fields (names as sent), the ``Content-Length`` value (or None), whether
+        ``Transfer-Encoding: chunked`` is there.
+
+    Raises:
+        InvalidHTTPResponse: a line or a framing field that h11 refuses.
+    """
+    unfolded: list[bytes] = []
+    for line in lines:
+        if line[:1] == b" " or line[:1] == b"\t":  # obs-fold: continues the line before
+            if not unfolded:
+                raise InvalidHTTPResponse(f"the {what} starts with a continuation line: {_shown(line)}")
+            unfolded[-1] += b" " + line.lstrip(b" \t")
+        else:
+            unfolded.append(line)
+    fields: list[tuple[bytes, bytes]] = []
+    length: bytes | None = None
+    chunked = False
+    for line in unfolded:
+        match = _HEADER_LINE.fullmatch(line)
+        if match is None:
+            raise InvalidHTTPResponse(f"illegal header line in the {what}: {_shown(line)}")
+        name, value = match.groups()
+        lowered = name.lower()
+        if lowered == b"content-length":
+            values = {piece.strip() for piece in value.split(b",")}
+            number = values.pop()
+            if values or not _DIGITS.fullmatch(number) or len(number) > MAX_LENGTH_DIGITS:
+                raise InvalidHTTPResponse(f"illegal Content-Length in the {what}: {_shown(value)}")
+            if length is None:
+                length = number
+                fields.append((name, number))
+            elif number != length:
+                raise InvalidHTTPResponse(f"conflicting Content-Length values in the {what}")
+            continue  # the same length again: dropped
+        if lowered == b"transfer-encoding":
+            if chunked:
+                raise InvalidHTTPResponse(f"Transfer-Encoding is repeated in the {what}")
+            value = value.lower()
+            if value != b"chunked":
+                raise InvalidHTTPResponse(f"unsupported Transfer-Encoding {_shown(value)} (only chunked)")
+            chunked = True
+        fields.append((name, value))
+    return fields, length, chunked
 
 
 class ResponseReader:
@@ -145,7 +334,8 @@ class ResponseReader:
     operation).
 
     Args:
-        max_head_bytes: the most bytes a response's head may take.
+        max_head_bytes: the most bytes an incomplete head, chunk-size line or trailer section may
+            take.
     """
 
     def __init__(self, max_head_bytes: int = 64 * 1024) -> None:
@@ -153,8 +343,13 @@ class ResponseReader:
         self._buffer = bytearray()
         self._eof = False
         self._state = _HEAD
+        self._searched = 0  # where the search for the end of a section goes on from
         self._remaining = 0
+        self._discard = b""  # what must still follow a chunk's data (its CRLF)
+        self._received = 0  # body bytes of the current response, for the error of a short one
+        self._length: int | None = None
         self._head_request = False
+        self._keep_alive = False
         self.reusable = False
 
     def feed(self, data: bytes | bytearray) -> None:
@@ -179,16 +374,23 @@ class ResponseReader:
         """Whether the current response has been read to its end."""
         return self._state == _DONE
 
+    @property
+    def trailing(self) -> bytes:
+        """The bytes read beyond the end of the current response (after :data:`END`)."""
+        return bytes(self._buffer)
+
     def next_response(self) -> None:
         """Readies the reader for the next response on a reusable connection.
 
         Raises:
-            RemoteProtocolError: the previous response is not complete, or the connection is not
+            LocalProtocolError: the previous response is not complete, or the connection is not
                 reusable.
         """
         if self._state != _DONE or not self.reusable:
-            raise RemoteProtocolError("the connection cannot carry another request")
+            raise LocalProtocolError("the connection cannot carry another request")
         self._state = _HEAD
+        self._searched = 0
+        self._received = 0
         self.reusable = False
 
     def next_event(self) -> Head | bytes | _Marker:
@@ -197,7 +399,9 @@ class ResponseReader:
         of the stream) arrive.
 
         Raises:
-            RemoteProtocolError: the response is not valid, or the stream ended inside it.
+            InvalidHTTPResponse: the response is not valid HTTP/1.1.
+            IncompleteBody: the stream ended inside the body.
+            ConnectionBroken: the stream ended before the head was complete.
         """
         state = self._state
         if state == _HEAD:
@@ -206,9 +410,7 @@ class ResponseReader:
             return self._fixed()
         if state == _UNTIL_EOF:
             if self._buffer:
-                data = bytes(self._buffer)
-                self._buffer.clear()
-                return data
+                return self._take(len(self._buffer))
             if self._eof:
                 self._state = _DONE
                 return END
@@ -217,103 +419,120 @@ class ResponseReader:
             return END
         return self._chunked()
 
-    # -- the head --------------------------------------------------------------------------------
+    # -- heads -----------------------------------------------------------------------------------
+
+    def _section(self, what: str) -> bytes | None:
+        """The raw bytes of the head or trailer section at the start of the buffer, through its
+        empty line, taken from the buffer; None when it is not complete yet."""
+        buffer = self._buffer
+        match = _SECTION_END.search(buffer, self._searched)
+        if match is None:
+            self._searched = max(0, len(buffer) - 2)
+            if len(buffer) > self._max_head:
+                raise InvalidHTTPResponse(f"the {what} is over {self._max_head} bytes")
+            return None
+        end = match.end()
+        self._searched = 0
+        raw = bytes(buffer[:end])
+        del buffer[:end]
+        return raw
 
     def _head(self) -> Head | _Marker:
         buffer = self._buffer
-        end = buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(buffer) > self._max_head:
-                raise RemoteProtocolError(f"the response head is over {self._max_head} bytes")
+        if buffer[:1] == b"\n" or buffer[:2] == b"\r\n":
+            raise InvalidHTTPResponse("the answer starts with an empty line, not a status line")
+        raw = self._section("response head")
+        if raw is None:
             if self._eof:
                 if not buffer:
-                    raise RemoteProtocolError("Server disconnected without sending a response.")
-                raise RemoteProtocolError("the server closed the connection in the middle of the response head")
+                    raise ConnectionBroken("the server closed the connection without answering")
+                raise ConnectionBroken("the server closed the connection in the middle of the answer's head")
+            if buffer and buffer[0] < 0x21:  # no status line starts so (a TLS answer to plain HTTP)
+                raise InvalidHTTPResponse(f"illegal status line: {_shown(buffer)}")
             return NEED_DATA
-        if end > self._max_head:
-            raise RemoteProtocolError(f"the response head is over {self._max_head} bytes")
-        lines = bytes(buffer[:end]).split(b"\r\n")
-        del buffer[: end + 4]
+        lines = _section_lines(raw)
         match = _STATUS_LINE.fullmatch(lines[0])
         if match is None:
-            raise RemoteProtocolError(f"illegal status line: {lines[0][:100]!r}")
-        version, status = match.group(1), int(match.group(2))
-        headers: list[tuple[bytes, bytes]] = []
-        for line in lines[1:]:
-            name, colon, value = line.partition(b":")
-            if not colon or not TOKEN.fullmatch(name):
-                raise RemoteProtocolError(f"illegal header line: {line[:100]!r}")
-            value = value.strip(b" \t")
-            if b"\r" in value or b"\x00" in value:
-                raise RemoteProtocolError(f"illegal header value in: {line[:100]!r}")
-            headers.append((name, value))
-        head = Head(status, match.group(3) or b"", version, headers)
-        if status < 200:
-            if status == 101:
-                raise RemoteProtocolError("the server switched protocols, which was not asked for")
-            return head  # informational: the real head follows
-        self._frame(head)
-        return head
+            raise InvalidHTTPResponse(f"illegal status line: {_shown(lines[0])}")
+        version, code, reason = match.groups()
+        status = int(code)
+        if status < 100:
+            raise InvalidHTTPResponse(f"illegal status code {status:03d}")
+        if status == 101:
+            raise InvalidHTTPResponse("the server switched protocols, which was not asked for")
+        fields, length, chunked = _fields(lines[1:], "response head")
+        head = Head(status, reason or b"", version, fields)
+        if status >= 200:
+            self._frame(head, length, chunked)
+        return head  # an informational (1xx) head: the real one follows
 
-    def _frame(self, head: Head) -> None:
-        """Decides how the body is delimited (RFC 9112 section 6.3) and whether the connection
-        stays reusable."""
-        lengths: list[bytes] = []
-        codings: list[bytes] = []
-        close = head.http_version != b"1.1"
+    def _frame(self, head: Head, length: bytes | None, chunked: bool) -> None:
+        """Decides how the body is delimited (RFC 9112 section 6.3, as h11 does) and whether the
+        connection may be kept."""
+        close = head.http_version < b"1.1"
         for name, value in head.headers:
-            lowered = name.lower()
-            if lowered == b"content-length":
-                lengths += [v.strip(b" \t") for v in value.split(b",")]
-            elif lowered == b"transfer-encoding":
-                codings += [v.strip(b" \t").lower() for v in value.split(b",")]
-            elif lowered == b"connection" and b"close" in [v.strip(b" \t").lower() for v in value.split(b",")]:
+            if name.lower() == b"connection" and b"close" in [v.strip() for v in value.lower().split(b",")]:
                 close = True
-        self.reusable = not close
+        self._keep_alive = not close
+        self._received = 0
+        self._length = None
         if self._head_request or head.status in (204, 304):
-            self._state = _DONE
-            self._check_end()
-        elif codings:
-            if codings != [b"chunked"]:
-                raise RemoteProtocolError(f"unsupported transfer encoding {b', '.join(codings)!r}")
-            if lengths:  # both: chunked frames the body, and the connection is not trusted after it
-                self.reusable = False
-            self._state = _CHUNK_SIZE_LINE
-        elif lengths:
-            if len(set(lengths)) != 1 or not lengths[0].isdigit() or len(lengths[0]) > 18:
-                raise RemoteProtocolError(f"illegal Content-Length {b', '.join(lengths)[:100]!r}")
-            self._remaining = int(lengths[0])
-            self._state = _LENGTH if self._remaining else _DONE
-            if not self._remaining:
-                self._check_end()
+            self._end()
+        elif chunked:
+            if length is not None:  # chunks frame it, and the connection is not trusted after
+                self._keep_alive = False
+            self._state = _CHUNK_HEADER_LINE
+        elif length is not None:
+            self._remaining = self._length = int(length)
+            if self._remaining:
+                self._state = _LENGTH
+            else:
+                self._end()
         else:
             self._state = _UNTIL_EOF
-            self.reusable = False
+            self._keep_alive = False
 
-    def _check_end(self) -> None:
-        """At the end of a response: bytes after it that no request asked for make the
-        connection unusable for another."""
-        if self._buffer:
-            self.reusable = False
+    def _end(self) -> None:
+        """The response is complete: bytes after it that no request asked for make the connection
+        unusable for another."""
+        self._state = _DONE
+        self.reusable = self._keep_alive and not self._buffer
 
-    # -- the body ------------------------------------------------------------------------------
+    # -- bodies ------------------------------------------------------------------------------------
 
-    def _fixed(self) -> bytes | _Marker:
+    def _take(self, count: int) -> bytes:
         buffer = self._buffer
-        if not buffer:
-            if self._eof:
-                raise RemoteProtocolError("peer closed connection without sending complete message body")
-            return NEED_DATA
-        if len(buffer) <= self._remaining:
+        if count >= len(buffer):
             data = bytes(buffer)
             buffer.clear()
         else:
-            data = bytes(buffer[: self._remaining])
-            del buffer[: self._remaining]
+            data = bytes(buffer[:count])
+            del buffer[:count]
+        self._received += len(data)
+        return data
+
+    def _short(self) -> IncompleteBody:
+        if self._length is not None:
+            return IncompleteBody(
+                f"the server closed the connection after {self._received} of the {self._length} bytes "
+                "its Content-Length announced",
+                received=self._received,
+                expected=self._length,
+            )
+        return IncompleteBody(
+            f"the server closed the connection inside a chunked body (after {self._received} bytes)",
+            received=self._received,
+        )
+
+    def _fixed(self) -> bytes | _Marker:
+        if not self._buffer:
+            if self._eof:
+                raise self._short()
+            return NEED_DATA
+        data = self._take(self._remaining)
         self._remaining -= len(data)
         if not self._remaining:
-            self._state = _DONE
-            self._check_end()
+            self._end()
         return data
 
     def _chunked(self) -> bytes | _Marker:
@@ -323,43 +542,46 @@ class ResponseReader:
             if state == _CHUNK_DATA:
                 if not buffer:
                     break
-                size = min(len(buffer), self._remaining)
-                data = bytes(buffer[:size])
-                del buffer[:size]
-                self._remaining -= size
+                data = self._take(self._remaining)
+                self._remaining -= len(data)
                 if not self._remaining:
                     self._state = _CHUNK_END
+                    self._discard = b"\r\n"
                 return data
-            if state == _CHUNK_SIZE_LINE:
+            if state == _CHUNK_HEADER_LINE:
                 end = buffer.find(b"\r\n")
                 if end < 0:
-                    if len(buffer) > MAX_CHUNK_LINE:
-                        raise RemoteProtocolError("a chunk-size line is too long")
+                    if len(buffer) > self._max_head:
+                        raise InvalidHTTPResponse(f"a chunk-size line is over {self._max_head} bytes")
                     break
-                match = _CHUNK_SIZE.fullmatch(bytes(buffer[:end]))
+                match = _CHUNK_HEADER.fullmatch(buffer, 0, end + 2)
                 if match is None:
-                    raise RemoteProtocolError(f"illegal chunk-size line {bytes(buffer[:end])[:100]!r}")
-                del buffer[: end + 2]
+                    raise InvalidHTTPResponse(f"illegal chunk-size line: {_shown(buffer[: end + 2])}")
                 self._remaining = int(match.group(1), 16)
+                del buffer[: end + 2]
                 self._state = _CHUNK_DATA if self._remaining else _TRAILERS
             elif state == _CHUNK_END:
-                if len(buffer) < 2:
+                if not buffer:
                     break
-                if buffer[:2] != b"\r\n":
-                    raise RemoteProtocolError("a chunk does not end with CRLF")
-                del buffer[:2]
-                self._state = _CHUNK_SIZE_LINE
-            else:  # _TRAILERS: header lines after the last chunk, up to an empty line; ignored
-                end = buffer.find(b"\r\n")
-                if end < 0:
-                    if len(buffer) > MAX_CHUNK_LINE:
-                        raise RemoteProtocolError("the trailer section is too long")
+                expected = self._discard
+                got = bytes(buffer[: len(expected)])
+                if not expected.startswith(got):
+                    raise InvalidHTTPResponse(f"a chunk's data does not end with CRLF but {_shown(got)}")
+                del buffer[: len(got)]
+                self._discard = expected[len(got) :]
+                if self._discard:
                     break
-                del buffer[: end + 2]
-                if end == 0:
-                    self._state = _DONE
-                    self._check_end()
-                    return END
+                self._state = _CHUNK_HEADER_LINE
+            else:  # _TRAILERS: fields after the last chunk, up to an empty line; checked, not kept
+                if buffer[:1] == b"\n" or buffer[:2] == b"\r\n":
+                    del buffer[: 1 if buffer[:1] == b"\n" else 2]
+                else:
+                    raw = self._section("trailer section")
+                    if raw is None:
+                        break
+                    _fields(_section_lines(raw), "trailer section")
+                self._end()
+                return END
         if self._eof:
-            raise RemoteProtocolError("peer closed connection without sending complete message body")
+            raise self._short()
         return NEED_DATA

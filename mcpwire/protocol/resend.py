@@ -19,6 +19,16 @@ stream breaks twice fails on the second loss, whatever else happened in between.
   supported version from the supported list and retry the request".
 - Input required (2026-07-28 multi round-trip requests, UT-R02..UT-R07): answer the input
   requests and send the request again with a new id, echoing ``requestState``.
+
+Below the request loop, an HTTP transport sends one message's POST again on some statuses, with
+the same id (the server did not answer it), as :data:`STATUS_RESEND` says and
+:func:`status_resend` decides: a 503 (RFC 9110 15.6.4, the server did not handle the request)
+and a 429 (RFC 6585 section 4, it refused to) were not processed, so any message goes again; a
+502 or 504 comes from a gateway that may have passed the request on, so only an idempotent one
+does. A ``Retry-After`` is waited out when it fits: at most :data:`MAX_RETRY_AFTER` seconds per
+wait, and never past the call's deadline; a longer one is not waited for, and the status is the
+call's answer. A 429 without ``Retry-After`` says nothing of when to come back, and is answered
+at once; a 502, 503 or 504 without one is sent again after the transport's own backoff.
 """
 
 from __future__ import annotations
@@ -27,7 +37,18 @@ import enum
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-__all__ = ["RESEND", "Outcome", "Rule", "Step", "next_step"]
+__all__ = [
+    "MAX_RETRY_AFTER",
+    "RESEND",
+    "STATUS_RESEND",
+    "Outcome",
+    "Resend",
+    "Rule",
+    "StatusRule",
+    "Step",
+    "next_step",
+    "status_resend",
+]
 
 
 class Outcome(enum.Enum):
@@ -100,3 +121,52 @@ def next_step(outcome: Outcome, counts: dict[Outcome, int], *, input_rounds: int
         return Step.RAISE
     counts[outcome] = done + 1
     return rule.step
+
+
+# -- HTTP statuses: the same POST again ---------------------------------------------------------
+
+#: the longest ``Retry-After`` waited out, in seconds; a longer one ends the call with the status
+MAX_RETRY_AFTER: Final = 30.0
+
+
+class StatusRule(NamedTuple):
+    #: the server did not process the request: any message may go again (else idempotent ones)
+    unprocessed: bool
+    #: sent again only when the answer says when (``Retry-After``)
+    needs_retry_after: bool
+    #: the rule's source, for readers of this table.
+    source: str
+
+
+STATUS_RESEND: Final[Mapping[int, StatusRule]] = {
+    429: StatusRule(True, True, "RFC 6585 4"),
+    502: StatusRule(False, False, "RFC 9110 15.6.3"),
+    503: StatusRule(True, False, "RFC 9110 15.6.4"),
+    504: StatusRule(False, False, "RFC 9110 15.6.5"),
+}
+
+
+class Resend(NamedTuple):
+    #: seconds to wait first: the ``Retry-After`` (None: the transport's own backoff)
+    wait: float | None
+
+
+def status_resend(
+    status: int, retry_after: float | None, *, idempotent: bool, remaining: float | None
+) -> Resend | None:
+    """Whether a POST answered with ``status`` goes again (see the module's theory of operation);
+    None when not: the status answers the call. The caller bounds the attempts.
+
+    Args:
+        retry_after: the seconds the answer's ``Retry-After`` asks for (None: none, or unreadable).
+        idempotent: the message may run twice without harm.
+        remaining: the seconds left before the call's deadline (None: no deadline).
+    """
+    rule = STATUS_RESEND.get(status)
+    if rule is None or not (rule.unprocessed or idempotent):
+        return None
+    if retry_after is None:
+        return None if rule.needs_retry_after else Resend(None)
+    if retry_after > MAX_RETRY_AFTER or (remaining is not None and retry_after >= remaining):
+        return None
+    return Resend(retry_after)

@@ -108,7 +108,7 @@ NAME_FIELDS: Final[Mapping[str, str]] = {
     "tasks/cancel": "taskId",
 }
 _SENTINEL: Final = re.compile(r"^=\?base64\?(.*)\?=$", re.S)
-_TCHAR: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_TCHAR: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _DECODER: Final = msgspec.json.Decoder()
 _ENCODER: Final = msgspec.json.Encoder()
 

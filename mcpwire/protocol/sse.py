@@ -17,7 +17,7 @@ may be the first half of a CRLF split across chunks; the decoder remembers that.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import FrameTooLarge
 from .framing import DEFAULT_MAX_MESSAGE_BYTES
@@ -27,8 +27,7 @@ __all__ = ["SSEDecoder", "SSEEvent", "is_event_stream", "media_type"]
 _BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
     """One dispatched event. ``id`` is the stream's last event id after this event."""
 
     event: str

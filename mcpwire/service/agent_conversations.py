@@ -7,7 +7,8 @@ in order. The row is written before the run starts (its outcome ``running``) and
 run is over (``final``, ``failed``, or ``cancelled`` when its stream was closed), with the
 messages the run added. A later run names the conversation to continue it: its stored messages,
 then the new prompt. ``GET /api/v1/agent/conversations`` lists them, most recent first, and
-``GET /api/v1/agent/conversations/{id}`` shows one with its messages.
+``GET /api/v1/agent/conversations/{id}`` shows one with its messages (their operations are the
+API's: :mod:`mcpwire.service.api.agent`).
 """
 
 from __future__ import annotations
@@ -20,17 +21,13 @@ from typing import Any, Final
 
 import msgspec
 import trio
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 from ..agent import Message
 from ..agent.events import Failed
 from ..redaction import shorten
-from .problems import Problem
 from .store import ConversationRow, Store
 
-__all__ = ["CONVERSATIONS_PATH", "ConversationKeeper", "conversation_routes", "load_messages"]
+__all__ = ["CONVERSATIONS_PATH", "ConversationKeeper", "load_messages", "runs_of"]
 
 log = logging.getLogger("mcpwire.service.agent")
 
@@ -41,11 +38,6 @@ SAVE_TIMEOUT: Final = 10.0
 TITLE_CHARS: Final = 80
 
 
-def _problem(status: int, title: str, detail: str, instance: str) -> Response:
-    body = msgspec.json.encode(Problem(title=title, status=status, detail=detail, instance=instance))
-    return Response(body, status_code=status, media_type="application/problem+json")
-
-
 async def load_messages(store: Store, conversation_id: str) -> list[Message] | None:
     """The stored conversation's messages, or ``None`` when there is no such conversation."""
     if await store.conversation(conversation_id) is None:
@@ -53,7 +45,7 @@ async def load_messages(store: Store, conversation_id: str) -> list[Message] | N
     return [msgspec.convert(row.content, Message) for row in await store.messages(conversation_id)]
 
 
-def _runs(row: ConversationRow) -> list[dict[str, Any]]:
+def runs_of(row: ConversationRow) -> list[dict[str, Any]]:
     """The runs recorded in a conversation row (each a JSON object)."""
     runs = row.data.get("runs")
     return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
@@ -79,7 +71,7 @@ class ConversationKeeper:
             old = ConversationRow(
                 id=self.id, title=shorten(first, TITLE_CHARS), created_at=now, updated_at=now, data={"runs": []}
             )
-        runs = [*_runs(old), {"run_id": run_id, "started_at": now, "outcome": "running"}]
+        runs = [*runs_of(old), {"run_id": run_id, "started_at": now, "outcome": "running"}]
         data = {**old.data, "preset": self.preset, "runs": runs, "run_id": run_id, "outcome": "running"}
         self.row = msgspec.structs.replace(old, updated_at=now, data=data)
         await self.store.put_conversation(self.row)
@@ -96,7 +88,7 @@ class ConversationKeeper:
                 ended = {"outcome": "failed", "reason": outcome.reason}
             elif outcome is not None:
                 ended = {"outcome": "final"}
-            runs = _runs(self.row)
+            runs = runs_of(self.row)
             if runs:
                 runs[-1] = {**runs[-1], **ended, "ended_at": time.time()}
             kept = {k: v for k, v in self.row.data.items() if k != "reason"}
@@ -112,44 +104,3 @@ class ConversationKeeper:
         for message in snapshot[self.stored :]:
             await self.store.append_message(self.id, message.role, msgspec.to_builtins(message))
         self.stored = max(self.stored, len(snapshot))
-
-
-def _summary(row: ConversationRow) -> dict[str, Any]:
-    data = row.data
-    return {
-        "id": row.id,
-        "title": row.title,
-        "preset": data.get("preset"),
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-        "outcome": data.get("outcome"),
-        "run_id": data.get("run_id"),
-        "runs": len(_runs(row)),
-    }
-
-
-def conversation_routes(store: Store) -> Sequence[Route]:
-    """``GET /api/v1/agent/conversations`` and ``GET /api/v1/agent/conversations/{id}``."""
-
-    async def list_conversations(request: Request) -> Response:
-        raw = request.query_params.get("limit", "50")
-        if not raw.isdigit() or not 1 <= int(raw) <= 500:
-            return _problem(400, "Invalid query", f"limit must be a whole number from 1 to 500, not {raw!r}",
-                            CONVERSATIONS_PATH)
-        rows = await store.conversations(limit=int(raw))
-        return Response(msgspec.json.encode({"items": [_summary(r) for r in rows]}), media_type="application/json")
-
-    async def show_conversation(request: Request) -> Response:
-        conversation_id = request.path_params["conversation_id"]
-        row = await store.conversation(conversation_id)
-        if row is None:
-            instance = f"{CONVERSATIONS_PATH}/{conversation_id}"
-            return _problem(404, "Unknown conversation", f"no conversation {conversation_id!r}", instance)
-        messages = [m.content for m in await store.messages(conversation_id)]
-        body = {**_summary(row), "runs": _runs(row), "messages": messages}
-        return Response(msgspec.json.encode(body), media_type="application/json")
-
-    return [
-        Route(CONVERSATIONS_PATH, list_conversations, methods=["GET"]),
-        Route(CONVERSATIONS_PATH + "/{conversation_id}", show_conversation, methods=["GET"]),
-    ]

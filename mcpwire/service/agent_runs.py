@@ -1,9 +1,10 @@
 """``POST /api/v1/agent/runs``: a run of the agent over the service's host, its events streamed.
 
 Theory of operation: the body names a preset of the service's mcp.json (provider, model, servers,
-tools, system prompt, approval policy, budgets: :mod:`mcpwire.agent.presets`) and a prompt, or a
-whole conversation (:class:`mcpwire.agent.Message` values, as a previous run's ``final`` left it
-in ``messages``). The answer is a server-sent event stream: one event per run event (``event:``
+tools, system prompt, approval policy, budgets: :mod:`mcpwire.agent.presets`), optionally the
+servers and tools this run may use instead of the preset's, and a prompt, or a whole
+conversation (:class:`mcpwire.agent.Message` values, as a previous run's ``final`` left it in
+``messages``). The answer is a server-sent event stream: one event per run event (``event:``
 its type, ``id:`` its place in the run, ``data:`` its JSON, :mod:`mcpwire.agent.events`), the
 last one ``final`` or ``failed``, then a ``messages`` event with the conversation to continue.
 With a store, the conversation is kept there (:mod:`mcpwire.service.agent_conversations`): the
@@ -18,6 +19,8 @@ per-server settings): a preset's ``rules``, ``ask_at`` and ``approval_timeout`` 
 ``mcpwire chat`` only, not to a host many callers share. Closing the stream cancels the run and
 its calls.
 Presets are read from the config file when a request comes, so an edit applies to the next run.
+The API's operation (:mod:`mcpwire.service.api.agent`, which the OpenAPI document describes)
+and the console's chat page both start runs through :class:`AgentRuns`.
 """
 
 from __future__ import annotations
@@ -28,20 +31,19 @@ from pathlib import Path
 from typing import Final
 
 import msgspec
-from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
 from ..agent import Agent, Message, Preset, PresetError, Run, load_presets
 from ..agent.events import Failed
 from ..host import Host
 from ..redaction import shorten
-from .agent_conversations import ConversationKeeper, conversation_routes, load_messages
-from .problems import Problem
+from .agent_conversations import ConversationKeeper, load_messages
+from .problems import ProblemError
 from .store import Store
 
-__all__ = ["AGENT_RUNS_PATH", "AgentRuns", "RunRequest", "agent_routes"]
+__all__ = ["AGENT_RUNS_PATH", "AgentRoutes", "AgentRuns", "RunRequest", "agent_routes"]
 
 log = logging.getLogger("mcpwire.service.agent")
 
@@ -51,21 +53,26 @@ MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 
 
 class RunRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What ``POST /api/v1/agent/runs`` takes: a preset and a prompt, or a conversation."""
+    """What ``POST /api/v1/agent/runs`` takes: a preset and a prompt, or a conversation; and the
+    servers and tools this run may use, instead of the preset's."""
 
     preset: str
     prompt: str | None = None
     messages: list[Message] | None = None
     #: a stored conversation to continue (with ``prompt``)
     conversation: str | None = None
+    #: only these servers (by name), instead of the preset's
+    servers: list[str] | None = None
+    #: only the tools matching these globs of namespaced names (``time__*``), instead of the preset's
+    tools: list[str] | None = None
 
 
 _decoder = msgspec.json.Decoder(RunRequest)
 
 
-def _problem(status: int, title: str, detail: str) -> Response:
-    body = msgspec.json.encode(Problem(title=title, status=status, detail=detail, instance=AGENT_RUNS_PATH))
-    return Response(body, status_code=status, media_type="application/problem+json")
+def _problem(exc: ProblemError) -> Response:
+    problem = exc.problem(instance=AGENT_RUNS_PATH)
+    return Response(msgspec.json.encode(problem), status_code=exc.status, media_type="application/problem+json")
 
 
 class _RunStream(Response):
@@ -144,21 +151,33 @@ class AgentRuns:
     async def start(self, body: bytes, state: Mapping[str, object], *, caller: str = "api") -> Response:
         """The run ``body`` (a :class:`RunRequest` as JSON) asks for, as an event stream, or a problem."""
         if len(body) > MAX_BODY_BYTES:
-            return _problem(413, "Body too large", f"the body is larger than {MAX_BODY_BYTES} bytes")
+            return _problem(ProblemError(413, f"the body is larger than {MAX_BODY_BYTES} bytes"))
         try:
             wanted = _decoder.decode(body)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return _problem(400, "Invalid body", f"the body is not a run request: {shorten(str(exc), 300)}")
+            return _problem(ProblemError(422, f"the body is not a run request: {shorten(str(exc), 300)}"))
+        try:
+            return await self.run(wanted, state, caller=caller)
+        except ProblemError as exc:
+            return _problem(exc)
+
+    async def run(self, wanted: RunRequest, state: Mapping[str, object], *, caller: str = "api") -> Response:
+        """The run ``wanted`` asks for, as an event stream.
+
+        Raises:
+            ProblemError: the request cannot run (422: it is not one; 404: no such preset,
+                server or conversation; 409: the presets are invalid, or the conversation busy).
+        """
         if (wanted.prompt is None) == (wanted.messages is None):
-            return _problem(400, "Invalid body", "give either prompt or messages")
+            raise ProblemError(422, "give either prompt or messages")
         if wanted.conversation is not None and wanted.prompt is None:
-            return _problem(400, "Invalid body", "continue a conversation with a prompt, not messages")
+            raise ProblemError(422, "continue a conversation with a prompt, not messages")
         store = self.store
         if wanted.conversation is not None and store is None:
-            return _problem(409, "No store", "this service keeps no conversations")
+            raise ProblemError(409, "this service keeps no conversations", title="No store")
         if wanted.conversation is not None and wanted.conversation in self.busy:
             detail = f"a run is continuing conversation {wanted.conversation!r}; send the next message when it ends"
-            return _problem(409, "Conversation busy", detail)
+            raise ProblemError(409, detail, title="Conversation busy")
         if wanted.conversation is None:
             return await self._start(wanted, state, caller)
         self.busy.add(wanted.conversation)  # no await since the check: no other run got in between
@@ -170,26 +189,44 @@ class AgentRuns:
                 self.busy.discard(wanted.conversation)
         return answer
 
-    async def _start(self, wanted: RunRequest, state: Mapping[str, object], caller: str) -> Response:
-        store = self.store
+    def _preset(self, wanted: RunRequest) -> Preset:
+        """The preset the request names, with its servers and tools."""
         try:
             presets = self.presets()
         except PresetError as exc:
-            return _problem(409, "Invalid presets", str(exc))
+            raise ProblemError(409, str(exc), title="Invalid presets") from None
         preset = presets.get(wanted.preset)
         if preset is None:
             known = ", ".join(sorted(presets)) or "none"
-            return _problem(404, "Unknown preset", f"no preset {wanted.preset!r}; the presets are: {known}")
+            raise ProblemError(404, f"no preset {wanted.preset!r}; the presets are: {known}", title="Unknown preset")
+        changes: dict[str, tuple[str, ...]] = {}
+        if wanted.servers is not None:
+            known_servers = [info.name for info in self.host.list()]
+            missing = [name for name in wanted.servers if name not in known_servers]
+            if missing:
+                listed = ", ".join(repr(name) for name in missing)
+                raise ProblemError(
+                    404, f"no server {listed}; the servers are: {', '.join(known_servers) or 'none'}",
+                    title="Unknown server",
+                )  # fmt: skip
+            changes["servers"] = tuple(wanted.servers)
+        if wanted.tools is not None:
+            changes["tools"] = tuple(wanted.tools)
+        return msgspec.structs.replace(preset, **changes) if changes else preset
+
+    async def _start(self, wanted: RunRequest, state: Mapping[str, object], caller: str) -> Response:
+        store = self.store
+        preset = self._preset(wanted)
         try:
             agent = Agent.from_preset(self.host, preset, caller=caller)
         except (PresetError, ValueError) as exc:
-            return _problem(409, "Preset cannot run", str(exc))
+            raise ProblemError(409, str(exc), title="Preset cannot run") from None
         earlier: list[Message] = []
         if wanted.conversation is not None and store is not None:
             found = await load_messages(store, wanted.conversation)
             if found is None:
                 await agent.provider.aclose()
-                return _problem(404, "Unknown conversation", f"no conversation {wanted.conversation!r}")
+                raise ProblemError(404, f"no conversation {wanted.conversation!r}", title="Unknown conversation")
             earlier = found
         given = list(wanted.messages or [])
         messages = [*earlier, Message.user(wanted.prompt)] if wanted.prompt is not None else given
@@ -203,21 +240,24 @@ class AgentRuns:
         return _RunStream(agent, messages, context, keeper, lambda: self.busy.discard(keeper.id))
 
 
-def agent_routes(host: Host, config_path: str | Path | None, store: Store | None = None) -> Sequence[BaseRoute]:
-    """The agent's routes over ``host``, with the presets of the file at ``config_path``; with a
-    ``store``, runs keep their conversations there, and the conversations' routes and the
-    console's chat page (when the console is installed) come too."""
+class AgentRoutes(list[BaseRoute]):
+    """The agent's routes for the app's ``extra_routes`` (the console's chat page), carrying the
+    runs that the API's agent operations start (``build_app`` hands them to the service)."""
+
+    def __init__(self, runs: AgentRuns, routes: Sequence[BaseRoute] = ()) -> None:
+        super().__init__(routes)
+        self.runs = runs
+
+
+def agent_routes(host: Host, config_path: str | Path | None, store: Store | None = None) -> AgentRoutes:
+    """The agent over ``host``, with the presets of the file at ``config_path``: the runs the
+    API's ``/api/v1/agent/runs`` starts, and, with a ``store`` (where runs keep their
+    conversations), the console's chat page (when the console is installed)."""
     runs = AgentRuns(host, config_path, store)
-
-    async def create_run(request: Request) -> Response:
-        return await runs.start(await request.body(), request.scope.get("state") or {})
-
-    routes: list[BaseRoute] = [Route(AGENT_RUNS_PATH, create_run, methods=["POST"])]
     if store is None:
-        return routes
-    routes += conversation_routes(store)
+        return AgentRoutes(runs)
     try:
         from .console import chat
     except ImportError:  # the console's dependencies (jinja2) are missing
-        return routes
-    return [*routes, *chat.routes(runs)]
+        return AgentRoutes(runs)
+    return AgentRoutes(runs, chat.routes(runs))

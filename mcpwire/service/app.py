@@ -2,7 +2,10 @@
 
 ``build_app(host, store, settings)`` mounts the management API (``/api/v1``), the MCP gateway
 (``/mcp``), ``/events``, ``/metrics``, ``/healthz`` and ``/readyz`` behind one middleware (trace ids,
-Host/Origin checks, the token, limits; see :mod:`mcpwire.service.middleware`). Its lifespan runs
+Host/Origin checks, the token, limits; see :mod:`mcpwire.service.middleware`). With an identity
+provider configured (:mod:`mcpwire.service.oauth`), its JWTs are accepted too, the gateway's
+protected resource metadata is served at the well-known URLs, and the console signs people in
+through the provider (:mod:`mcpwire.service.oidc`). Its lifespan runs
 the service's own tasks (:meth:`Service.run`) in the trio run that serves it, beside the host's
 actors. Later rooms (the console at ``/``, the agent's endpoints) come in as ``extra_routes``,
 placed after the API's, behind the same middleware.
@@ -21,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from .._version import install_hint
@@ -32,6 +35,7 @@ from .events import EventHub
 from .identity import Authenticator, Role
 from .metrics import CallMetrics, HttpMetrics, RouteNamer
 from .middleware import RateLimiter, ServiceMiddleware
+from .oauth import IdentityProvider, resource_url
 from .problems import ProblemError
 from .servers import ServerManager, Source
 from .settings import Settings
@@ -135,11 +139,19 @@ def build_app(
         file: the config file's own servers: with it, servers another process changes through the
             API on the same store are followed here (:class:`~mcpwire.service.changes.ChangeFeed`).
         gateway: the MCP gateway to mount (made from ``host`` when ``None``, if available).
-        extra_routes: more routes (the console, the agent), after the API's.
+        extra_routes: more routes (the console, the agent), after the API's; the agent's
+            (:func:`~mcpwire.service.agent_runs.agent_routes`) bring the runs the API starts.
     """
     service = _service(host, store, settings, sources=sources, rows=rows, base_path=base_path)
     service.servers.file = file
-    service.authenticator = Authenticator(settings.token, store)
+    service.agent = getattr(extra_routes, "runs", None)  # (agent_runs.AgentRoutes)
+    provider = IdentityProvider(settings.oauth, resource_url(settings)) if settings.oauth is not None else None
+    if provider is not None:
+        service.authenticator = Authenticator(
+            settings.token, store, jwt=provider.verify_access_token, challenger=provider.challenge
+        )
+    else:
+        service.authenticator = Authenticator(settings.token, store)
     service.gateway = gateway if gateway is not None else _gateway_app(host, settings)
     if service.gateway is not None:
         # the gateway keeps its own bound as well (INTERFACES: it refuses bodies over it)
@@ -164,8 +176,13 @@ def build_app(
     console = _console()
     legacy = [Route(SSE_PATH, mcp, methods=["GET"]), Route(MESSAGES_PATH, mcp, methods=["POST"])]
     routes: list[BaseRoute] = [*API.routes(service, map_error), Route(MCP_PATH, mcp), *legacy, *extra_routes]
+    metadata_paths = provider.metadata_paths() if provider is not None else ()
+    if provider is not None:
+        routes += [Route(path, _resource_metadata(provider), methods=["GET"]) for path in metadata_paths]
     if console is not None:
         routes += console.routes()  # the console checks its own session cookie (not the bearer token)
+        if provider is not None:
+            routes += console.signin.sign_in_routes()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -177,7 +194,11 @@ def build_app(
                 nursery.cancel_scope.cancel()
 
     def is_public(method: str, path: str) -> bool:
-        return API.is_public(method, path) or (console is not None and console.handles(path))
+        return (
+            API.is_public(method, path)
+            or (console is not None and console.handles(path))
+            or (method in ("GET", "HEAD") and path in metadata_paths)
+        )
 
     app = Starlette(
         routes=routes,
@@ -198,7 +219,29 @@ def build_app(
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
     app.state.service = service
+    app.state.oidc = _console_sign_in(provider)
     return app
+
+
+def _resource_metadata(provider: IdentityProvider) -> Any:
+    """The gateway's Protected Resource Metadata (RFC 9728 §3.2: ``application/json``, 200)."""
+    document = provider.metadata_document()
+
+    async def answer(request: Request) -> Response:
+        return JSONResponse(document, headers={"Cache-Control": "public, max-age=300"})
+
+    return answer
+
+
+def _console_sign_in(provider: IdentityProvider | None) -> Any:
+    """The console's OpenID Connect client, when the provider and a client id are configured."""
+    if provider is None or not provider.settings.client_id:
+        return None
+    from .oidc import ConsoleSignIn, redirect_uri_for
+
+    oauth = provider.settings
+    assert oauth.client_id is not None
+    return ConsoleSignIn(provider, oauth.client_id, oauth.client_secret, redirect_uri_for(provider.resource))
 
 
 def _service(
@@ -242,11 +285,9 @@ def _service(
 
 def _path_role(method: str, path: str) -> Role | None:
     """The role a path outside the API's operations needs (those check their own): the gateway
-    and the agent's runs call tools; reading conversations is reading."""
+    calls tools."""
     if path in (MCP_PATH, SSE_PATH, MESSAGES_PATH):
         return Role.CALLER
-    if path.startswith(f"{PREFIX}/agent/"):
-        return Role.CALLER if method == "POST" else Role.VIEWER
     return None
 
 

@@ -4,7 +4,10 @@
                   [--namespacing on|off] [--token-file F | --no-auth] [--allowed-host H] [--cors-origin O]
                   [--rate-limit N] [--rate-burst N] [--max-body MiB] [--drain-timeout S]
                   [--http-server builtin|hypercorn] [--certfile F [--keyfile F]]
-                  [--forwarded-allow-ips IPS] [--max-connections N] [--max-connections-per-client N] [-v]
+                  [--forwarded-allow-ips IPS] [--max-connections N] [--max-connections-per-client N]
+                  [--oauth-issuer URL [--oauth-resource URL] [--oauth-scope S] [--oauth-role-claim C]
+                   [--oauth-roles V=ROLE,...] [--oauth-default-role ROLE]
+                   [--oidc-client-id ID [--oidc-client-secret-file F] [--oidc-scope S]]] [-v]
 
 Exit status: 0 after a clean shutdown (SIGINT or SIGTERM: requests drain, then every server is
 closed; a second one while they drain stops them at once), 2 when it cannot start (bad options,
@@ -19,6 +22,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -29,7 +33,17 @@ from ..redaction import clean_terminal
 from .identity import new_token
 from .localfiles import data_folder, local_token
 from .middleware import TraceFilter
-from .settings import DEFAULT_PORT, TOKEN_ENV_VAR, Secret, Settings, SettingsError, is_loopback, read_token
+from .oauth import check_settings as check_oauth_settings
+from .settings import (
+    DEFAULT_PORT,
+    TOKEN_ENV_VAR,
+    OAuthSettings,
+    Secret,
+    Settings,
+    SettingsError,
+    is_loopback,
+    read_token,
+)
 from .store import StoreError
 
 __all__ = ["main"]
@@ -40,6 +54,9 @@ examples:
   mcpwire serve --config team.json --port 9000
   mcpwire serve --host 0.0.0.0 --token-file /run/secrets/mcpwire --db postgresql://mcp@db/mcpwire
   mcpwire serve --stdio --namespacing off         one backend as a stdio MCP server, for a desktop client
+  mcpwire serve --oauth-issuer https://login.example.com --oauth-roles mcp-admins=admin,mcp-users=caller
+                --oidc-client-id mcpwire --oidc-client-secret-file /run/secrets/oidc
+                                                  JWTs and console sign-in from the organisation's provider
 
 Every request needs a token ('Authorization: Bearer TOKEN' to /api/v1, /events, /metrics and /mcp):
 the admin token (${TOKEN_ENV_VAR} or --token-file; on loopback without one, the first start makes one
@@ -115,7 +132,72 @@ def _parser() -> argparse.ArgumentParser:
         help="trust a project-local ./mcp.json without asking (for CI and service managers)",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv for debug)")
+    _oauth_arguments(parser)
     return parser
+
+
+def _oauth_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "sign-in through an identity provider",
+        "the gateway as an OAuth 2.1 protected resource: the provider's JWTs (audience: the resource URL) are "
+        "accepted, a claim gives the role; the console signs people in through the provider (OpenID Connect)",
+    )
+    group.add_argument("--oauth-issuer", metavar="URL", help="the provider's issuer URL (https)")
+    group.add_argument("--oauth-resource", metavar="URL",
+                       help="the gateway's URL as clients reach it: the audience tokens must name "
+                       "(default http://HOST:PORT/mcp; behind a proxy, give the public one)")  # fmt: skip
+    group.add_argument("--oauth-scope", action="append", default=[], metavar="SCOPE",
+                       help="a scope clients are told to ask for (repeatable)")  # fmt: skip
+    group.add_argument("--oauth-role-claim", default="groups", metavar="CLAIM",
+                       help="the claim whose values give the role (default groups; a.b: inside objects)")  # fmt: skip
+    group.add_argument("--oauth-roles", default="", metavar="VALUE=ROLE,...",
+                       help="claim values to roles: 'mcp-admins=admin,mcp-users=caller' (highest wins)")  # fmt: skip
+    group.add_argument("--oauth-default-role", metavar="ROLE",
+                       help="the role of a token whose claim matches none (default: it is refused)")  # fmt: skip
+    group.add_argument("--oidc-client-id", metavar="ID", help="the console's client id at the provider")
+    group.add_argument("--oidc-client-secret-file", metavar="FILE", help="file whose first line is its secret")
+    group.add_argument("--oidc-scope", action="append", default=[], metavar="SCOPE",
+                       help="a scope the console asks for besides 'openid email profile' (repeatable)")  # fmt: skip
+
+
+def _oauth(args: argparse.Namespace) -> OAuthSettings | None:
+    """The OAuth settings of the command line, or None without ``--oauth-issuer``."""
+    from .oauth import parse_roles
+
+    if args.oauth_issuer is None:
+        given = [flag for flag, value in (
+            ("--oauth-resource", args.oauth_resource), ("--oauth-scope", args.oauth_scope),
+            ("--oauth-roles", args.oauth_roles), ("--oauth-default-role", args.oauth_default_role),
+            ("--oidc-client-id", args.oidc_client_id), ("--oidc-client-secret-file", args.oidc_client_secret_file),
+            ("--oidc-scope", args.oidc_scope),
+        ) if value]  # fmt: skip
+        if given:
+            raise SettingsError(f"{given[0]} needs --oauth-issuer")
+        return None
+    if args.no_auth:
+        raise SettingsError("--oauth-issuer needs authentication: it cannot be combined with --no-auth")
+    secret = None
+    if args.oidc_client_secret_file is not None:
+        where = f"--oidc-client-secret-file {args.oidc_client_secret_file}"
+        try:
+            lines = Path(args.oidc_client_secret_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"{where}: cannot read it ({exc.__class__.__name__})") from None
+        if not lines or not lines[0].strip():
+            raise SettingsError(f"{where}: the first line is empty")
+        secret = Secret(lines[0].strip())
+    default_role = args.oauth_default_role
+    return OAuthSettings(
+        issuer=args.oauth_issuer,
+        resource=args.oauth_resource,
+        scopes=tuple(args.oauth_scope),
+        role_claim=args.oauth_role_claim,
+        roles=parse_roles(args.oauth_roles),
+        default_role=None if default_role in (None, "none") else default_role,
+        client_id=args.oidc_client_id,
+        client_secret=secret,
+        console_scopes=tuple(args.oidc_scope),
+    )
 
 
 def _trusted(args: argparse.Namespace) -> bool:
@@ -162,8 +244,11 @@ def _settings(args: argparse.Namespace) -> Settings:
         forwarded_allow_ips=tuple(ip for ip in args.forwarded_allow_ips.split(",") if ip.strip()),
         max_connections=args.max_connections,
         max_connections_per_client=args.max_connections_per_client,
+        oauth=_oauth(args),
     )
     settings.check()
+    if settings.oauth is not None:
+        check_oauth_settings(settings)
     return settings
 
 

@@ -26,7 +26,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from .settings import Secret
 from .store import Store
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: a token name: short, printable, no blanks (it is shown in the audit log and the console)
-TOKEN_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+TOKEN_NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}\Z")
 #: the name the service's own admin token goes by
 ADMIN_TOKEN_NAME: Final = "admin"
 #: seconds a token looked up in the store is believed before it is looked up again
@@ -118,13 +118,28 @@ def new_token() -> str:
 JwtVerifier = Callable[[str], Awaitable[Identity | None]]
 
 
+class Challenger(Protocol):
+    """Makes the ``WWW-Authenticate`` value of a 401 (``error``: ``invalid_token`` when a token
+    was presented)."""
+
+    def __call__(self, *, error: str | None = None) -> str: ...
+
+
 class Authenticator:
     """Bearer credentials to identities (see the module's theory of operation)."""
 
-    def __init__(self, admin: Secret | None, store: Store | None, *, jwt: JwtVerifier | None = None) -> None:
+    def __init__(
+        self,
+        admin: Secret | None,
+        store: Store | None,
+        *,
+        jwt: JwtVerifier | None = None,
+        challenger: Challenger | None = None,
+    ) -> None:
         self.admin = admin
         self.store = store
         self.jwt = jwt
+        self.challenger = challenger
         self._cache: dict[str, tuple[float, Identity | None]] = {}
 
     @property
@@ -163,8 +178,12 @@ class Authenticator:
         self._cache[key] = (now, identity)
         return identity
 
-    def challenge(self) -> str:
-        """The ``WWW-Authenticate`` value of a 401."""
+    def challenge(self, *, presented: bool = False) -> str:
+        """The ``WWW-Authenticate`` value of a 401: with an identity provider, where its resource
+        metadata is (RFC 9728 §5.1), and ``error="invalid_token"`` when a token was presented
+        (RFC 6750 §3.1)."""
+        if self.challenger is not None:
+            return self.challenger(error="invalid_token" if presented else None)
         return 'Bearer realm="mcpwire"'
 
     def forget(self) -> None:

@@ -66,8 +66,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: the current request's trace id, for log lines (see :class:`TraceFilter`)
 TRACE_ID: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar("mcpwire_trace_id", default=None)
-_TRACEPARENT: Final = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
-_TRACE_TOKEN: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_TRACEPARENT: Final = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}\Z")
+_TRACE_TOKEN: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
 _ZERO_TRACE: Final = "0" * 32
 _encode = msgspec.json.Encoder().encode
 
@@ -329,7 +329,7 @@ class ServiceMiddleware:
                 return (
                     401,
                     f"this endpoint needs a token as 'Authorization: Bearer ...'; got {what}",
-                    {"WWW-Authenticate": self.authenticator.challenge()},
+                    {"WWW-Authenticate": self.authenticator.challenge(presented=bool(given))},
                 )
             state["caller"] = f"{address} {identity.describe()}"
         state["identity"] = identity

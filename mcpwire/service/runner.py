@@ -27,7 +27,7 @@ import trio
 
 from .._version import __version__
 from ..errors import ConfigError
-from ..host import Host, HostConfig, ServerConfig, ServerInfo, ServerStatus, load_config
+from ..host import Host, HostConfig, ServerInfo, ServerStatus, load_config, parse_server
 from ..host.config import find_config
 from ..redaction import clean_terminal, shorten
 from ..server.http import HttpServerName, serve_http
@@ -64,14 +64,12 @@ class ServeOptions:
 
 def _demo_config() -> HostConfig:
     argv = demo_server_argv()
-    demo = ServerConfig(
-        name=DEMO_NAME,
-        type="stdio",
-        command=argv[0],
-        args=tuple(argv[1:]),
-        description="the bundled demo server (no mcp.json was found)",
-    )
-    return HostConfig(servers=(demo,))
+    entry: dict[str, object] = {
+        "command": argv[0],
+        "args": list(argv[1:]),
+        "description": "the bundled demo server (no mcp.json was found)",
+    }
+    return HostConfig(servers=(parse_server(DEMO_NAME, entry),), entries={DEMO_NAME: entry})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,22 @@
 """The servers the service runs: the config file's, with what the API changed laid over them.
 
 Theory of operation: the user's mcp.json is read, never written. What the API does is kept in the
-store, one row per server name: the entry of a server added through the API, the fields of a
-config server the API edited (a *patch*: enabled, timeout, allowed/blocked tools, era), or a
-tombstone for a config server the API removed. At start-up the rows are laid over the file's
-servers; at run time each change is stored first and then applied to the host, so what a caller
-was told happened survives a restart.
+store, one row per server name: the entry of a server added through the API, the edits of a
+config server (a JSON merge patch, RFC 7396, over the file's own entry: the least patch that
+turns the file's entry into the edited one), or a tombstone for a config server the API removed.
+At start-up the rows are laid over the file's servers; at run time each change is stored first
+and then applied to the host, so what a caller was told happened survives a restart.
+
+Every entry the API is given (a new one, or one an edit made) is checked by the config loader
+(:func:`mcpwire.host.parse_server`), strictly: each problem at its JSON path, in the loader's
+words, and every unknown key refused (not only a misspelt one). A config server's own keys that
+the loader ignores (another tool's) are left alone; only the keys an edit brings in must be known.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -20,49 +25,112 @@ import msgspec
 import trio
 
 from ..errors import ConfigError, HostError
-from ..host import Host, HostConfig, ServerConfig, parse_server
+from ..host import Host, HostConfig, PolicyConfig, ServerConfig, parse_server
 from ..protocol.types import JSONValue
-from .problems import ProblemError, field_errors_from_problems
+from .problems import FieldError, ProblemError, field_errors_from_problems
 from .store import ServerRow, Store
 
-__all__ = ["PATCH_KEYS", "ServerManager", "apply_patch", "effective_config"]
+__all__ = ["ServerManager", "config_entry", "effective_config", "merge_patch", "patch_between"]
 
 log = logging.getLogger("mcpwire.service.servers")
 
 JSONObject = dict[str, JSONValue]
 Source = Literal["config", "api"]
-#: fields PATCH may change, as mcp.json spells them
-PATCH_KEYS = ("enabled", "timeout_seconds", "allowed_tools", "disabled_tools", "era")
+_UNKNOWN = ": unknown key"
 
 
-def apply_patch(config: ServerConfig, patch: Mapping[str, JSONValue]) -> ServerConfig:
-    """``config`` with the patched fields changed."""
-    changes: dict[str, object] = {}
-    if "enabled" in patch and isinstance(patch["enabled"], bool):
-        changes["enabled"] = patch["enabled"]
-    if "allowed_tools" in patch:
-        allowed = patch["allowed_tools"]
-        changes["allowed_tools"] = None if allowed is None else tuple(str(t) for t in allowed)  # type: ignore[union-attr]
-    if "disabled_tools" in patch and isinstance(patch["disabled_tools"], list):
-        changes["disabled_tools"] = tuple(str(t) for t in patch["disabled_tools"])
-    if patch.get("era") in ("auto", "legacy", "modern"):
-        changes["era"] = None if patch["era"] == "auto" else patch["era"]
-    if "timeout_seconds" in patch:
-        timeout = patch["timeout_seconds"]
-        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
-            changes["policy"] = msgspec.structs.replace(config.policy, timeout_seconds=float(timeout))
-    return msgspec.structs.replace(config, **changes) if changes else config
+def merge_patch(target: JSONValue, patch: JSONValue) -> JSONValue:
+    """``patch`` applied to ``target`` as RFC 7396 says: an object patch changes ``target`` key
+    by key (``null`` removes a key, an object merges into the object there), anything else
+    replaces it."""
+    if not isinstance(patch, dict):
+        return patch
+    out: JSONObject = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
 
 
-def _parse(name: str, entry: JSONObject, base: Path | None) -> ServerConfig:
+def patch_between(source: Mapping[str, JSONValue], target: Mapping[str, JSONValue]) -> JSONObject:
+    """The least merge patch that turns ``source`` into ``target``."""
+    patch: JSONObject = {key: None for key in source if key not in target}
+    for key, value in target.items():
+        if key in source and source[key] == value:
+            continue
+        old = source.get(key)
+        if isinstance(old, dict) and isinstance(value, dict):
+            patch[key] = patch_between(old, value)
+        else:
+            patch[key] = value
+    return patch
+
+
+def _policy_entry(policy: PolicyConfig) -> JSONObject:
+    default = PolicyConfig()
+    out: JSONObject = {}
+    for name in policy.__struct_fields__:
+        value = getattr(policy, name)
+        if value == getattr(default, name):
+            continue
+        if name == "approval":
+            out[name] = {glob: decision for glob, decision in value}
+        elif name == "tools":
+            out[name] = {
+                glob: {k: v for k, v in msgspec.to_builtins(settings).items() if v is not None}
+                for glob, settings in value
+            }
+        else:
+            out[name] = msgspec.to_builtins(value)
+    return out
+
+
+def config_entry(config: ServerConfig) -> JSONObject:
+    """An mcp.json entry for ``config`` (placeholders already expanded), for a server whose
+    file entry is not at hand."""
+    entry: JSONObject = {}
+    if config.type == "stdio":
+        entry.update(command=config.command, args=list(config.args))
+    else:
+        entry["url"] = config.url
+        if config.type == "sse":
+            entry["type"] = "sse"
+    if config.auth_type is not None:
+        auth: JSONObject = {"type": config.auth_type, "token": config.auth_token}
+        if config.auth_header != "Authorization":
+            auth["header_name"] = config.auth_header
+        entry["auth"] = auth
+    optional: dict[str, JSONValue] = {
+        "env": dict(config.env) or None,
+        "headers": dict(config.headers) or None,
+        "cwd": config.cwd,
+        "enabled": None if config.enabled else False,
+        "description": config.description,
+        "allowed_tools": None if config.allowed_tools is None else list(config.allowed_tools),
+        "disabled_tools": list(config.disabled_tools) or None,
+        "namespace": config.namespace,
+        "health_interval_seconds": config.health_interval_seconds,
+        "connect_timeout_seconds": config.connect_timeout_seconds,
+        "era": config.era,
+        "protocol_version": config.protocol_version,
+        "policy": _policy_entry(config.policy) or None,
+    }
+    entry.update({key: value for key, value in optional.items() if value is not None})
+    return entry
+
+
+def _parse(name: str, entry: Mapping[str, JSONValue], base: Path | None) -> ServerConfig:
     return parse_server(name, entry, base_path=base)
 
 
 def effective_config(file: HostConfig, rows: list[ServerRow]) -> tuple[HostConfig, dict[str, Source], list[str]]:
     """The servers to run: the file's, with the stored rows laid over them.
 
-    Returns the config, where each server came from, and the problems of stored entries that no
-    longer parse (those servers are left out and reported, never fatal).
+    Returns the config, where each server came from, and the problems of stored entries and
+    edits that no longer parse (those servers are left out, or run as the file has them, and
+    reported, never fatal).
     """
     base = Path(file.path).resolve().parent if file.path else None
     servers: dict[str, ServerConfig] = {s.name: s for s in file.servers}
@@ -79,9 +147,24 @@ def effective_config(file: HostConfig, rows: list[ServerRow]) -> tuple[HostConfi
             except ConfigError as exc:
                 problems.append(f"stored server {row.name!r} is skipped: {exc}")
         elif row.patch is not None and row.name in servers:
-            servers[row.name] = apply_patch(servers[row.name], row.patch)
-    config = HostConfig(servers=tuple(servers.values()), path=file.path, problems=file.problems)
+            raw = file.entries.get(row.name)
+            entry = dict(raw) if raw is not None else config_entry(servers[row.name])
+            try:
+                servers[row.name] = _parse(row.name, merge_patch(entry, row.patch), base)  # type: ignore[arg-type]
+            except ConfigError as exc:
+                problems.append(
+                    f"the stored edits of server {row.name!r} are skipped (it runs as the file says): {exc}"
+                )
+    config = HostConfig(servers=tuple(servers.values()), path=file.path, problems=file.problems, entries=file.entries)
     return config, sources, problems
+
+
+def _paths(prefix: str, patch: Mapping[str, JSONValue]) -> Iterator[str]:
+    """The JSON path of every key ``patch`` sets, nested ones too."""
+    for key, value in patch.items():
+        yield f"{prefix}.{key}"
+        if isinstance(value, dict):
+            yield from _paths(f"{prefix}.{key}", value)
 
 
 @dataclass(slots=True)
@@ -103,13 +186,40 @@ class ServerManager:
     def source(self, name: str) -> Source:
         return self.sources.get(name, "api")
 
-    def validate(self, name: str, entry: JSONObject) -> ServerConfig:
-        """The entry as a server config, or a 422 naming each bad field of the body."""
+    def validate(self, name: str, entry: Mapping[str, JSONValue], *, new_keys: set[str] | None = None) -> ServerConfig:
+        """The entry as a server config, or a 422 naming each problem at its path in the body.
+
+        ``new_keys``: the JSON paths (``$.NAME.policy.x``) an edit set; an unknown key elsewhere
+        (a config file's key of another tool) is left alone. ``None``: every key is new.
+        """
         try:
-            return _parse(name, entry, self.base_path)
+            return parse_server(name, entry, base_path=self.base_path, strict=True)
         except ConfigError as exc:
-            errors = field_errors_from_problems(exc.problems or [str(exc)], f"$.{name}")
-            raise ProblemError(422, f"the server entry for {name!r} is invalid", errors=errors) from None
+            problems = exc.problems or [str(exc)]
+        if new_keys is not None:
+            problems = [p for p in problems if not (p.endswith(_UNKNOWN) and p[: -len(_UNKNOWN)] not in new_keys)]
+            if not problems:
+                return _parse(name, entry, self.base_path)
+        raise invalid_entry(name, field_errors_from_problems(problems, f"$.{name}"))
+
+    def entry(self, name: str) -> JSONObject:
+        """The server's entry as it runs now: as stored (API), or the file's with its edits."""
+        row = self.rows.get(name)
+        if self.source(name) == "api":
+            if row is None or row.entry is None:
+                raise ProblemError(409, f"the stored entry of server {name!r} is missing; DELETE and POST it again")
+            return dict(row.entry)
+        edited = merge_patch(self.file_entry(name), row.patch if row is not None and row.patch is not None else {})
+        assert isinstance(edited, dict)
+        return edited
+
+    def file_entry(self, name: str) -> JSONObject:
+        """A config server's entry as its file has it (as its config says, when the file's raw
+        entry is not at hand)."""
+        for entries in (self.file.entries if self.file is not None else {}, self.host.config.entries):
+            if name in entries:
+                return dict(entries[name])  # type: ignore[arg-type]
+        return config_entry(self.host.get(name).config)
 
     async def add(self, name: str, entry: JSONObject) -> ServerConfig:
         async with self.lock:
@@ -125,31 +235,28 @@ class ServerManager:
         return config
 
     async def edit(self, name: str, patch: JSONObject) -> ServerConfig:
+        """Lays the merge patch ``patch`` over the server's entry, checks the result, stores it
+        and restarts the server with it (unless its config did not change)."""
         async with self.lock:
             return await self._edit(name, patch)
 
     async def _edit(self, name: str, patch: JSONObject) -> ServerConfig:
         info = self.host.get(name)
+        edited = merge_patch(self.entry(name), patch)
+        assert isinstance(edited, dict)
         if self.source(name) == "api":
-            row = self.rows.get(name)
-            entry = dict(row.entry) if row is not None and row.entry is not None else None
-            if entry is None:
-                raise ProblemError(409, f"the stored entry of server {name!r} is missing; DELETE and POST it again")
-            for key, value in patch.items():
-                if value is None and key in ("timeout_seconds", "allowed_tools"):
-                    entry.pop(key, None)
-                else:
-                    entry[key] = value
-            if "enabled" in patch:
-                entry.pop("disabled", None)
-            config = self.validate(name, entry)
-            self.rows[name] = await self.store.put_server(name, entry)
+            config = self.validate(name, edited)
+            self.rows[name] = await self.store.put_server(name, edited)
         else:
-            stored = self.rows.get(name)
-            merged = {**(stored.patch or {} if stored is not None else {}), **patch}
-            config = apply_patch(info.config, merged)
-            self.rows[name] = await self.store.put_server(name, patch=merged)
-        await self._replace(name, config)
+            config = self.validate(name, edited, new_keys=set(_paths(f"$.{name}", patch)))
+            change = patch_between(self.file_entry(name), edited)
+            if change:
+                self.rows[name] = await self.store.put_server(name, patch=change)
+            else:  # back to what the file says
+                await self.store.forget_server(name)
+                self.rows.pop(name, None)
+        if config != info.config:
+            await self._replace(name, config)
         return config
 
     async def remove(self, name: str) -> None:
@@ -214,3 +321,10 @@ class ServerManager:
             self.host.register(name, config)
         except HostError as exc:  # pragma: no cover - the name was just freed
             raise ProblemError(409, str(exc)) from exc
+
+
+def invalid_entry(name: str, errors: list[FieldError]) -> ProblemError:
+    """The 422 for an entry with ``errors``: its detail lists every one, in the loader's words."""
+    listed = "; ".join(f"{e.path}: {e.message}" for e in errors)
+    count = f"{len(errors)} problems" if len(errors) != 1 else "a problem"
+    return ProblemError(422, f"the server entry {name!r} has {count}: {listed}", errors=errors)

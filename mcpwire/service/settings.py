@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_PORT",
     "LOOPBACK_NAMES",
     "TOKEN_ENV_VAR",
+    "OAuthSettings",
     "Secret",
     "Settings",
     "SettingsError",
@@ -103,6 +104,38 @@ def read_token(token_file: str | None, environ: dict[str, str] | None = None) ->
     return Secret(value)
 
 
+class OAuthSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Signing in through an identity provider: the gateway as an OAuth 2.1 protected resource,
+    the console as an OpenID Connect client (:mod:`mcpwire.service.oauth`).
+
+    Attributes:
+        issuer: the provider's issuer URL (its metadata is found at its well-known URLs).
+        resource: this gateway's resource URL, which tokens must name as their audience;
+            ``None``: the service's own ``/mcp`` URL (behind a proxy, give the public one).
+        scopes: scopes clients are told to ask for (in the resource metadata and the 401
+            challenge); none by default.
+        role_claim: the claim whose values give the role (a dotted path reaches into objects).
+        roles: ``(claim value, role)`` pairs; the highest role matched wins.
+        default_role: the role of a valid token that matches none (``None``: it is refused).
+        client_id, client_secret: the console's OpenID Connect client at the provider (no
+            ``client_id``: the console offers no sign-in through the provider).
+        console_scopes: scopes the console asks for besides ``openid email profile`` (one that
+            brings the role claim, e.g. ``groups``, if the provider needs it).
+        leeway: seconds of clock difference allowed on ``exp``, ``nbf`` and ``iat``.
+    """
+
+    issuer: str
+    resource: str | None = None
+    scopes: tuple[str, ...] = ()
+    role_claim: str = "groups"
+    roles: tuple[tuple[str, str], ...] = ()
+    default_role: str | None = None
+    client_id: str | None = None
+    client_secret: Secret | None = None
+    console_scopes: tuple[str, ...] = ()
+    leeway: float = 30.0
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """How the service runs.
 
@@ -127,6 +160,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         forwarded_allow_ips: proxies whose forwarding headers give the client's address and
             scheme (addresses or networks; ``*``: any).
         max_connections: connections at once; max_connections_per_client: from one address.
+        oauth: bearer JWTs of an identity provider, and the console's sign-in through it.
     """
 
     host: str = "127.0.0.1"
@@ -149,6 +183,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     forwarded_allow_ips: tuple[str, ...] = ()
     max_connections: int = 1000
     max_connections_per_client: int = 256
+    oauth: OAuthSettings | None = None
 
     @property
     def scheme(self) -> str:

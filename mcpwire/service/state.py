@@ -94,6 +94,8 @@ class Service:
     running: bool = False
     outcomes: OrderedDict[str, CallOutcome] = field(default_factory=OrderedDict)
     gateway: Any = None
+    #: the agent's runs (an :class:`~mcpwire.service.agent_runs.AgentRuns`), when the service has the agent
+    agent: Any = None
     #: bearer credentials to identities (tokens, the identity provider's JWTs)
     authenticator: Authenticator | None = None
     #: what other processes on the store change, followed here (set while running)

@@ -88,7 +88,7 @@ META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CAPS: Final = "io.modelcontextprotocol/clientCapabilities"
 META_SUBSCRIPTION: Final = "io.modelcontextprotocol/subscriptionId"
 MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
-_TCHAR = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_TCHAR = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 
 
 class _Stream:

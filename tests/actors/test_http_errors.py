@@ -1,5 +1,5 @@
-"""How HTTP failures are worded: a TLS failure is named with its reason (httpx reports it as
-``ConnectError('')``), never as an empty one."""
+"""How HTTP failures are worded: a TLS failure is named with its reason (its own message is often
+empty), never as an empty one."""
 
 from __future__ import annotations
 
@@ -7,13 +7,12 @@ import itertools
 import ssl
 from functools import partial
 
-import httpx
 import pytest
 import trio
 
 import mcpwire
 from mcpwire.actors.http_common import describe_error, tls_context
-from mcpwire.errors import ConnectError
+from mcpwire.errors import ConnectError, ConnectionBroken
 
 
 async def _plain_http(stream: trio.SocketStream) -> None:
@@ -54,15 +53,15 @@ def _chained(*errors: BaseException) -> BaseException:
 def test_a_certificate_failure_is_named() -> None:
     verify = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
     verify.verify_message = "self-signed certificate"
-    error = _chained(httpx.ConnectError(""), RuntimeError(""), verify)
+    error = _chained(ConnectError(""), trio.BrokenResourceError(""), verify)
     assert describe_error(error) == "TLS certificate verification failed: self-signed certificate"
 
 
 def test_an_empty_error_takes_the_first_cause_that_says_something() -> None:
-    error = _chained(httpx.ReadError(""), OSError(104, "Connection reset by peer"))
+    error = _chained(ConnectionBroken(""), OSError(104, "Connection reset by peer"))
     assert describe_error(error) == "[Errno 104] Connection reset by peer"
-    assert describe_error(httpx.ReadError("")) == "ReadError"
-    assert describe_error(httpx.ConnectError("all attempts failed")) == "all attempts failed"
+    assert describe_error(ConnectionBroken("")) == "ConnectionBroken"
+    assert describe_error(ConnectError("all attempts failed")) == "all attempts failed"
 
 
 def test_one_tls_context_per_process_and_none_loaded_for_plain_http() -> None:

@@ -1,22 +1,23 @@
-"""The default client's HTTP/1.1 transport: connections are reused only when that is safe, every
-failure is the ``httpx`` exception the default transport would raise, every wait is bounded, and
-TLS verifies."""
+"""The default client's HTTP/1.1 pool: connections are reused only when that is safe, every
+failure is one of mcpwire's exceptions, an early answer reaches the caller, every wait is bounded,
+and TLS verifies."""
 
 from __future__ import annotations
 
 import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from functools import partial
 
-import httpx
 import pytest
 import trio
 import trustme
 
-from mcpwire.actors.http_common import open_http_client, tls_context
-from mcpwire.actors.http_pool import DirectSender, PooledTransport
+from mcpwire.actors.http_common import tls_context
+from mcpwire.actors.http_pool import PoolSender
+from mcpwire.actors.http_sender import Response, Timeouts
+from mcpwire.errors import ConnectError, ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
 
 Reply = Callable[[trio.abc.Stream, bytes, int], Awaitable[bool]]
 """What the test server does with one request (its head and body, and the connection's number);
@@ -26,8 +27,9 @@ returns whether to keep the connection open for another."""
 class Server:
     """A loopback HTTP/1.1 server whose answers a test scripts, counting connections."""
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: Reply, *, read_body: bool = True) -> None:
         self.reply = reply
+        self.read_body = read_body
         self.connections = 0
         self.requests: list[bytes] = []
 
@@ -48,8 +50,9 @@ class Server:
                     name, _, value = line.partition(b":")
                     if name.strip().lower() == b"content-length":
                         length = int(value)
-                while len(buffer) < length:
-                    buffer += await stream.receive_some(65536)
+                if self.read_body:
+                    while len(buffer) < length:
+                        buffer += await stream.receive_some(65536)
                 body, buffer = buffer[:length], buffer[length:]
                 self.requests.append(head + b"\r\n\r\n" + body)
                 if not await self.reply(stream, body, number):
@@ -60,9 +63,9 @@ class Server:
             await stream.aclose()
 
 
-def answer(body: bytes, *extra: str) -> bytes:
+def answer(body: bytes, *extra: str, status: str = "200 OK") -> bytes:
     head = "".join(f"{line}\r\n" for line in (f"Content-Length: {len(body)}", *extra))
-    return b"HTTP/1.1 200 OK\r\n" + head.encode() + b"\r\n" + body
+    return f"HTTP/1.1 {status}\r\n".encode() + head.encode() + b"\r\n" + body
 
 
 async def echo(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
@@ -71,8 +74,10 @@ async def echo(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
 
 
 @asynccontextmanager
-async def serving(reply: Reply, tls: ssl.SSLContext | None = None) -> AsyncIterator[tuple[Server, str]]:
-    server = Server(reply)
+async def serving(
+    reply: Reply, tls: ssl.SSLContext | None = None, *, read_body: bool = True
+) -> AsyncIterator[tuple[Server, str]]:
+    server = Server(reply, read_body=read_body)
     async with trio.open_nursery() as nursery:
         if tls is None:
             (listener,) = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1"))
@@ -88,18 +93,42 @@ async def serving(reply: Reply, tls: ssl.SSLContext | None = None) -> AsyncItera
         nursery.cancel_scope.cancel()
 
 
-def client(**options: float) -> httpx.AsyncClient:
-    transport = PooledTransport(tls=partial(tls_context, "https:"), **options)  # type: ignore[arg-type]
-    return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(5.0))
+@asynccontextmanager
+async def pool(**options: object) -> AsyncIterator[PoolSender]:
+    options.setdefault("timeouts", Timeouts(connect=5.0, read=5.0, write=5.0, pool=5.0))
+    sender = PoolSender(tls=partial(tls_context, "https:"), **options)  # type: ignore[arg-type]
+    try:
+        yield sender
+    finally:
+        await sender.aclose()
+
+
+async def fetch(
+    sender: PoolSender, url: str, body: bytes | None = None, *, method: str = "POST", **kwargs: object
+) -> tuple[int, bytes]:
+    """One exchange, its body read whole."""
+    response = await sender.send(method, url, {}, body, **kwargs)  # type: ignore[arg-type]
+    return response.status, await read(response)
+
+
+async def read(response: Response) -> bytes:
+    try:
+        async with aclosing(response.chunks()) as pieces:
+            return b"".join([piece async for piece in pieces])
+    finally:
+        await response.aclose()
+
+
+# -- reuse -------------------------------------------------------------------------------------------
 
 
 async def test_sequential_requests_reuse_one_connection() -> None:
-    async with serving(echo) as (server, url), client() as http:
-        answers = [(await http.post(url, content=b"x%d" % n)).content for n in range(5)]
+    async with serving(echo) as (server, url), pool() as sender:
+        answers = [(await fetch(sender, url, b"x%d" % n))[1] for n in range(5)]
     assert answers == [b"1:x0", b"1:x1", b"1:x2", b"1:x3", b"1:x4"]
     assert server.connections == 1
     first = server.requests[0]
-    assert first.startswith(b"POST /mcp HTTP/1.1\r\n") and b"\r\ncontent-length: 2\r\n" in first.lower()
+    assert first.startswith(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:") and b"\r\nContent-Length: 2\r\n" in first
 
 
 async def test_concurrent_requests_get_their_own_answers() -> None:
@@ -109,10 +138,10 @@ async def test_concurrent_requests_get_their_own_answers() -> None:
         return True
 
     results: dict[int, bytes] = {}
-    async with serving(slow_echo) as (server, url), client(max_connections=8) as http:
+    async with serving(slow_echo) as (server, url), pool(max_connections=8) as sender:
 
         async def one(n: int) -> None:
-            results[n] = (await http.post(url, content=b"%d" % n)).content
+            results[n] = (await fetch(sender, url, b"%d" % n))[1]
 
         async with trio.open_nursery() as nursery:
             for n in range(40):
@@ -126,8 +155,8 @@ async def test_connection_close_is_honoured() -> None:
         await stream.send_all(answer(b"%d" % number, "Connection: close"))
         return False
 
-    async with serving(closing) as (server, url), client() as http:
-        assert [(await http.get(url)).content for _ in range(3)] == [b"1", b"2", b"3"]
+    async with serving(closing) as (server, url), pool() as sender:
+        assert [(await fetch(sender, url, method="GET"))[1] for _ in range(3)] == [b"1", b"2", b"3"]
     assert server.connections == 3
 
 
@@ -136,18 +165,18 @@ async def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
         await stream.send_all(answer(b"%d" % number))
         return False  # closes without saying so
 
-    async with serving(once) as (server, url), client() as http:
-        assert (await http.get(url)).content == b"1"
+    async with serving(once) as (server, url), pool() as sender:
+        assert (await fetch(sender, url, method="GET"))[1] == b"1"
         await trio.sleep(0.05)  # the close reaches us
-        assert (await http.get(url)).content == b"2"
+        assert (await fetch(sender, url, method="GET"))[1] == b"2"
     assert server.connections == 2
 
 
 async def test_idle_connections_expire() -> None:
-    async with serving(echo) as (server, url), client(idle_expiry=0.0) as http:
-        await http.get(url)
+    async with serving(echo) as (server, url), pool(idle_expiry=0.0) as sender:
+        await fetch(sender, url, method="GET")
         await trio.sleep(0.01)
-        await http.get(url)
+        await fetch(sender, url, method="GET")
     assert server.connections == 2
 
 
@@ -158,15 +187,17 @@ async def test_a_body_left_early_closes_its_connection_and_frees_its_slot() -> N
         await stream.send_all(b"6\r\nsecond\r\n0\r\n\r\n")
         return True
 
-    async with serving(streaming) as (server, url), client(max_connections=1) as http:
-        async with http.stream("GET", url) as response:
-            async for chunk in response.aiter_raw():
+    async with serving(streaming) as (server, url), pool(max_connections=1) as sender:
+        response = await sender.send("GET", url, {})
+        async with aclosing(response.chunks()) as pieces:
+            async for chunk in pieces:
                 assert chunk == b"first"
                 break
-        async with http.stream("GET", url) as response:
-            assert [chunk async for chunk in response.aiter_raw()] == [b"first", b"second"]
-        async with http.stream("GET", url) as response:  # read to the end: this one is reused
-            await response.aread()
+        await response.aclose()
+        response = await sender.send("GET", url, {})
+        assert await read(response) == b"firstsecond"  # read to the end: this one is reused
+        assert response.closed
+        assert (await fetch(sender, url, method="GET"))[1] == b"firstsecond"
     assert server.connections == 2
 
 
@@ -177,12 +208,12 @@ async def test_a_cancelled_request_closes_its_connection_and_frees_its_slot() ->
         await stream.send_all(answer(b"%d" % number))
         return True
 
-    async with serving(late) as (server, url), client(max_connections=1) as http:
+    async with serving(late) as (server, url), pool(max_connections=1) as sender:
         with trio.move_on_after(0.1) as scope:
-            await http.get(url)
+            await fetch(sender, url, method="GET")
         assert scope.cancelled_caught
         with trio.fail_after(5):
-            assert (await http.get(url)).content == b"2"
+            assert (await fetch(sender, url, method="GET"))[1] == b"2"
     assert server.connections == 2  # the cancelled one was closed, not reused
 
 
@@ -191,52 +222,130 @@ async def test_informational_answers_are_passed_over() -> None:
         await stream.send_all(b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n" + answer(b"done"))
         return True
 
-    async with serving(early_hints) as (_, url), client() as http:
-        response = await http.get(url)
-    assert (response.status_code, response.content, response.http_version) == (200, b"done", "HTTP/1.1")
+    async with serving(early_hints) as (_, url), pool() as sender:
+        assert await fetch(sender, url, method="GET") == (200, b"done")
+
+
+# -- what is sent ------------------------------------------------------------------------------------
+
+
+async def test_headers_cookies_userinfo_and_unsafe_bytes_of_the_path() -> None:
+    """What a client adds around the bytes: ``Host``, ``User-Agent`` (the request's own wins),
+    ``Content-Length``, Basic credentials from the URL's userinfo (a request's own
+    ``Authorization`` wins), a path's unsafe bytes percent-encoded, and the cookies the server
+    set (a load balancer's affinity cookie), sent back only where their path and ``Secure`` allow."""
+
+    async def affinity(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
+        cookies = ["Set-Cookie: affinity=a1; Path=/", "Set-Cookie: other=o; Path=/else", "Set-Cookie: tls=t; Secure"]
+        await stream.send_all(answer(b"ok", *cookies))
+        return True
+
+    async with serving(affinity) as (server, url), pool() as sender:
+        with_userinfo = url.replace("http://", "http://us%40er:p%3Ass@") + "/a b/é?q=1 2"
+        assert await fetch(sender, with_userinfo, b"{}") == (200, b"ok")
+        assert await fetch(sender, url, b"{}") == (200, b"ok")
+        response = await sender.send("GET", url, {"Authorization": "Bearer x", "User-Agent": "mine"})
+        await read(response)
+    first, second, third = (request.split(b"\r\n\r\n")[0].split(b"\r\n") for request in server.requests)
+    assert first[0] == b"POST /mcp/a%20b/%C3%A9?q=1%202 HTTP/1.1"
+    assert b"Authorization: Basic dXNAZXI6cDpzcw==" in first  # us@er:p:ss
+    assert first[2].startswith(b"User-Agent: mcpwire/") and b"Content-Length: 2" in first
+    assert not any(line.startswith(b"Cookie:") for line in first)
+    assert b"Cookie: affinity=a1" in second and not any(line.startswith(b"Authorization") for line in second)
+    assert [line for line in third if line.split(b":")[0] in (b"Authorization", b"User-Agent", b"Cookie")] == [
+        b"Cookie: affinity=a1",
+        b"Authorization: Bearer x",
+        b"User-Agent: mine",
+    ]
+    assert server.connections == 1
+
+
+async def test_a_header_that_could_smuggle_another_is_refused_unsent() -> None:
+    async with serving(echo) as (server, url), pool() as sender:
+        with pytest.raises(LocalProtocolError, match=r"^illegal value of header 'X-A' \(NUL, CR or LF\)$"):
+            await sender.send("POST", url, {"X-A": "1\r\nInjected: secret"}, b"{}")
+        with pytest.raises(LocalProtocolError, match="cannot be sent"):
+            await sender.send("POST", url, {"X-A": "\u2603"}, b"{}")
+    assert server.connections == 0
+
+
+# -- answers that break, and early ones --------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("sent", "message"),
+    ("sent", "error", "message"),
     [
-        (b"", "Server disconnected without sending a response."),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf", "peer closed connection without sending complete"),
-        (b"NOT HTTP AT ALL\r\n\r\n", "illegal status line"),
+        (b"", ConnectionBroken, "^the server closed the connection without answering$"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf", IncompleteBody, "after 4 of the 10 bytes"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", IncompleteBody, "inside a chunked body"),
+        (b"NOT HTTP AT ALL\r\n\r\n", InvalidHTTPResponse, "illegal status line"),
+        (b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx", InvalidHTTPResponse, "coding"),
     ],
 )
-async def test_broken_answers_are_remote_protocol_errors(sent: bytes, message: str) -> None:
+async def test_broken_answers_are_mcpwires_errors(sent: bytes, error: type[Exception], message: str) -> None:
     async def broken(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
         await stream.send_all(sent)
         return False
 
-    async with serving(broken) as (_, url), client() as http:
-        with pytest.raises(httpx.RemoteProtocolError, match=message):
-            await http.get(url)
+    async with serving(broken) as (_, url), pool() as sender:
+        with pytest.raises(error, match=message):
+            await fetch(sender, url, method="GET")
 
 
 async def test_a_head_over_the_bound_is_refused() -> None:
     async def huge(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
-        await stream.send_all(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 300_000 + b"\r\n\r\n")
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 300_000)
+        await trio.sleep(1)
         return False
 
-    async with serving(huge) as (_, url), client() as http:
-        with pytest.raises(httpx.RemoteProtocolError):
-            await http.get(url)
+    async with serving(huge) as (_, url), pool() as sender:
+        with pytest.raises(InvalidHTTPResponse, match="head is over 65536 bytes"):
+            await fetch(sender, url, method="GET")
 
 
-async def test_timeouts_are_the_httpx_ones() -> None:
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+@pytest.mark.parametrize("size", [100, 8 * 1024 * 1024], ids=["small", "8MiB"])
+async def test_an_answer_sent_before_the_request_was_read_reaches_the_caller(tls: bool, size: int) -> None:
+    """A server that answers on the head alone (413: too large; 401: no credentials) and closes
+    without reading the body: the caller gets that status, not a write error, whether the body
+    fitted in the socket's buffer or not, over plain TCP or TLS."""
+
+    async def refuse(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
+        await stream.send_all(answer(b"too large", "Connection: close", status="413 Content Too Large"))
+        return False
+
+    context = None
+    trusting = None
+    if tls:
+        authority = trustme.CA()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        authority.issue_cert("127.0.0.1").configure_cert(context)
+        trusting = ssl.create_default_context()
+        authority.configure_trust(trusting)
+    async with serving(refuse, context, read_body=False) as (server, url):
+        sender = PoolSender(tls=lambda: trusting or tls_context("https:"))
+        try:
+            with trio.fail_after(20):
+                assert await fetch(sender, url, b"x" * size) == (413, b"too large")
+                assert await fetch(sender, url, b"{}") == (413, b"too large")
+        finally:
+            await sender.aclose()
+    assert server.connections == 2  # the first connection was not reused
+
+
+async def test_timeouts_bound_every_wait() -> None:
     async def silent(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
         await trio.sleep_forever()
         return False
 
-    async with serving(silent) as (_, url), client(max_connections=1) as http:
-        with pytest.raises(httpx.ReadTimeout):
-            await http.get(url, timeout=httpx.Timeout(5.0, read=0.05))
+    async with serving(silent) as (_, url), pool(max_connections=1) as sender:
+        with pytest.raises(ConnectionBroken, match=r"^no answer within 0\.05 s$"):
+            await fetch(sender, url, method="GET", timeouts=Timeouts(read=0.05))
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(partial(http.get, url, timeout=httpx.Timeout(5.0, read=1.0)))
+            nursery.start_soon(partial(fetch, sender, url, method="GET", timeouts=Timeouts(read=1.0)))
             await trio.sleep(0.05)
-            with pytest.raises(httpx.PoolTimeout):  # the one connection is busy
-                await http.get(url, timeout=httpx.Timeout(5.0, pool=0.05))
+            with pytest.raises(ConnectError, match=r"^no free connection within 0\.05 s \(all 1 in use\)$"):
+                await fetch(sender, url, method="GET", timeouts=Timeouts(pool=0.05))
             nursery.cancel_scope.cancel()
 
 
@@ -244,10 +353,26 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
     with trio.socket.socket() as probe:
         await probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    async with client() as http:
-        with pytest.raises(httpx.ConnectError) as caught:
-            await http.get(f"http://127.0.0.1:{port}/")
-    assert caught.value.request.url.port == port
+    async with pool() as sender:
+        with pytest.raises(ConnectError) as caught:
+            await fetch(sender, f"http://127.0.0.1:{port}/", method="GET")
+    assert isinstance(caught.value.__cause__, OSError)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("ftp://127.0.0.1/x", "unsupported URL scheme 'ftp'"),
+        ("http://127.0.0.1:99999/x", r"^the URL cannot be used: invalid port: '99999'$"),
+        ("http://1.2.3.400/x", "invalid IPv4 address"),
+        ("http://\u0133/x", "invalid IDNA hostname"),
+        ("http:///x", "no host"),
+    ],
+)
+async def test_a_url_that_cannot_be_used_is_a_connect_error(url: str, message: str) -> None:
+    async with pool() as sender:
+        with pytest.raises(ConnectError, match=message):
+            await fetch(sender, url, method="GET")
 
 
 async def test_tls_verifies_the_server() -> None:
@@ -257,58 +382,20 @@ async def test_tls_verifies_the_server() -> None:
     trusting = ssl.create_default_context()
     authority.configure_trust(trusting)
     async with serving(echo, tls=server_context) as (server, url):
-        transport = PooledTransport(tls=lambda: trusting)
-        async with httpx.AsyncClient(transport=transport) as http:
-            assert [(await http.post(url, content=b"x")).content for _ in range(2)] == [b"1:x", b"1:x"]
-        async with client() as http:  # the default trust: this authority is unknown
-            with pytest.raises(httpx.ConnectError) as caught:
-                await http.post(url, content=b"x")
+        sender = PoolSender(tls=lambda: trusting)
+        assert [(await fetch(sender, url, b"x"))[1] for _ in range(2)] == [b"1:x", b"1:x"]
+        await sender.aclose()
+        async with pool() as sender:  # the default trust: this authority is unknown
+            with pytest.raises(ConnectError) as caught:
+                await fetch(sender, url, b"x")
     assert isinstance(caught.value.__cause__, trio.BrokenResourceError)
     assert isinstance(caught.value.__cause__.__cause__, ssl.SSLCertVerificationError)
     assert server.connections == 2
 
 
-def test_the_default_client_uses_it_unless_a_proxy_applies(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
-    assert isinstance(open_http_client("http://127.0.0.1:1/mcp")._transport, PooledTransport)
-    monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
-    assert not isinstance(open_http_client("http://example.com/mcp")._transport, PooledTransport)
-    assert isinstance(open_http_client("https://example.com/mcp")._transport, PooledTransport)
-    monkeypatch.setenv("no_proxy", "example.com")
-    assert isinstance(open_http_client("http://example.com/mcp")._transport, PooledTransport)
-
-
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="max_connections must be >= 1"):
-        PooledTransport(tls=partial(tls_context, "https:"), max_connections=0)
-
-
-async def test_the_direct_sender_keeps_the_clients_headers_cookies_and_timeouts() -> None:
-    """What the default client's actors send through: the client's default headers under the
-    request's own (one ``accept``), cookies stored from ``Set-Cookie`` and sent back (a load
-    balancer's affinity cookie), and the client's timeouts."""
-
-    async def affinity(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
-        await stream.send_all(answer(b"ok", "Set-Cookie: affinity=a1; Path=/"))
-        return True
-
-    transport = PooledTransport(tls=partial(tls_context, "https:"))
-    timeout = httpx.Timeout(5.0, read=0.5)
-    async with serving(affinity) as (server, url), httpx.AsyncClient(transport=transport, timeout=timeout) as http:
-        sender = DirectSender(http, transport)
-        for _ in range(2):
-            response = await sender.send("POST", url, {"Accept": "application/json"}, b"{}")
-            assert (response.status_code, await response.aread()) == (200, b"ok")
-            await response.aclose()
-        assert response.request.extensions["timeout"]["read"] == 0.5
-    first, second = (request.lower().split(b"\r\n\r\n")[0].split(b"\r\n") for request in server.requests)
-    assert [line for line in first if line.startswith(b"accept:")] == [b"accept: application/json"]
-    assert b"user-agent: python-httpx/" + httpx.__version__.encode() in first
-    assert not any(line.startswith(b"cookie:") for line in first)
-    assert b"cookie: affinity=a1" in second
-    assert server.connections == 1
+        PoolSender(tls=partial(tls_context, "https:"), max_connections=0)
 
 
 async def test_idle_connections_are_checked_past_descriptor_1023() -> None:
@@ -323,22 +410,11 @@ async def test_idle_connections_are_checked_past_descriptor_1023() -> None:
     read_end, write_end = os.pipe()
     spare = [read_end, write_end, *(os.dup(read_end) for _ in range(1100))]
     try:
-        async with serving(echo) as (server, url), client() as http:
-            await http.get(url)
-            await http.get(url)
+        async with serving(echo) as (server, url), pool() as sender:
+            await fetch(sender, url, method="GET")
+            await fetch(sender, url, method="GET")
         assert server.connections == 1
     finally:
         for descriptor in spare:
             os.close(descriptor)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-async def test_the_direct_senders_errors_name_their_request() -> None:
-    with trio.socket.socket() as probe:
-        await probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    transport = PooledTransport(tls=partial(tls_context, "https:"))
-    async with httpx.AsyncClient(transport=transport) as http:
-        with pytest.raises(httpx.ConnectError) as caught:
-            await DirectSender(http, transport).send("POST", f"http://127.0.0.1:{port}/mcp", {}, b"{}")
-    assert (caught.value.request.method, caught.value.request.url.port) == ("POST", port)

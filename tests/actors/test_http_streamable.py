@@ -20,6 +20,7 @@ from trio.testing import MockClock
 from mcpwire.actors.streamable_http import RESUME_ATTEMPTS, StreamableHTTPTransport
 from mcpwire.errors import (
     ConnectError,
+    ConnectionBroken,
     FrameTooLarge,
     HTTPStatusError,
     InvalidResponse,
@@ -699,13 +700,13 @@ async def test_tool_call_is_not_sent_again_when_the_server_may_have_received_it(
     """A connection that breaks after the request went out (a read error, a server closing a
     kept-alive connection, a timeout waiting for the answer) may have delivered it: a
     ``tools/call`` is not idempotent, so it is not sent again (RFC 9112 9.3.1: only idempotent
-    requests are retried automatically); the call fails with :class:`ConnectError` saying why."""
+    requests are retried automatically); the call fails with :class:`ConnectionBroken` saying why."""
     fake = FakeMCPServer()
     with trio.fail_after(BOUND):
         async with connect(fake) as client:
             fake.inject_error(error, rpc_method="tools/call")
             with pytest.raises(
-                ConnectError,
+                ConnectionBroken,
                 match=r"^the connection to server 'mcp\.test' at http://mcp\.test/mcp broke before it answered "
                 r"request id \d+ \(.+\); it was not sent again, since the server may already have acted on it$",
             ):

@@ -207,20 +207,20 @@ async def test_an_undecided_approval_expires_as_a_denial(llm: FakeLLM, tmp_path:
     assert isinstance(events[-1], Final)
 
 
-async def test_approve_all_and_none_decide_without_asking(llm: FakeLLM, tmp_path: Path) -> None:
+async def test_approve_all_and_deny_decide_without_asking(llm: FakeLLM, tmp_path: Path) -> None:
     _script_delete(llm, "Done.")
     _script_delete(llm, "Not done.")
     async with _host(tmp_path) as host, _openai(llm) as p:
         everything = await _events(Agent(host, p, policy=AgentPolicy(approve="all")), "x")
         assert _names(tmp_path) == {"Bob"}
-        nothing = await _events(Agent(host, p, policy=AgentPolicy(approve="none")), "x")
+        nothing = await _events(Agent(host, p, policy=AgentPolicy(approve="deny")), "x")
         assert _names(tmp_path) == {"Ada", "Bob"}  # created again, and not deleted
     assert not events_of(everything + nothing, ApprovalRequired)
     resolved = [(e.approved, e.by) for e in events_of(everything, ApprovalResolved)]
     assert resolved == [(True, "policy"), (True, "policy")]  # both confirmations of a CRITICAL call
     assert [(e.approved, e.by) for e in events_of(nothing, ApprovalResolved)] == [(False, "policy")]
     (denied,) = [e for e in nothing if isinstance(e, ToolResult) and e.call_id == "c3"]
-    assert (denied.outcome, denied.text) == ("denied", "not run: the call was denied by policy: approve=none")
+    assert (denied.outcome, denied.text) == ("denied", "not run: the call was denied by policy: approve=deny")
     assert isinstance(everything[-1], Final) and isinstance(nothing[-1], Final)
 
 
@@ -249,3 +249,10 @@ async def test_a_run_left_while_its_call_waits_leaves_an_abandoned_approval(llm:
         with pytest.raises(ApprovalNotPending, match=r"was abandoned at \S+: its caller went away"):
             await queue.decide(approval_id, approve=True, by="too late")
         assert _names(tmp_path) == {"Ada", "Bob"}
+
+
+def test_none_is_the_old_word_for_deny() -> None:
+    with pytest.warns(DeprecationWarning, match=r"^AgentPolicy\(approve='none'\): 'none' is deprecated; it means deny"):
+        assert AgentPolicy(approve="none").approve == "deny"
+    with pytest.raises(ValueError, match=r"^approve must be 'all', 'ask' or 'deny', not 'never'$"):
+        AgentPolicy(approve="never")  # type: ignore[arg-type]

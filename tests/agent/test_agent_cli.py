@@ -16,7 +16,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from _agent_fake_llm import FakeLLM, Reply
-from _agent_servers import memory_server, time_server
+from _agent_servers import everything_server, memory_server, time_server
 from _agent_wire import openai_request, openai_stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
@@ -277,3 +277,57 @@ def test_ctrl_c_interrupts_the_answer_and_the_session_goes_on(tmp_path: Path, ll
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
+
+
+def test_approve_takes_the_words_of_mcpwire_call(tmp_path: Path, llm: FakeLLM) -> None:
+    for word in ("deny", "none"):
+        llm.add(
+            openai_stream("", [("c1", "memory__delete_entities", '{"entityNames": ["Ada"]}')]),
+            openai_stream("Not deleted."),
+        )
+        code, out, err = _chat(_config(tmp_path, llm, memory=memory_server(tmp_path)), "--approve", word, "Forget Ada")
+        assert (code, out) == (0, "Not deleted.\n"), err
+        assert "  denied by --approve" in err.splitlines()
+        warning = "mcpwire chat: warning: --approve none is deprecated; it means deny: use --approve deny"
+        assert (warning in err.splitlines()) is (word == "none")
+    code, _, err = _chat(_config(tmp_path, llm), "--approve", "never", "x")
+    assert code == 2 and "{all,ask,deny}" in err
+
+
+def test_a_server_shows_one_tool_count_in_servers_chat_and_serve(tmp_path: Path, llm: FakeLLM) -> None:
+    """server-everything lists three more tools to a client that declares sampling, elicitation and
+    roots: every command declares what ``mcpwire serve`` declares, so each sees the same tools."""
+    import trio
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
+    from _harness import running_service
+
+    from_everything = {"everything": everything_server()}
+    config = _config(tmp_path, llm, **from_everything)
+    listed = mcpwire("servers", "--json", "--config", str(config), home=tmp_path, timeout=TIMEOUT_S)
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    tools = mcpwire("tools", "--json", "--config", str(config), home=tmp_path, timeout=TIMEOUT_S)
+    names = sorted(t["name"] for t in json.loads(tools.stdout))
+    assert len(names) == row["tools"] == 16
+    assert {"everything__get-roots-list", "everything__trigger-sampling-request",
+            "everything__trigger-elicitation-request"} <= set(names)  # fmt: skip
+    llm.add(openai_stream("Hello."))
+    code, _, err = _chat(config, "hi")
+    assert code == 0, err
+    offered = sorted(t["function"]["name"] for t in llm.requests[0].json["tools"])
+    assert offered == names
+
+    async def served() -> list[str]:
+        async with running_service(f"sqlite:///{tmp_path / 's.db'}", config) as svc:
+            (server,) = (await svc.client.get("/api/v1/servers")).json()["items"]
+            assert server["tools"] == row["tools"]
+            return sorted(t["name"] for t in (await svc.client.get("/api/v1/tools")).json()["items"])
+
+    assert trio.run(served) == names
+    # a command that cannot answer a sampling request says so (its server reports it)
+    called = mcpwire("call", "everything__trigger-sampling-request", '{"prompt": "hi"}', "--approve",
+                     "--config", str(config), home=tmp_path, timeout=TIMEOUT_S)  # fmt: skip
+    assert "mcpwire call cannot answer a sampling request (mcpwire serve passes it on to its clients" in (
+        called.stdout + called.stderr
+    )

@@ -93,7 +93,9 @@ async def test_a_run_keeps_its_conversation_and_a_later_run_continues_it(
         assert [m["role"] for m in shown["messages"]] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
         assert [r["run_id"] for r in shown["runs"]] == [head["run_id"], second[0][1]["run_id"]]
         assert (shown["outcome"], shown["runs"][-1]["outcome"], shown["title"]) == (
-            "final", "final", "What do you remember?"
+            "final",
+            "final",
+            "What do you remember?",
         )
         rows = await store.messages(conversation_id)
         assert [r.seq for r in rows] == [1, 2, 3, 4, 5, 6]
@@ -120,11 +122,15 @@ async def test_bad_conversation_requests_are_problems(llm: FakeLLM, tmp_path: Pa
         empty = await client.get(CONVERSATIONS_PATH)
     assert (unknown.status_code, unknown.json()["detail"]) == (404, "no conversation 'conv_x'")
     assert (with_messages.status_code, with_messages.json()["detail"]) == (
-        400, "continue a conversation with a prompt, not messages"
+        422,
+        "continue a conversation with a prompt, not messages",
     )
     assert (missing.status_code, missing.json()["detail"]) == (404, "no conversation 'conv_nope'")
     assert missing.headers["content-type"] == "application/problem+json"
-    assert (limit.status_code, limit.json()["detail"]) == (400, "limit must be a whole number from 1 to 500, not '0'")
+    assert (limit.status_code, limit.json()["errors"]) == (
+        422,
+        [{"in": "query", "path": "limit", "message": "Expected `int` >= 1"}],
+    )
     assert empty.json() == {"items": []}
 
 

@@ -106,7 +106,9 @@ def test_command_line_options_are_laid_over_a_preset() -> None:
     from mcpwire.client import ClientOptions
     from mcpwire.host import Risk
 
-    base = parse_presets({"presets": {"p": {"provider": "ollama", "model": "a", "approve": "none", "max_steps": 3}}})
+    base = parse_presets({"presets": {"p": {"provider": "ollama", "model": "a", "approve": "deny", "max_steps": 3}}})
+    old = parse_presets({"presets": {"p": {"provider": "ollama", "model": "a", "approve": "none"}}})
+    assert old["p"].approve == "deny"  # the old word, with a warning in the log
     args = parser().parse_args(
         [
             "--preset",

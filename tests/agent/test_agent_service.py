@@ -115,8 +115,35 @@ async def test_bad_requests_are_problems(llm: FakeLLM, tmp_path: Path) -> None:
         both = await client.post(AGENT_RUNS_PATH, json={"preset": "mem", "prompt": "hi", "messages": []})
         wrong = await client.post(AGENT_RUNS_PATH, json={"preset": "mem", "prompt": 3})
     assert (unknown.status_code, unknown.json()["detail"]) == (404, "no preset 'nope'; the presets are: mem")
-    assert (both.status_code, both.json()["detail"]) == (400, "give either prompt or messages")
-    assert wrong.status_code == 400
-    assert wrong.json()["detail"] == "the body is not a run request: Expected `str | null`, got `int` - at `$.prompt`"
+    assert (both.status_code, both.json()["detail"]) == (422, "give either prompt or messages")
+    assert wrong.status_code == 422
+    assert wrong.json()["errors"] == [{"in": "body", "path": "$.prompt", "message": "Expected `str | null`, got `int`"}]
     assert wrong.headers["content-type"] == "application/problem+json"
     assert not llm.requests
+
+
+async def test_a_run_chooses_its_servers_and_tools(llm: FakeLLM, tmp_path: Path) -> None:
+    config = _config(tmp_path, llm)
+    data = json.loads(config.read_text())
+    data["mcpServers"]["other"] = memory_server(tmp_path / "other")
+    data["presets"]["mem"]["servers"] = ["memory"]
+    config.write_text(json.dumps(data))
+    llm.add(openai_stream("One tool."), openai_stream("Two servers."))
+
+    def offered(index: int) -> list[str]:
+        return sorted(t["function"]["name"] for t in llm.requests[index].json.get("tools", []))
+
+    async with _service(tmp_path, config) as client:
+        body = {"preset": "mem", "prompt": "hi", "tools": ["memory__read_graph"]}
+        async with client.stream("POST", AGENT_RUNS_PATH, json=body) as response:
+            assert response.status_code == 200
+            await response.aread()
+        body = {"preset": "mem", "prompt": "hi", "servers": ["memory", "other"], "tools": ["*__read_graph"]}
+        async with client.stream("POST", AGENT_RUNS_PATH, json=body) as response:
+            assert response.status_code == 200
+            await response.aread()
+        unknown = await client.post(AGENT_RUNS_PATH, json={"preset": "mem", "prompt": "hi", "servers": ["nope"]})
+    assert offered(0) == ["memory__read_graph"]
+    assert offered(1) == ["memory__read_graph", "other__read_graph"]
+    assert (unknown.status_code, unknown.json()["detail"]) == (404, "no server 'nope'; the servers are: memory, other")
+    assert len(llm.requests) == 2

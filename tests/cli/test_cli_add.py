@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _cli_run import mcpwire
 
-from mcpwire.catalog import PRESETS, CatalogError, entry_from_preset, entry_from_server_json
+from mcpwire.catalog import PRESETS, CatalogError, entry_from_preset, entry_from_server_json, environment_names
 from mcpwire.host.config import parse_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,13 +42,16 @@ def test_every_preset_gives_an_entry_the_host_accepts(name: str, tmp_path: Path)
     preset = PRESETS[name]
     values = [str(tmp_path)] if any(p.required for p in preset.params) else []
     entry = entry_from_preset(preset, values)
-    environ = {"GITHUB_TOKEN": "t"}
+    environ = dict.fromkeys(environment_names(preset), "set")
     server = parse_server(name, entry, base_path=tmp_path, environ=environ)
     assert server.type == ("http" if preset.url else "stdio")
-    assert "${env:" not in json.dumps(entry) or name == "github"  # only placeholders, never values
+    # a credential is only ever a placeholder the host fills in from its environment
+    assert ("${env:" in json.dumps(entry)) == bool(environment_names(preset))
 
 
-def test_preset_values_fill_parameters(tmp_path: Path) -> None:
+def test_preset_values_fill_parameters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "notes").mkdir()
     entry = entry_from_preset(PRESETS["filesystem"], ["~/notes", str(tmp_path)])
     assert entry["args"] == ["-y", "@modelcontextprotocol/server-filesystem", str(Path.home() / "notes"), str(tmp_path)]
     assert entry_from_preset(PRESETS["git"], [])["args"] == ["mcp-server-git"]
@@ -61,6 +64,40 @@ def test_preset_values_fill_parameters(tmp_path: Path) -> None:
         entry_from_preset(PRESETS["filesystem"], [])
     with pytest.raises(CatalogError, match=r"^time takes no more values: unexpected 'x'$"):
         entry_from_preset(PRESETS["time"], ["x"])
+
+
+def test_a_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x")
+    config = tmp_path / "mcp.json"
+    proc = mcpwire("add", "filesystem", "~/notes", "--config", str(config), cwd=tmp_path, home=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"mcpwire add: filesystem: {tmp_path / 'notes'} does not exist (from '~/notes'); give a folder that exists\n"
+    )
+    proc = mcpwire("add", "git", "a-file", "--config", str(config), cwd=tmp_path, home=tmp_path)
+    assert proc.stderr.splitlines() == [
+        f"mcpwire add: git: {tmp_path / 'a-file'} is not a folder (from 'a-file'); give a folder that exists"
+    ]
+    assert not config.exists()
+
+
+def test_adding_to_the_user_wide_config_says_it_is_the_default_everywhere(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    proc = mcpwire("add", "time", cwd=tmp_path / "work", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    user = tmp_path / ".config" / "mcpwire" / "mcp.json"
+    assert proc.stdout.splitlines() == [
+        f"added 'time' to {user}: uvx mcp-server-time",
+        "it needs uv (uvx)",
+        f"{user} is the user-wide config: every mcpwire command (tools, call, chat, serve...) now starts 'time', "
+        "in any folder without its own mcp.json (--config or $MCPWIRE_CONFIG names another)",
+        "try: mcpwire tools time",
+    ]
+    # a project's own file says nothing of the kind
+    (tmp_path / "work" / "mcp.json").write_text("{}")
+    proc = mcpwire("add", "memory", cwd=tmp_path / "work", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "user-wide" not in proc.stdout
 
 
 def test_add_writes_a_new_file(tmp_path: Path) -> None:

@@ -115,11 +115,13 @@ def signed_in(browser: Any, serve: Serve, **options: Any) -> Any:
 
 
 def screenshot(page: Any, name: str) -> None:
-    """Saves the page at both widths (into the git-ignored screenshots folder)."""
+    """Saves the page at both widths (into the git-ignored screenshots folder). The caret is left
+    as it is: hiding it would add a style element, which the console's policy refuses (and
+    reports as a browser error)."""
     SCREENSHOTS.mkdir(exist_ok=True)
     original = page.viewport_size
     for label, (width, height) in WIDTHS.items():
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(150)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}-{label}.png"), full_page=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}-{label}.png"), full_page=True, caret="initial")
     page.set_viewport_size(original)

@@ -127,7 +127,7 @@ def test_add_a_server_from_a_pasted_entry_and_remove_it(page: Any, serve: Serve)
 
 def test_call_echo_through_the_generated_form(page: Any) -> None:
     page.goto("/tools")
-    page.get_by_label("Search").fill("echo")
+    page.get_by_label("Search", exact=True).fill("echo")
     page.locator('#tool-list a[href="/tools/everything__echo"]').click()
     page.wait_for_url("**/tools/everything__echo")
     page.get_by_label("message").fill("hello from the console")
@@ -308,7 +308,7 @@ def test_a_changed_definition_is_quarantined_until_approved(page: Any, serve: Se
     reordered.wait_for(timeout=60_000)
     assert "1 time since it was pinned" in reordered.inner_text()
     screenshot(page, "pins-reordered")
-    assert page.locator("#held .count").count() == 0  # nothing awaits review
+    assert page.locator('#nav a[href="/pins"] .count').count() == 0  # nothing awaits review
     # a word changed: quarantined, and the change is shown word by word
     (serve.state / "description").write_text("Reports the tides <script>window.__xss=1</script>.")
     with api(serve) as client:
@@ -320,20 +320,20 @@ def test_a_changed_definition_is_quarantined_until_approved(page: Any, serve: Se
     assert [t.rstrip(".") for t in words.locator("ins").all_inner_texts()] == ["tides <script>window.__xss=1</script>"]
     assert "Reports the" in words.inner_text()  # the words around the change, once
     # the navigation says so on every page, and updates without a reload
-    page.locator("#held .count").wait_for()
-    assert page.locator('.top nav a[href="/pins"]').inner_text().split() == ["Pins", "1", "quarantined"]
+    page.locator('#nav a[href="/pins"] .count').wait_for()
+    assert page.locator('#nav ul a[href="/pins"]').inner_text().split() == ["Pins", "1", "quarantined"]
     screenshot(page, "pins")
     page.goto("/tools?q=report")
     assert page.locator('#tool-list a[href="/tools/hostile__report"]').count() == 0
     assert "quarantined" in page.locator("main").inner_text()
-    assert page.locator("#held .count").inner_text().startswith("1")
+    assert page.locator('#nav a[href="/pins"] .count').inner_text().startswith("1")
 
     page.goto("/pins")
     pin.get_by_role("button", name="Approve the new definition of report").click()
     # the action's notice stays while the live list reloads on the approval's pin event
     page.locator("#pins-notice", has_text="hostile/report: the new definition is approved").wait_for()
     assert page.locator("article.pin:not(.reordered)").count() == 0
-    page.locator("#held:not(:has(.count))").wait_for(state="attached")  # the badge is gone
+    page.locator('#nav a[href="/pins"]:not(:has(.count))').wait_for(state="attached")  # the badge is gone
     page.goto("/tools/hostile__report")
     assert page.locator(".description").inner_text() == "Reports the tides <script>window.__xss=1</script>."
     assert page.locator(".state-pinned").count() == 1
@@ -343,18 +343,19 @@ def test_a_changed_definition_is_quarantined_until_approved(page: Any, serve: Se
 def test_audit_log_pages_filters_and_opens_a_record(page: Any, serve: Serve) -> None:
     with api(serve) as client:
         assert client.post("/api/v1/tools/hostile__fail/call", json={"arguments": {}}).json()["isError"] is True
-    page.goto("/audit")
+    # every kind (the pins recorded at start-up too): more than a page
+    page.goto("/audit?kind=all")
     records = page.locator("ol.audit li.record")
     assert records.count() == 25
     first_id = records.first.get_attribute("data-record")
     screenshot(page, "audit")
     page.get_by_role("link", name="Older →").click()
-    page.wait_for_url("**/audit?cursor=*")
+    page.wait_for_url("**/audit?kind=all&cursor=*")
     older = page.locator("ol.audit li.record")
     assert older.count() >= 1
     assert int(older.first.get_attribute("data-record")) < int(first_id or 0)
     page.get_by_role("link", name="← Newest").click()
-    page.wait_for_url("**/audit")
+    page.wait_for_url("**/audit?kind=all")
     assert page.locator("ol.audit li.record").first.get_attribute("data-record") == first_id
 
     page.get_by_label("Server").select_option("hostile")
@@ -363,7 +364,8 @@ def test_audit_log_pages_filters_and_opens_a_record(page: Any, serve: Serve) -> 
     shown = page.locator("ol.audit li.record")
     shown.first.wait_for()
     assert all("hostile__fail" in text for text in shown.all_inner_texts())
-    shown.first.locator("summary").click()
+    shown.first.locator("summary").first.click()
+    shown.first.locator("details.full summary").click()
     full = shown.first.locator("pre.full-record")
     assert '"outcome": "tool_error"' in full.inner_text() and '"server": "hostile"' in full.inner_text()
     page.get_by_label("Time").select_option(label="last 5 minutes")
@@ -386,11 +388,17 @@ def test_run_a_check_and_open_its_report(page: Any) -> None:
     screenshot(page, "checks")
     page.get_by_role("link", name="Open the report").first.click()
     page.wait_for_url("**/checks/chk_*")
-    report = page.frame_locator("iframe.report")
-    report.locator("footer").wait_for()
-    assert "Generated by mcpwire check" in report.locator("footer").inner_text()
-    assert "SV-12" in report.locator("body").inner_text()
+    # the results are the page's own (no frame scrolling inside the page)
+    assert page.locator("iframe").count() == 0
+    results = page.locator("ol.check-results li.check-result")
+    assert {r.get_attribute("data-check") for r in results.all()} == {"SV-01", "SV-12"}
     screenshot(page, "check-report")
+    # the whole HTML report, on its own page
+    page.get_by_role("link", name="Open the full report (HTML) on its own").click()
+    page.wait_for_url("**/checks/chk_*/report")
+    page.locator("footer").wait_for()
+    assert "Generated by mcpwire check" in page.locator("footer").inner_text()
+    assert "SV-12" in page.locator("body").inner_text()
     assert page.evaluate("document.documentElement.getAttribute('data-xss')") is None
 
 
@@ -404,7 +412,10 @@ def test_every_page_is_labelled_keyboard_reachable_and_readable_in_dark(page: An
         for text in ("one", "two", "three"):
             client.post("/api/v1/tools/everything__echo/call", json={"arguments": {"message": text}})
         client.post("/api/v1/tools/time__get_current_time/call", json={"arguments": {"timezone": "UTC"}})
-    for path in ("/", "/tools", "/tools/hostile__configure", "/approvals", "/pins", "/audit", "/checks"):
+    for path in (
+        "/", "/tools", "/tools/hostile__configure", "/tools/export", "/approvals", "/pins", "/audit", "/checks",
+        "/catalog",
+    ):  # fmt: skip
         page.goto(path)
         assert page.evaluate(LABELLED) == [], path
     page.goto("/")

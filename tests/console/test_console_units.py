@@ -9,6 +9,7 @@ import pytest
 
 from mcpwire.service.console.charts import BUCKET_SECONDS, BUCKETS, server_charts
 from mcpwire.service.console.forms import arguments_from, fields_of, json_path, validate_arguments
+from mcpwire.service.console.i18n import translations
 from mcpwire.service.console.results import blocks_of, table_of
 from mcpwire.service.console.servers import parse_entry
 from mcpwire.service.console.web import Form
@@ -53,7 +54,13 @@ def test_pasted_entries(name: str, text: str, expected: tuple[str, dict[str, str
 @pytest.mark.parametrize(
     ("name", "text", "path", "detail"),
     [
-        ("t", "{nope", "$", r"^the entry is invalid: not valid JSON: "),
+        (
+            "t",
+            "{nope",
+            "$",
+            r"^the entry is invalid: not valid JSON at line 1, column 2 "
+            r"\(Expecting property name enclosed in double quotes\)$",
+        ),
         ("t", "[1]", "$", r"^the entry is invalid: expected a JSON object: one mcp.json server entry$"),
         ("", '{"command": "x"}', None, r"^give the server a name$"),
         ("a", '{"b": {"command": "x"}}', None, r"^the name field says 'a' but the pasted entry is named 'b'$"),
@@ -103,8 +110,12 @@ def test_the_form_names_each_bad_value_at_its_path() -> None:
     _, problems = arguments_from(fields, form)
     assert problems["$.level"] == "expected an integer, got '2.5'"
     assert problems["$.tags"] == "expected a number, got 'x'"
-    assert problems["$.extra"].startswith("Expecting property name")
+    assert problems["$.extra"].startswith("not valid JSON: Expecting property name")
     assert problems["$.target.host"] == "required"
+    # the same problems in the page's language
+    _, said = arguments_from(fields, form, translations("zh-Hans").gettext)
+    assert said["$.level"] == "应为整数，实际为 '2.5'"  # noqa: RUF001 - Chinese punctuation
+    assert said["$.target.host"] == "必填"
     assert validate_arguments(SCHEMA, {"level": 9, "target": {}}) == {
         "$.level": "9 is greater than the maximum of 5",
         "$.target": "'host' is a required property",

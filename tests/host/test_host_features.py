@@ -376,3 +376,21 @@ async def test_how_a_server_that_is_not_connected_is_described(autojump_clock: t
             match=r"^no tool named 'b__get_thng'; did you mean 'b__get_thing', 'b__set_thing' or 'b__delete_thing'\?$",
         ):
             await host.call_tool("b__get_thng")
+
+
+async def test_a_call_that_failed_is_logged_at_error(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "mcpwire.host")
+    server = FakeServer("a", tools=[*default_tools(), tool("fail")])
+    async with _host(Factory(server)) as host:
+        await host.call_tool("a__get_thing")
+        assert (await host.call_tool("a__fail")).is_error
+        with pytest.raises(ToolExecutionError):
+            await host.call_tool("a__slow_thing", timeout=0.2)
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if " -> " in r.getMessage()]
+    assert lines == [
+        (logging.INFO, "a: get_thing -> ok"),
+        (logging.ERROR, "a: fail -> tool_error"),
+        (logging.ERROR, "a: slow_thing -> error (timeout)"),
+    ]

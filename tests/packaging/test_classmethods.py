@@ -198,6 +198,28 @@ def _exchange_step(tmp_path: Path) -> object:
     return step
 
 
+def _role(tmp_path: Path) -> object:
+    from mcpwire.service.identity import Role
+
+    role = Role.parse(" Approver ")
+    assert role is Role.APPROVER and role > Role.CALLER
+    return role
+
+
+def _role_map(tmp_path: Path) -> object:
+    from mcpwire.service.identity import Role
+    from mcpwire.service.oauth import RoleMap
+    from mcpwire.service.settings import OAuthSettings
+
+    oauth = OAuthSettings(
+        issuer="https://id.example", roles=(("ops", "approver"), ("ops", "caller"), ("dev", "caller"))
+    )
+    roles = RoleMap.from_settings(oauth)
+    assert roles.role_of({"groups": ["dev", "ops"]}) is Role.APPROVER
+    assert roles.role_of({"groups": ["other"]}) is None
+    return roles
+
+
 #: ``module.Class.method`` -> an example call, which returns what the method returned.
 EXAMPLES: dict[str, Callable[[Path], object]] = {
     "mcpwire.host.host.Host.from_config": _host_from_config,
@@ -216,6 +238,8 @@ EXAMPLES: dict[str, Callable[[Path], object]] = {
     "mcpwire.fuzz.wire.Entry.of_bytes": _wire_entry_of_bytes,
     "mcpwire.fuzz.wire.Entry.from_json": _wire_entry_from_json,
     "mcpwire.fuzz.exchange.Step.from_json": _exchange_step,
+    "mcpwire.service.identity.Role.parse": _role,
+    "mcpwire.service.oauth.RoleMap.from_settings": _role_map,
 }
 
 

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcpwire.errors import ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
 from mcpwire.protocol.http1 import (
     END,
     NEED_DATA,
     Head,
-    LocalProtocolError,
-    RemoteProtocolError,
     ResponseReader,
     encode_request,
+    parse_url,
     retry_after_seconds,
 )
 
@@ -57,23 +57,24 @@ def test_a_request_is_one_piece() -> None:
 @pytest.mark.parametrize(
     ("method", "target", "headers", "reason"),
     [
-        ("GE T", b"/", [], "illegal method"),
+        ("GE T", b"/", [], "illegal HTTP method"),
         ("GET", b"/a b", [], "illegal request target"),
         ("GET", b"/a\r\nX: 1", [], "illegal request target"),
         ("GET", b"", [], "illegal request target"),
         ("GET", b"/", [(b"X-A: 1\r\nX-B", b"2")], "illegal header name"),
         ("GET", b"/", [(b"Bad Name", b"1")], "illegal header name"),
         ("GET", b"/", [(b"", b"1")], "illegal header name"),
-        ("GET", b"/", [(b"Mcp-Param-X", b"1\r\nInjected: yes")], "illegal header value"),
-        ("GET", b"/", [(b"X", b"a\nb")], "illegal header value"),
-        ("GET", b"/", [(b"X", b"a\x00b")], "illegal header value"),
+        ("GET", b"/", [(b"Mcp-Param-X", b"1\r\nInjected: yes")], "illegal value of header 'Mcp-Param-X'"),
+        ("GET", b"/", [(b"X", b"a\nb")], "illegal value of header 'X'"),
+        ("GET", b"/", [(b"X", b"a\x00b")], "illegal value of header 'X'"),
     ],
 )
 def test_a_request_that_could_smuggle_anything_is_refused(
     method: str, target: bytes, headers: list[tuple[bytes, bytes]], reason: str
 ) -> None:
-    with pytest.raises(LocalProtocolError, match=reason):
+    with pytest.raises(LocalProtocolError, match=reason) as caught:
         encode_request(method, target, headers, None)
+    assert "Injected" not in str(caught.value)  # a value is never shown: it may be a credential
 
 
 # -- responses ----------------------------------------------------------------------------------------
@@ -146,40 +147,48 @@ def test_the_next_response_on_a_kept_connection() -> None:
     assert reader.next_event() is NEED_DATA
     reader.feed(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
     assert isinstance(reader.next_event(), Head) and reader.next_event() is END
-    with pytest.raises(RemoteProtocolError, match="cannot carry another request"):
+    with pytest.raises(LocalProtocolError, match="cannot carry another request"):
         reader.next_response()
 
 
 @pytest.mark.parametrize(
-    ("chunks", "reason"),
+    ("chunks", "error", "reason"),
     [
-        ([], "^Server disconnected without sending a response.$"),
-        ([b"HTTP/1.1 200 OK\r\nContent-"], "in the middle of the response head"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf"], "without sending complete message body"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"], "without sending complete"),
-        ([b"NOT HTTP AT ALL\r\n\r\n"], "illegal status line"),
-        ([b"HTTP/2 200 OK\r\n\r\n"], "illegal status line"),
-        ([b"HTTP/1.1 2000 OK\r\n\r\n"], "illegal status line"),
-        ([b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n"], "illegal header line"),
-        ([b"HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n"], "illegal header line"),
-        ([b"HTTP/1.1 200 OK\r\nX: 1\r\n folded\r\n\r\n"], "illegal header line"),
-        ([b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n"], "illegal header value"),
-        ([b"HTTP/1.1 200 OK\r\nX: a\x00b\r\n\r\n"], "illegal header value"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"], "illegal Content-Length"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"], "illegal Content-Length"),
-        ([b"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n"], "illegal Content-Length"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"], "unsupported transfer encoding"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], "illegal chunk-size line"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"], "does not end with CRLF"),
-        ([b"HTTP/1.1 101 Switching Protocols\r\n\r\n"], "switched protocols"),
-        ([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 2000 + b"\r\n\r\n"], "head is over 1024 bytes"),
-        ([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 2000], "head is over 1024 bytes"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1" * 5000], "chunk-size line is too long"),
-        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T" * 5000], "trailer section is too"),
+        ([], ConnectionBroken, "^the server closed the connection without answering$"),
+        ([b"HTTP/1.1 200 OK\r\nContent-"], ConnectionBroken, "in the middle of the answer's head"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf"], IncompleteBody, "after 4 of the 10 bytes"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"], IncompleteBody, "inside a chunked"),
+        ([b"NOT HTTP AT ALL\r\n\r\n"], InvalidHTTPResponse, "illegal status line"),
+        ([b"\x16\x03\x01"], InvalidHTTPResponse, "illegal status line"),  # a TLS answer, refused at once
+        ([b"HTTP/2 200 OK\r\n\r\n"], InvalidHTTPResponse, "illegal status line"),
+        ([b"HTTP/1.1 2000 OK\r\n\r\n"], InvalidHTTPResponse, "illegal status line"),
+        ([b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n"], InvalidHTTPResponse, "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nBad Name: 1\r\n\r\n"], InvalidHTTPResponse, "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\n folded\r\n\r\n"], InvalidHTTPResponse, "starts with a continuation line"),
+        ([b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n"], InvalidHTTPResponse, "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nX: a\x00b\r\n\r\n"], InvalidHTTPResponse, "illegal header line"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n"], InvalidHTTPResponse, "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n"], InvalidHTTPResponse, "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n"], InvalidHTTPResponse, "illegal Content-Length"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"], InvalidHTTPResponse, "unsupported"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], InvalidHTTPResponse, "chunk-size"),
+        ([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n"], InvalidHTTPResponse, "CRLF"),
+        ([b"HTTP/1.1 101 Switching Protocols\r\n\r\n"], InvalidHTTPResponse, "switched protocols"),
+        ([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 2000], InvalidHTTPResponse, "head is over 1024 bytes"),
+        (
+            [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1" * 5000],
+            InvalidHTTPResponse,
+            "chunk-size line is over 1024 bytes",
+        ),
+        (
+            [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T" * 5000],
+            InvalidHTTPResponse,
+            "trailer section is over 1024 bytes",
+        ),
     ],
 )
-def test_a_broken_response_is_refused_with_its_reason(chunks: list[bytes], reason: str) -> None:
-    with pytest.raises(RemoteProtocolError, match=reason):
+def test_a_broken_response_is_refused_with_its_reason(chunks: list[bytes], error: type[Exception], reason: str) -> None:
+    with pytest.raises(error, match=reason):
         read_all(chunks)
 
 
@@ -212,3 +221,55 @@ def test_a_body_is_never_held_beyond_what_was_read() -> None:
 )
 def test_retry_after_reads_seconds_and_http_dates_and_nothing_else(value: str | None, seconds: float | None) -> None:
     assert retry_after_seconds(value, now=40.0) == seconds
+
+
+# -- URLs ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/mcp",
+        "https://Example.COM/mcp?x=1&y=%20",
+        "http://example.com:80/",
+        "https://example.com:443",
+        "http://[::1]:3000/mcp",
+        "http://[2001:DB8::1]/a",
+        "http://ex\u00e4mple.com/b",
+        "http://user:p%40ss@h:1/p",
+        "http://h/a b/\u00e9?q=\u00e9 x",
+        "http://h/x?",
+    ],
+)
+def test_a_url_gives_what_httpx_would_send(url: str) -> None:
+    """Where to connect, the ``Host`` header and the request target, as ``httpx`` makes them."""
+    import httpx
+
+    target = parse_url(url)
+    reference = httpx.URL(url)
+    request = httpx.Request("GET", reference)
+    default = {"http": 80, "https": 443}[target.scheme]
+    assert (target.host, target.port) == (reference.raw_host.decode(), reference.port or default)
+    assert target.authority == request.headers["host"].encode()
+    assert target.path == reference.raw_path
+    if reference.userinfo:
+        assert target.credentials is not None
+        assert target.credentials.decode() == httpx.BasicAuth(reference.username, reference.password)._auth_header
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("ftp://h/", r"^unsupported URL scheme 'ftp' \(http:// or https:// only\)$"),
+        ("http://h:abc/", r"^invalid port: 'abc'$"),
+        ("http://h:70000/", r"^invalid port: '70000'$"),
+        ("http://1.2.3.400/", r"^invalid IPv4 address: '1\.2\.3\.400'$"),
+        ("http://[::g]/", r"^invalid URL: '::g' does not appear to be an IPv4 or IPv6 address$"),
+        ("http://\u0133/", r"^invalid IDNA hostname: '\u0133'$"),
+        ("http://h/\x01", r"^invalid non-printable ASCII character in URL, '\\x01' at position 9$"),
+        ("http:///mcp", r"^the URL has no host$"),
+    ],
+)
+def test_a_url_no_request_can_use_is_refused_with_its_reason(url: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_url(url)

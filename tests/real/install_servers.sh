@@ -8,7 +8,10 @@
 #     py/bin/mcp-server-{time,git,sqlite} (and the official Python SDK, `mcp`, as a client for tests)
 #     proxy/bin/mcp-proxy (mcp-proxy, on the Python SDK 1.x streamable HTTP transport)
 #     fastmcp/bin/fastmcp (FastMCP's proxy)
-# Versions are pinned so a test run is reproducible; a stamp file skips work already done.
+#     clients/node_modules/@modelcontextprotocol/sdk (the official TypeScript SDK, as a client) and
+#       clients/node_modules/.bin/mcp-inspector (the MCP Inspector, whose --cli mode is a client)
+# Versions are pinned so a test run is reproducible; a stamp file skips work already done (the
+# clients have their own, so adding them does not install the servers again).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${MCPWIRE_SERVERS_DIR:-$repo/.cache/servers}
@@ -31,8 +34,21 @@ SQLITE_PACKAGES=("mcp-server-sqlite==2025.4.25" "mcp<2")
 # Proxies in front of other servers, each in its own venv (their SDK pins differ).
 PROXY_PACKAGES=("mcp-proxy==0.13.0")
 FASTMCP_PACKAGES=("fastmcp==4.1.2")
+# MCP clients nobody here wrote, run against the gateway by the tests.
+CLIENT_PACKAGES=("@modelcontextprotocol/sdk@1.32.2" "@modelcontextprotocol/inspector@2.12.0")
 stamp_text="${NPM_PACKAGES[*]} ${PY_PACKAGES[*]} ${SQLITE_PACKAGES[*]} ${PROXY_PACKAGES[*]} ${FASTMCP_PACKAGES[*]}"
+clients_text="${CLIENT_PACKAGES[*]}"
 mkdir -p "$dir"
+if [ -f "$dir/clients/stamp" ] && [ "$(cat "$dir/clients/stamp")" = "$clients_text" ]; then
+  echo "clients already installed in $dir/clients"
+else
+  echo "installing MCP clients into $dir/clients"
+  npm install --silent --no-audit --no-fund --prefix "$dir/clients" "${CLIENT_PACKAGES[@]}"
+  for item in node_modules/@modelcontextprotocol/sdk/package.json node_modules/.bin/mcp-inspector; do
+    [ -e "$dir/clients/$item" ] || { echo "missing after install: $dir/clients/$item" >&2; exit 1; }
+  done
+  echo "$clients_text" > "$dir/clients/stamp"
+fi
 if [ -f "$dir/stamp" ] && [ "$(cat "$dir/stamp")" = "$stamp_text" ]; then
   echo "servers already installed in $dir"
   exit 0

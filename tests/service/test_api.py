@@ -4,6 +4,7 @@ the host, and a real store (SQLite here; the store's own tests cover PostgreSQL)
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,6 @@ import trio
 from _harness import demo_entry, running_service, write_config
 
 from mcpwire.host import ServerStatus
-from mcpwire.service.api.types import Url
-
-URL_PATTERN = Url.__metadata__[0].pattern
 
 TRACE = re.compile(r"^[0-9a-f]{32}$")
 
@@ -109,50 +107,80 @@ async def test_problems_name_the_bad_field(db: str, config: Path) -> None:
             assert body["title"] == "Gateway unavailable"
 
 
-async def test_post_server_validates_every_field(db: str, config: Path) -> None:
+def _errors(body: dict[str, Any]) -> list[tuple[str, str]]:
+    assert all(e["in"] == "body" for e in body["errors"])
+    return [(e["path"], e["message"]) for e in body["errors"]]
+
+
+async def test_post_server_says_what_the_config_loader_says(db: str, config: Path) -> None:
     async with running_service(db, config) as svc:
         c = svc.client
         body = problem(await c.post("/api/v1/servers", json={"name": "x", "command": 5}), 422)
-        assert body["errors"] == [{"in": "body", "path": "$.command", "message": "Expected `str | array`, got `int`"}]
+        assert _errors(body) == [("$.command", "expected a string or a non-empty list of strings, got a number")]
+        assert body["detail"] == (
+            "the server entry 'x' has a problem: $.command: expected a string or a non-empty list of strings, "
+            "got a number"
+        )
         body = problem(await c.post("/api/v1/servers", json={"name": "x", "command": "run 'quoted arg"}), 422)
-        assert body["errors"] == [
-            {
-                "in": "body",
-                "path": "$.command",
-                "message": "expected a program, or words without quotes or backslashes (give a list for those)",
-            }
-        ]
+        assert _errors(body) == [("$.command", """cannot split "run 'quoted arg" into words: No closing quotation""")]
         body = problem(await c.post("/api/v1/servers", json={"name": "bad name", "command": "x"}), 422)
-        assert body["errors"][0]["path"] == "$.name"
-        body = problem(await c.post("/api/v1/servers", json={"name": "x", "url": "ftp://h/"}), 422)
-        assert body["errors"] == [
-            {"in": "body", "path": "$.url", "message": f"Expected `str` matching regex {URL_PATTERN!r}"}
+        assert _errors(body) == [
+            ("$.name", "expected a server name of 1 to 64 letters, digits, '_', '-' or '.', got 'bad name'")
         ]
+        body = problem(await c.post("/api/v1/servers", json={"name": "x", "url": "ftp://h/"}), 422)
+        assert _errors(body) == [("$.url", "expected an http:// or https:// URL, got 'ftp://h/'")]
         entry = {"name": "x", "command": "x", "env": {"A": "${env:NOPE_NOT_SET}", "B": "${other:x}"}}
         body = problem(await c.post("/api/v1/servers", json=entry), 422)
-        assert body["detail"] == "the server entry for 'x' is invalid"
-        assert body["errors"] == [
-            {
-                "in": "body",
-                "path": "$.env.A",
-                "message": "environment variable 'NOPE_NOT_SET' is not set (used as ${env:NOPE_NOT_SET})",
-            },
-            {
-                "in": "body",
-                "path": "$.env.B",
-                "message": "the placeholder ${other:x} is not supported; use ${env:NAME}, ${NAME} or {BASE_PATH}",
-            },
+        assert body["detail"].startswith("the server entry 'x' has 2 problems: $.env.A: environment variable")
+        assert _errors(body) == [
+            ("$.env.A", "environment variable 'NOPE_NOT_SET' is not set (used as ${env:NOPE_NOT_SET})"),
+            ("$.env.B", "the placeholder ${other:x} is not supported; use ${env:NAME}, ${NAME} or {BASE_PATH}"),
         ]
         body = problem(await c.post("/api/v1/servers", json={"name": "x"}), 422)
-        assert body["errors"] == [
-            {
-                "in": "body",
-                "path": "$",
-                "message": "expected a 'command' (stdio server) or a 'url' (HTTP server); it has neither",
-            }
+        assert _errors(body) == [("$", "expected a 'command' (stdio server) or a 'url' (HTTP server); it has neither")]
+        # every problem at once, unknown keys named (a did-you-mean where one is close)
+        entry = {
+            "name": "x", "url": "ftp://x", "timeout_seconds": -1, "headres": {}, "colour": "blue",
+            "auth": {"type": "bearer", "token": "t", "tokn": 1}, "policy": {"retries": -2, "shiny": True},
+        }  # fmt: skip
+        body = problem(await c.post("/api/v1/servers", json=entry), 422)
+        assert sorted(_errors(body)) == [
+            ("$.auth.tokn", "unknown key; did you mean 'token'?"),
+            ("$.colour", "unknown key"),
+            ("$.headres", "unknown key; did you mean 'headers'?"),
+            ("$.policy.retries", "expected a non-negative integer, got -2"),
+            ("$.policy.shiny", "unknown key"),
+            ("$.timeout_seconds", "expected a positive number, got -1"),
+            ("$.url", "expected an http:// or https:// URL, got 'ftp://x'"),
         ]
+        body = problem(await c.post("/api/v1/servers", json=["not", "an", "object"]), 422)
+        assert body["errors"][0]["path"] == "$"
         body = problem(await c.post("/api/v1/servers", json={"name": "demo", **demo_entry()}), 409)
         assert body["detail"] == "a server named 'demo' already exists; PATCH or DELETE it first"
+        assert [s["name"] for s in (await c.get("/api/v1/servers")).json()["items"]] == ["demo", "legacy"]
+
+
+async def test_post_server_takes_every_shape_the_config_file_takes(db: str, config: Path) -> None:
+    demo = demo_entry()
+    spec07 = {"name": "spec07", "type": "local", "command": [demo["command"], *demo["args"]],
+              "environment": {"GREETING": "hello", "PORT": 8080}}  # fmt: skip
+    vscode = {"name": "vscode", "type": "stdio", **demo, "env": {"MODE": "${env:HOME}"}, "timeout": 1500}
+    async with running_service(db, config) as svc:
+        c = svc.client
+        for entry in (spec07, vscode):
+            added = await c.post("/api/v1/servers", json=entry)
+            assert added.status_code == 201, added.text
+        spec = svc.host.get("spec07").config
+        assert (spec.command, spec.args) == (demo["command"], tuple(demo["args"]))
+        assert dict(spec.env) == {"GREETING": "hello", "PORT": "8080"}  # SPEC-07's environment, honoured
+        vs = svc.host.get("vscode").config
+        assert dict(vs.env) == {"MODE": str(Path.home())} and vs.policy.timeout_seconds == 1.5
+        await svc.host.wait_status("spec07", ServerStatus.CONNECTED, timeout=30)
+        # stored as given (placeholders unexpanded), and read back so after a restart
+        row = {r.name: r for r in await svc.store.servers()}["vscode"]
+        assert row.entry is not None and row.entry["env"] == {"MODE": "${env:HOME}"}
+    async with running_service(db, config) as svc:
+        assert dict(svc.host.get("spec07").config.env) == {"GREETING": "hello", "PORT": "8080"}
 
 
 async def test_changes_through_the_api_survive_a_restart(db: str, config: Path) -> None:
@@ -173,8 +201,8 @@ async def test_changes_through_the_api_survive_a_restart(db: str, config: Path) 
         assert (await c.delete("/api/v1/servers/demo")).status_code == 204
         problem(await c.delete("/api/v1/servers/demo"), 404)
         assert (await c.patch("/api/v1/servers/extra", json={})).json()["name"] == "extra"  # changes nothing
-        body = problem(await c.patch("/api/v1/servers/extra", json={"command": "x"}), 422)
-        assert body["errors"][0]["message"] == "Object contains unknown field `command`"
+        body = problem(await c.patch("/api/v1/servers/extra", json={"comand": "x"}), 422)
+        assert body["errors"] == [{"in": "body", "path": "$.comand", "message": "unknown key; did you mean 'command'?"}]
     assert await trio.Path(config).read_text() == before  # the user's mcp.json is never rewritten
     async with running_service(db, config) as svc:
         servers = {s["name"]: s for s in (await svc.client.get("/api/v1/servers")).json()["items"]}
@@ -290,3 +318,74 @@ async def test_the_era_pin_is_kept_across_a_restart(db: str, config: Path) -> No
     async with running_service(db, config) as svc:
         servers = {s["name"]: s for s in (await svc.client.get("/api/v1/servers")).json()["items"]}
         assert servers["demo"]["era"] == "legacy" and servers["old"]["era"] == "legacy"
+
+
+async def _audit(c: httpx.AsyncClient, **params: Any) -> list[dict[str, Any]]:
+    reply = await c.get("/api/v1/audit", params=params)
+    assert reply.status_code == 200, reply.text
+    items: list[dict[str, Any]] = reply.json()["items"]
+    return items
+
+
+async def test_the_audit_is_filtered_by_run_kind_and_time(db: str, config: Path) -> None:
+    async with running_service(db, config) as svc:
+        c = svc.client
+        for text in ("first", "second"):
+            called = await c.post("/api/v1/tools/demo__echo/call", json={"arguments": {"text": text}})
+            assert called.status_code == 200, called.text
+        with trio.fail_after(30):
+            while len(calls := await _audit(c, kind="tool", tool="echo")) < 2:  # noqa: ASYNC110 - the API under test, polled as a client would
+                await trio.sleep(0.05)
+        assert {r["kind"] for r in calls} == {"tool"}
+        newest, oldest = calls
+        assert newest["runId"] != oldest["runId"]
+        assert [r["id"] for r in await _audit(c, run_id=oldest["runId"])] == [oldest["id"]]
+        assert await _audit(c, run_id="run_nothing") == []
+        others = await _audit(c, kind="pin")  # what the host pinned at start-up
+        assert others and {r["kind"] for r in others} == {"pin"}
+        # since is included, until is not
+        at = newest["time"]
+        assert newest["id"] in [r["id"] for r in await _audit(c, kind="tool", since=at)]
+        assert newest["id"] not in [r["id"] for r in await _audit(c, kind="tool", until=at)]
+        assert await _audit(c, kind="tool", since=at + 3600) == []
+        body = problem(await c.get("/api/v1/audit", params={"runid": "x", "color": "red"}), 422)
+        assert body["detail"].startswith("GET /api/v1/audit has no query parameter 'color', 'runid'; it takes server,")
+        assert body["errors"] == [
+            {"in": "query", "path": "color", "message": "unknown query parameter"},
+            {"in": "query", "path": "runid", "message": "unknown query parameter; did you mean 'run_id'?"},
+        ]
+        body = problem(await c.get("/api/v1/servers", params={"q": "x"}), 422)
+        assert body["detail"] == "GET /api/v1/servers has no query parameter 'q'; it takes none"
+        problem(await c.get("/api/v1/audit", params={"since": "yesterday"}), 422)
+
+
+async def test_a_call_says_its_server_is_reconnecting_and_takes_a_timeout_under_a_second(
+    db: str, tmp_path: Path
+) -> None:
+    broken = {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}
+    config = write_config(tmp_path / "mcp.json", {"demo": demo_entry(), "broken": broken})
+    async with running_service(db, config, wait_ready=False) as svc:
+        c = svc.client
+        await svc.host.wait_status("demo", ServerStatus.CONNECTED, timeout=30)
+        await svc.host.wait_status("broken", ServerStatus.ERROR, timeout=30)
+        reply = await c.post("/api/v1/tools/broken__echo/call", json={"arguments": {}})
+        body = problem(reply, 503)
+        assert reply.headers["retry-after"] == "5"
+        assert body["title"] == "Server not connected"
+        assert body["detail"].startswith("server 'broken' is not connected (")
+        assert body["detail"].endswith(
+            "the host keeps retrying in the background: its tools, 'broken__echo' among them if it has it, "
+            "come back once it is connected; try again in 5 s"
+        )
+        # a name no server could have is still a 404
+        problem(await c.post("/api/v1/tools/nobody__echo/call", json={}), 404)
+        problem(await c.post("/api/v1/tools/demo__nothing/call", json={}), 404)
+        # seed 000's 200 ms per call
+        started = trio.current_time()
+        slow = await c.post(
+            "/api/v1/tools/demo__slow/call", json={"arguments": {"seconds": 5, "steps": 1}, "timeoutSeconds": 0.2}
+        )
+        assert problem(slow, 504)["detail"].startswith("tool 'slow' on server 'demo' failed: RequestTimeout")
+        assert trio.current_time() - started < 4
+        refused = problem(await c.post("/api/v1/tools/demo__echo/call", json={"timeoutSeconds": 0.01}), 422)
+        assert refused["errors"][0]["path"] == "$.timeoutSeconds"

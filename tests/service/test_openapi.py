@@ -22,6 +22,7 @@ from _host_fakes import Factory, FakeServer  # the host tests' fakes
 from mcpwire.client import open_client
 from mcpwire.host import ServerConfig
 from mcpwire.host.config import parse_server
+from mcpwire.service.agent_runs import agent_routes
 from mcpwire.service.api import API
 from mcpwire.service.api.types import ServerEntry, ToolCallIn
 from mcpwire.service.settings import Secret, Settings
@@ -44,9 +45,28 @@ def test_every_operation_is_documented_from_its_types() -> None:
     assert entry["properties"]["name"]["pattern"] == "^[A-Za-z0-9_.-]{1,64}$"
     assert set(entry["properties"]) == {f.encode_name for f in msgspec.structs.fields(ServerEntry)}
     audit = {p["name"]: p for p in doc["paths"]["/api/v1/audit"]["get"]["parameters"]}
-    assert set(audit) == {"server", "tool", "outcome", "trace_id", "cursor", "limit"}
+    assert set(audit) == {
+        "server",
+        "tool",
+        "outcome",
+        "trace_id",
+        "run_id",
+        "kind",
+        "since",
+        "until",
+        "cursor",
+        "limit",
+    }
     assert audit["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}
     assert "security" not in doc["paths"]["/healthz"]["get"]
+    run = doc["paths"]["/api/v1/agent/runs"]["post"]
+    assert run["x-mcpwire-role"] == "caller" and "text/event-stream" in run["responses"]["200"]["content"]
+    assert run["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/RunRequest"}
+    assert {"servers", "tools"} <= set(doc["components"]["schemas"]["RunRequest"]["properties"])
+    assert "/api/v1/agent/conversations/{conversation_id}" in doc["paths"]
+    assert doc["paths"]["/api/v1/servers/{name}/check"]["post"]["x-mcpwire-role"] == "viewer"
+    patch = doc["paths"]["/api/v1/servers/{name}"]["patch"]["requestBody"]["content"]["application/json"]["schema"]
+    assert patch == {"$ref": "#/components/schemas/ServerEntryPatch"}
     assert "securitySchemes" not in API.openapi(secured=False)["components"]
 
 
@@ -57,6 +77,7 @@ def test_decoding_request_bodies_leaves_a_healthy_process() -> None:
 
     code = """
 import msgspec
+from mcpwire.service.agent_runs import agent_routes
 from mcpwire.service.api import API
 bodies = [b'{"name": "a", "command": ["x"]}', b'{"name": "a", "command": "npx -y x"}', b'{"name": "a", "url": "http://h/"}',
           b'{"arguments": {}}', b'{"decision": "approve"}', b'{"enabled": false}', b'{"x": [1]}', b'[]']
@@ -104,7 +125,7 @@ async def _schemathesis(url: str, report: Path, *extra: str) -> tuple[int, str]:
         "--exclude-checks", "positive_data_acceptance",
         "--exclude-path", "/events",  # an endless stream: read by test_api's events tests
         "--max-examples", "12", "--max-time", "60", "--seed", "7", "--no-shrink",
-        "--workers", "1", "--request-timeout", "20",
+        "--workers", "1", "--request-timeout", "60",
         "--report", "ndjson", "--report-dir", str(report),
         *extra,
     ]  # fmt: skip
@@ -129,12 +150,14 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_pa
         settings=settings,
         headers=headers,
         host_options={"client_factory": _only_config_servers(real), "backoff_base": 5.0},
+        routes=lambda host, store: agent_routes(host, config, store),  # the agent's operations too
     ) as svc:
         extra = ["-H", f"Authorization: Bearer {TOKEN}"] if secured else []
         with trio.fail_after(240):
             code, output = await _schemathesis(svc.url, tmp_path / "report", *extra)
         doc = (await svc.client.get("/api/v1/openapi.json")).json()
     assert ("securitySchemes" in doc["components"]) is secured
+    assert "/api/v1/agent/runs" in doc["paths"]
     (report,) = (tmp_path / "report").glob("*.ndjson")
     events = [json.loads(line) for line in report.read_text().splitlines()]
     assert events, output

@@ -37,6 +37,8 @@ ENDPOINTS: list[tuple[str, str, Any, Role]] = [
     ("GET", "/api/v1/audit", None, Role.VIEWER),
     ("GET", "/metrics", None, Role.VIEWER),
     ("GET", "/api/v1/agent/conversations", None, Role.VIEWER),
+    ("GET", "/api/v1/agent/conversations/nope", None, Role.VIEWER),
+    ("POST", "/api/v1/servers/demo/check", None, Role.VIEWER),
     ("POST", "/api/v1/agent/runs", {"preset": "nope", "input": "hi"}, Role.CALLER),
     ("POST", "/api/v1/tools/demo__add/call", {"arguments": {"a": 1, "b": 2}}, Role.CALLER),
     ("POST", "/api/v1/prompts/demo__greet/get", {"arguments": {"name": "a"}}, Role.CALLER),
@@ -46,6 +48,7 @@ ENDPOINTS: list[tuple[str, str, Any, Role]] = [
     ("POST", "/api/v1/pins/demo/echo/approve", None, Role.APPROVER),
     ("POST", "/api/v1/servers", {"name": "sh", "command": "sh", "args": ["-c", "true"]}, Role.ADMIN),
     ("PATCH", "/api/v1/servers/demo", {"timeout": 30}, Role.ADMIN),
+    ("PATCH", "/api/v1/servers/demo", {"command": "sh", "args": ["-c", "true"]}, Role.ADMIN),
     ("POST", "/api/v1/servers/nope/restart", None, Role.ADMIN),
     ("DELETE", "/api/v1/servers/nope", None, Role.ADMIN),
     ("GET", "/api/v1/tokens", None, Role.ADMIN),
@@ -96,12 +99,33 @@ async def _send(client: httpx.AsyncClient, method: str, path: str, body: Any, to
     return response.status_code
 
 
+#: who is calling: a credential (or none) and the role it has, None when it must be refused
+Callers = dict[str, tuple[str | None, Role | None]]
+
+
+async def unexpected_answers(client: httpx.AsyncClient, callers: Callers) -> list[str]:
+    """Every endpoint as every caller: the answers that are not the documented one."""
+    wrong: list[str] = []
+    for method, path in PUBLIC:
+        status = await _send(client, method, path, None, None)
+        if status in (401, 403):
+            wrong.append(f"{method} {path} without a token: {status}")
+    for who, (token, role) in callers.items():
+        for method, path, body, needed in ENDPOINTS:
+            status = await _send(client, method, path, body, token)
+            expected = "401" if role is None else "403" if role < needed else "allowed"
+            got = str(status) if status in (401, 403) else "allowed"
+            if got != expected:
+                wrong.append(f"{method} {path} as {who}: {status}, expected {expected}")
+    return wrong
+
+
 async def test_every_endpoint_answers_every_caller_as_documented(db: str, config: Path) -> None:
     settings = Settings(port=0, rate_limit=0, token=Secret(ADMIN))
     agent = lambda host, store: agent_routes(host, None, store)  # noqa: E731
     async with running_service(db, config, settings=settings, routes=agent) as svc:
         tokens = await _tokens(svc)
-        callers: dict[str, tuple[str | None, Role | None]] = {
+        callers: Callers = {
             "no token": (None, None),
             "a token it does not know": ("mcpw_" + "x" * 43, None),
             "revoked": (tokens["revoked"], None),
@@ -111,20 +135,8 @@ async def test_every_endpoint_answers_every_caller_as_documented(db: str, config
             "admin": (tokens["admin"], Role.ADMIN),
             "the admin token": (ADMIN, Role.ADMIN),
         }
-        wrong: list[str] = []
         async with httpx.AsyncClient(base_url=svc.url, timeout=30) as client:
-            for method, path in PUBLIC:
-                status = await _send(client, method, path, None, None)
-                if status in (401, 403):
-                    wrong.append(f"{method} {path} without a token: {status}")
-            for who, (token, role) in callers.items():
-                for method, path, body, needed in ENDPOINTS:
-                    status = await _send(client, method, path, body, token)
-                    expected = "401" if role is None else "403" if role < needed else "allowed"
-                    got = str(status) if status in (401, 403) else "allowed"
-                    if got != expected:
-                        wrong.append(f"{method} {path} as {who}: {status}, expected {expected}")
-        assert wrong == []
+            assert await unexpected_answers(client, callers) == []
 
 
 async def test_a_caller_cannot_approve_its_own_call_nor_add_a_server(db: str, config: Path) -> None:

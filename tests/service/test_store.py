@@ -316,3 +316,18 @@ async def test_approval_versions_refuse_a_stale_save(store: Store) -> None:
     assert await store.save_approval(second, expect_version=1) is None  # stale
     loaded = await store.approval("v")
     assert loaded is not None and loaded.state == "approved" and loaded.data["version"] == 2
+
+
+async def test_a_sqlite_store_commits_as_asked(tmp_path: Path) -> None:
+    # normal (the default): durable when the process dies; full: synced at every commit too
+    for query, expected in (("", 1), ("?synchronous=full", 2), ("?synchronous=NORMAL", 1)):
+        store = await open_store(f"sqlite:///{tmp_path / 'modes.db'}{query}")
+        try:
+            level = await store._driver.call(lambda tx: tx.one("PRAGMA synchronous"), write=False)
+            assert level is not None and level[0] == expected, query
+        finally:
+            await store.aclose()
+    with pytest.raises(StoreError, match=r"^--db 'sqlite:///.*': unknown option 'sync' \(a SQLite URL takes"):
+        await open_store(f"sqlite:///{tmp_path / 'x.db'}?sync=full")
+    with pytest.raises(StoreError, match=r"^--db 'sqlite:///.*': synchronous='off': expected normal or full$"):
+        await open_store(f"sqlite:///{tmp_path / 'x.db'}?synchronous=off")

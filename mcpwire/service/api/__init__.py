@@ -3,7 +3,7 @@ document, both from the same declarations (see :mod:`mcpwire.service.api.routing
 
 from __future__ import annotations
 
-from . import audit, catalog, oversight, probes, servers, tokens, tools  # noqa: F401  (each registers its operations)
+from . import agent, audit, catalog, oversight, presets, probes, servers, tokens, tools  # noqa: F401  (each registers its operations)
 from .core import API, PREFIX, map_error
 
 __all__ = ["API", "PREFIX", "map_error"]

@@ -36,14 +36,20 @@ def audit_out(row: AuditRow) -> AuditOut:
 )
 async def list_audit(ctx: Ctx) -> AuditList:
     """Filters: ``server``, ``tool`` (its own or namespaced name), ``outcome`` (ok, tool_error,
-    error, denied, cache_hit, cancelled), ``trace_id``. Arguments are redacted per the host's
-    audit policy before they are stored."""
+    error, denied, cache_hit, cancelled...), ``trace_id``, ``run_id`` (a call's or an agent run's),
+    ``kind`` (tool, prompt, resource, pin, approval...), and the time: ``since`` (included) and
+    ``until`` (not), as Unix seconds. An unknown parameter is refused, not ignored. Arguments are
+    redacted per the host's audit policy before they are stored."""
     query = ctx.query_as(AuditQuery)
     page = await service_of(ctx).store.audit(
         server=query.server,
         tool=query.tool,
         outcome=query.outcome,
         trace_id=query.trace_id,
+        run_id=query.run_id,
+        kind=query.kind,
+        since=query.since,
+        until=query.until,
         cursor=query.cursor,
         limit=query.limit,
     )

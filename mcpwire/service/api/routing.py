@@ -11,9 +11,10 @@ second description of the API to drift from the code.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -24,7 +25,7 @@ from starlette.routing import Route
 
 from ..identity import Identity, Role
 from ..middleware import forbidden
-from ..problems import Problem, ProblemError, validation_error
+from ..problems import FieldError, Problem, ProblemError, validation_error
 
 __all__ = [
     "JSON",
@@ -113,6 +114,9 @@ class Operation:
     public: bool = False
     #: the least role that may run it
     role: Role = Role.VIEWER
+    #: what the OpenAPI document says of the body, when the handler checks it itself (``body``
+    #: is then a loose type, e.g. any JSON object)
+    body_schema: Any = None
 
 
 _PARAM = re.compile(r"{([a-zA-Z_][a-zA-Z0-9_]*)}")
@@ -145,9 +149,11 @@ class Api:
         tags: Sequence[str] = (),
         public: bool = False,
         role: Role | None = None,
+        body_schema: Any = None,
     ) -> Callable[[Handler], Handler]:
         """Registers an operation; ``role`` is the least role that may run it (reading needs a
-        viewer, anything else an admin, unless it says otherwise)."""
+        viewer, anything else an admin, unless it says otherwise). ``body_schema``: the body's
+        documented type when ``body`` is only what is decoded before the handler checks it."""
         needed = role if role is not None else Role.VIEWER if method.upper() in ("GET", "HEAD") else Role.ADMIN
 
         def register(handler: Handler) -> Handler:
@@ -165,6 +171,7 @@ class Api:
                     description=(handler.__doc__ or "").strip(),
                     public=public,
                     role=needed,
+                    body_schema=body_schema,
                 )
             )
             return handler
@@ -194,7 +201,7 @@ class Api:
         types: list[Any] = [Problem]
         for op in self.operations:
             if op.body is not None:
-                types.append(op.body)
+                types.append(op.body_schema if op.body_schema is not None else op.body)
             types += [r.type for r in op.responses.values() if r.type is not None]
         unique = list(dict.fromkeys(types))
         schemas, components = msgspec.json.schema_components(unique, ref_template="#/components/schemas/{name}")
@@ -224,7 +231,8 @@ class Api:
             if op.description:
                 item["description"] = op.description
             if op.body is not None:
-                item["requestBody"] = {"required": True, "content": {JSON: {"schema": schema_of[id(op.body)]}}}
+                body = op.body_schema if op.body_schema is not None else op.body
+                item["requestBody"] = {"required": True, "content": {JSON: {"schema": schema_of[id(body)]}}}
             if secured and not op.public:
                 item["security"] = [{"bearer": []}]
                 item["x-mcpwire-role"] = op.role.label
@@ -310,7 +318,25 @@ def _endpoint(
     return endpoint
 
 
+def _unknown_parameters(op: Operation, given: Iterable[str]) -> None:
+    """A 422 for query parameters the operation does not take (a misspelt filter would
+    otherwise be ignored, and the answer look filtered when it is not)."""
+    known = [] if op.query is None else [f.encode_name for f in msgspec.structs.fields(op.query)]
+    unknown = sorted(set(given) - set(known))
+    if not unknown:
+        return
+    takes = f"it takes {', '.join(known)}" if known else "it takes none"
+    errors = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        errors.append(FieldError(location="query", path=name, message=f"unknown query parameter{hint}"))
+    listed = ", ".join(repr(name) for name in unknown)
+    raise ProblemError(422, f"{op.method} {op.path} has no query parameter {listed}; {takes}", errors=errors)
+
+
 async def _handle(op: Operation, request: Request, service: object, errors: ErrorMapper) -> Reply | Response | object:
+    _unknown_parameters(op, request.query_params.keys())
     query: object | None = None
     if op.query is not None:
         params = {k: v for k, v in request.query_params.items()}

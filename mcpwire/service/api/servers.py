@@ -1,21 +1,33 @@
-"""``/api/v1/servers``: list, inspect, add, edit, remove and restart servers."""
+"""``/api/v1/servers``: list, inspect, add, edit, remove, restart and check servers.
+
+A new entry and an edited one are checked by the config loader (see
+:mod:`mcpwire.service.servers`): the body is decoded as any JSON object, and the loader names
+every problem at its JSON path, in the words ``mcpwire`` uses for a config file.
+"""
 
 from __future__ import annotations
 
-import urllib.parse
+import re
+import time
+from typing import Any, Final
 
-import msgspec
-
-from ...host import ServerInfo
+from ...errors import MCPWireError
+from ...host import ServerInfo, ServerStatus
+from ...host.calls import not_connected
+from ...host.supervisor import describe
 from ...redaction import redact_argv, redact_url
+from ..identity import Role
 from ..problems import FieldError, ProblemError
 from .core import API, NO_CONTENT, PREFIX, named, service_of
 from .routing import Ctx, Reply, ResponseSpec
-from .types import COMMAND_LINE, Latency, NewServer, ServerEntry, ServerList, ServerOut, ServerPatch
+from .types import CheckOut, CheckQuery, Latency, NewServer, ServerEntryPatch, ServerList, ServerOut
 
 __all__ = ["server_out"]
 
 TAGS = ("servers",)
+#: a JSON object, any: the loader checks it (``body_schema`` documents it)
+JSONObject = dict[str, Any]
+_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 def _target(info: ServerInfo) -> str:
@@ -58,22 +70,6 @@ def server_out(ctx: Ctx, info: ServerInfo) -> ServerOut:
     )
 
 
-def _check_entry(body: ServerEntry) -> None:
-    """What the schema says but msgspec cannot check here (see ``CommandLine``), and URLs whose
-    bracketed host is not an IP address."""
-    error: FieldError | None = None
-    if isinstance(body.command, str) and not COMMAND_LINE.match(body.command):
-        message = "expected a program, or words without quotes or backslashes (give a list for those)"
-        error = FieldError(location="body", path="$.command", message=message)
-    elif isinstance(body.url, str):
-        try:
-            urllib.parse.urlsplit(body.url)
-        except ValueError as exc:
-            error = FieldError(location="body", path="$.url", message=f"not a URL: {exc}")
-    if error is not None:
-        raise ProblemError(422, f"the request body is invalid: {error.message}", errors=[error])
-
-
 def _info(ctx: Ctx) -> ServerInfo:
     return named(service_of(ctx).host.list(), ctx.path["name"], "server")
 
@@ -106,18 +102,24 @@ async def get_server(ctx: Ctx) -> ServerOut:
     f"{PREFIX}/servers",
     summary="Add a server",
     tags=TAGS,
-    body=NewServer,
+    body=JSONObject,
+    body_schema=NewServer,
     responses={
         201: ResponseSpec("Added and starting; Location names it.", ServerOut, headers={"Location": "The server."})
     },
 )
 async def add_server(ctx: Ctx) -> Reply:
-    """The body is one mcp.json entry plus its name. It is stored (surviving a restart; the
-    config file is not touched) and the server starts at once. 422 names each bad field."""
-    body = ctx.body_as(ServerEntry)
-    _check_entry(body)
-    entry = msgspec.to_builtins(body)
-    name = entry.pop("name")
+    """The body is one mcp.json entry, in any shape the config file takes, plus its name. It is
+    checked as the config file's entries are (422 names every problem at its JSON path, and
+    every unknown key), stored (surviving a restart; the config file is not touched), and the
+    server starts at once."""
+    entry = dict(ctx.body_as(dict))
+    name = entry.pop("name", None)
+    if not isinstance(name, str) or not _NAME.match(name):
+        got = "it is missing" if name is None else f"got {name!r}"
+        message = f"expected a server name of 1 to 64 letters, digits, '_', '-' or '.', {got}"
+        error = FieldError(location="body", path="$.name", message=message)
+        raise ProblemError(422, f"the server entry has a problem: $.name: {message}", errors=[error])
     service = service_of(ctx)
     await service.servers.add(name, entry)
     info = service.host.get(name)
@@ -129,14 +131,23 @@ async def add_server(ctx: Ctx) -> Reply:
     f"{PREFIX}/servers/{{name}}",
     summary="Edit a server",
     tags=TAGS,
-    body=ServerPatch,
+    body=JSONObject,
+    body_schema=ServerEntryPatch,
     responses={200: ResponseSpec("The server, restarted with its new settings.", ServerOut)},
 )
 async def edit_server(ctx: Ctx) -> ServerOut:
-    """Enable or disable it, change its timeout, its allowed or blocked tools, or its era pin.
-    An empty patch changes nothing (and restarts nothing)."""
+    """The body is a JSON merge patch (RFC 7396) of the server's entry: any key may change (url,
+    command, args, env, headers, auth, description, policy, enabled, timeouts, tools, era...),
+    an object merges into the one there, and ``null`` removes a key. The edited entry is checked
+    as a new one is. A server of the config file keeps its edits in the service's store, laid
+    over the file's entry (the file is not rewritten). The server restarts only when its
+    settings changed; an empty patch changes nothing."""
     info = _info(ctx)
-    patch = msgspec.to_builtins(ctx.body_as(ServerPatch))
+    patch = ctx.body_as(dict)
+    if "name" in patch:
+        message = "the name cannot change; DELETE the server and POST it under the new name"
+        raise ProblemError(422, f"the patch has a problem: $.name: {message}",
+                           errors=[FieldError(location="body", path="$.name", message=message)])  # fmt: skip
     if patch:
         await service_of(ctx).servers.edit(info.name, patch)
     return server_out(ctx, service_of(ctx).host.get(info.name))
@@ -168,3 +179,46 @@ async def restart_server(ctx: Ctx) -> Reply:
     info = _info(ctx)
     await service_of(ctx).servers.restart(info.name)
     return Reply(server_out(ctx, service_of(ctx).host.get(info.name)), status=202)
+
+
+@API.operation(
+    "POST",
+    f"{PREFIX}/servers/{{name}}/check",
+    role=Role.VIEWER,
+    summary="Check a server's health now",
+    tags=TAGS,
+    query=CheckQuery,
+    responses={200: ResponseSpec("How the check went (a failed one too).", CheckOut)},
+)
+async def check_server(ctx: Ctx) -> CheckOut:
+    """Asks the server for a sign of life now, as the periodic health check does (``ping``;
+    ``server/discover`` in 2026-07-28), within ``timeout_seconds``. A server that is not
+    connected, or does not answer in time, is a check that failed (``ok`` false, and why); a
+    failed check is reported, not acted on (the periodic checks reconnect). Changes nothing, so
+    a viewer may ask."""
+    info = _info(ctx)
+    timeout = ctx.query_as(CheckQuery).timeout_seconds
+    method = "server/discover" if info.era == "modern" else "ping"
+    client = info.client
+    checked_at = time.time()
+    if client is None or info.status is not ServerStatus.CONNECTED:
+        return CheckOut(
+            name=info.name, ok=False, status=info.status.value, method=None, latency_ms=None,
+            error=not_connected(info), checked_at=checked_at,
+        )  # fmt: skip
+    started = time.perf_counter()
+    try:
+        if info.era == "modern":
+            await client.discover(timeout=timeout)
+        else:
+            await client.ping(timeout=timeout)
+    except MCPWireError as exc:
+        error: str | None = f"{method} failed: {describe(exc)}"
+    else:
+        error = None
+        info.last_health_check = time.time()
+    latency = round((time.perf_counter() - started) * 1000, 3)
+    return CheckOut(
+        name=info.name, ok=error is None, status=info.status.value, method=method, latency_ms=latency,
+        error=error, checked_at=checked_at,
+    )  # fmt: skip

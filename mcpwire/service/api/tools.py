@@ -15,7 +15,8 @@ from typing import Any
 
 import msgspec
 
-from ...host import Host, RegisteredTool
+from ...host import Host, RegisteredTool, ServerInfo, ServerStatus
+from ...host.calls import not_connected
 from ..identity import Role
 from ..problems import ProblemError
 from ..state import CallOutcome, Service
@@ -76,6 +77,47 @@ async def list_tools(ctx: Ctx) -> ToolList:
 
 def _registered(ctx: Ctx) -> RegisteredTool:
     return named(service_of(ctx).host.tools(include_quarantined=True), ctx.path["name"], "tool", listing="tools")
+
+
+#: how soon a caller told that the tool's server is reconnecting may try again
+RETRY_RECONNECTING_S = 5
+
+
+def _server_of(host: Host, name: str) -> ServerInfo | None:
+    """The server whose tools ``name`` would be one of, by its namespace (the longest that fits)."""
+    head = host.registry.name_format.split("{tool}")[0]
+    fits = [
+        (len(p), info) for info in host.list() if (p := head.format(server=info.config.prefix)) and name.startswith(p)
+    ]
+    return max(fits, key=lambda fit: fit[0])[1] if fits else None
+
+
+async def _callable(ctx: Ctx) -> RegisteredTool:
+    """The tool to call. One of a server that is (re)connecting is waited for briefly, then a
+    503 with Retry-After says so; one of a disabled server is a 409; only a name no server could
+    have is a 404."""
+    service = service_of(ctx)
+    name = ctx.path["name"]
+    tools = {t.name: t for t in service.host.tools(include_quarantined=True)}
+    if name in tools:
+        return tools[name]
+    info = _server_of(service.host, name)
+    if info is None or info.status is ServerStatus.CONNECTED:
+        return _registered(ctx)  # the 404
+    await service.ready_server(info.name)
+    tools = {t.name: t for t in service.host.tools(include_quarantined=True)}
+    if name in tools:
+        return tools[name]
+    info = service.host.get(info.name)  # (as it is after the wait)
+    if info.status is ServerStatus.CONNECTED:
+        return _registered(ctx)
+    raise ProblemError(
+        503,
+        f"{not_connected(info)}: its tools, {name!r} among them if it has it, come back once it is connected; "
+        f"try again in {RETRY_RECONNECTING_S} s",
+        headers={"Retry-After": str(RETRY_RECONNECTING_S)},
+        title="Server not connected",
+    )
 
 
 @API.operation(
@@ -157,7 +199,7 @@ async def call_tool(ctx: Ctx) -> Reply:
     cached one); a call of a tool that is not read-only drops its server's cached results."""
     body = ctx.body_as(ToolCallIn)
     service = service_of(ctx)
-    reg = _registered(ctx)
+    reg = await _callable(ctx)
     await service.ready_server(reg.server)
     run_id = "run_" + secrets.token_hex(8)
     context = {"trace_id": ctx.trace_id or "", "run_id": run_id, "caller": f"api {ctx.caller or 'unknown'}"}

@@ -7,7 +7,6 @@ camelCase, as in MCP; a server entry keeps mcp.json's own spelling (``allowed_to
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
@@ -15,6 +14,8 @@ from msgspec import UNSET, UnsetType
 
 __all__ = [
     "ApprovalDecision",
+    "CheckOut",
+    "CheckQuery",
     "ApprovalList",
     "ApprovalOut",
     "ApprovalQuery",
@@ -35,7 +36,7 @@ __all__ = [
     "ServerEntry",
     "ServerList",
     "ServerOut",
-    "ServerPatch",
+    "ServerEntryPatch",
     "ToolCallIn",
     "ToolCallOut",
     "ToolList",
@@ -44,9 +45,7 @@ __all__ = [
 ]
 
 ServerName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="letters, digits, _ . -")]
-Seconds = Annotated[float, msgspec.Meta(ge=1, le=86_400)]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=500)]
-ToolNames = list[Annotated[str, msgspec.Meta(min_length=1, max_length=256)]]
 
 
 class Out(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -66,60 +65,68 @@ class Auth(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     header_name: Annotated[str, msgspec.Meta(min_length=1)] | UnsetType = UNSET
 
 
-# Patterns are read by msgspec (Python's re) and by JSON Schema tools (ECMA-262), whose ``\s``
-# differ (Python's includes U+001C..U+001F and U+0085): spaces and controls are spelt out instead.
-_SPACE = "\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
-#: a program as one string: split into words at spaces when no ``args`` are given, so quotes and
-#: backslashes are not taken here (give ``command`` as a list for those)
-COMMAND_LINE_PATTERN: Final = f"^[^'\"\\\\]*[^{_SPACE}'\"\\\\][^'\"\\\\]*$"
-COMMAND_LINE: Final = re.compile(COMMAND_LINE_PATTERN)
-# msgspec 0.22 frees a ``pattern`` constraint twice when its str is in a union with an array type
-# (the process aborts at exit), so this pattern is documented here and checked by the handler
-CommandLine = Annotated[
-    str,
-    msgspec.Meta(
-        extra_json_schema={"pattern": COMMAND_LINE_PATTERN},
-        description="a program, or a command line without quotes",
-    ),
-]
-Word = Annotated[str, msgspec.Meta(pattern=f"[^{_SPACE}]")]
-#: an http(s) URL whose host is a name, an address or a bracketed IPv6 address (so that every URL
-#: taken here also parses, e.g. by urllib.parse.urlsplit)
-Url = Annotated[
-    str,
-    msgspec.Meta(pattern=f"^https?://(\\[[0-9A-Fa-f:.]+\\](:[0-9]*)?|[^/?#\\[\\]{_SPACE}]+)([/?#][^{_SPACE}]*)?$"),
+# The entry is checked by the config loader (mcpwire.host.entries), not by these types: they
+# describe it for the OpenAPI document, no stricter than the loader (whatever the loader takes
+# fits them), so that a body refused here is refused by the loader too.
+#: environment and header values: numbers and booleans become their JSON text (``8080``, ``true``)
+Scalar = str | int | float | bool
+PositiveSeconds = Annotated[float, msgspec.Meta(gt=0, description="seconds, more than 0")]
+TransportType = Literal[
+    "stdio", "local", "http", "streamable-http", "streamableHttp", "streamable_http", "remote", "sse"
 ]
 Namespace = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]+$")]
-_HTTP_TYPES = ["http", "streamable-http", "streamableHttp", "remote", "sse"]
+_HTTP_TYPES = ["http", "streamable-http", "streamableHttp", "streamable_http", "remote", "sse"]
 
 
-class ServerEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One mcp.json server entry plus its name (``${env:NAME}`` placeholders are expanded from
-    the service's environment when the server starts, and stored unexpanded).
+class ServerEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """One mcp.json server entry plus its name, in any shape the config file takes (Claude
+    Desktop and Cursor, VS Code, SPEC-07's ``local``/``remote`` with ``environment``), checked
+    by the config loader: every problem is named at its JSON path, and unknown keys are refused.
+    ``${env:NAME}`` placeholders are expanded from the service's environment when the server
+    starts, and stored unexpanded.
 
-    A stdio server has a ``command`` (and no ``type``, or ``stdio``); an HTTP server a ``url``
-    (and no ``command``, or an HTTP ``type``)."""
+    A stdio server has a ``command`` (and no ``type``, or ``stdio``/``local``); an HTTP server a
+    ``url`` (and no ``command``, or an HTTP ``type``). docs/config.md describes each key."""
 
     name: ServerName
-    type: Literal["stdio", "local", "http", "streamable-http", "streamableHttp", "remote", "sse"] | UnsetType = UNSET
-    command: CommandLine | Annotated[list[Word], msgspec.Meta(min_length=1)] | UnsetType = UNSET
+    type: TransportType | UnsetType = UNSET
+    #: another name for ``type``
+    transport: TransportType | UnsetType = UNSET
+    #: a program, a command line (split into words when no ``args`` are given), or a list of words
+    command: str | Annotated[list[str], msgspec.Meta(min_length=1)] | UnsetType = UNSET
     args: list[str] | UnsetType = UNSET
-    env: dict[str, str] | UnsetType = UNSET
+    env: dict[str, Scalar] | UnsetType = UNSET
+    #: SPEC-07's name for ``env`` (both may be given: ``environment`` wins)
+    environment: dict[str, Scalar] | UnsetType = UNSET
     cwd: str | UnsetType = UNSET
-    url: Url | UnsetType = UNSET
-    headers: dict[str, str] | UnsetType = UNSET
+    url: Annotated[str, msgspec.Meta(pattern="^https?://")] | UnsetType = UNSET
+    headers: dict[str, Scalar] | UnsetType = UNSET
     auth: Auth | UnsetType = UNSET
     enabled: bool | UnsetType = UNSET
+    #: the opposite of ``enabled`` (which wins when both are given)
+    disabled: bool | UnsetType = UNSET
     description: str | UnsetType = UNSET
-    allowed_tools: ToolNames | UnsetType = UNSET
-    disabled_tools: ToolNames | UnsetType = UNSET
+    allowed_tools: list[str] | UnsetType = UNSET
+    disabled_tools: list[str] | UnsetType = UNSET
     namespace: Namespace | UnsetType = UNSET
-    timeout_seconds: Seconds | UnsetType = UNSET
-    connect_timeout_seconds: Seconds | UnsetType = UNSET
+    #: each call's timeout (the same as ``policy.timeout_seconds``)
+    timeout_seconds: PositiveSeconds | UnsetType = UNSET
+    #: each call's timeout in milliseconds (Cline's and Roo's key), when ``timeout_seconds`` is not given
+    timeout: Annotated[float, msgspec.Meta(gt=0)] | UnsetType = UNSET
+    connect_timeout_seconds: PositiveSeconds | UnsetType = UNSET
+    #: another name for ``connect_timeout_seconds``
+    startup_timeout_seconds: PositiveSeconds | UnsetType = UNSET
     health_interval_seconds: Annotated[float, msgspec.Meta(ge=0)] | UnsetType = UNSET
+    #: timeouts, retries, cache, breaker, approval rules and per-tool settings (docs/config.md)
     policy: dict[str, Any] | UnsetType = UNSET
     era: Literal["auto", "legacy", "modern"] | UnsetType = UNSET
     protocol_version: Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}$")] | UnsetType = UNSET
+    #: accepted and ignored (VS Code's file of variables; mcpwire loads no file into a server's environment)
+    envFile: Any = UNSET  # (mcp.json's spelling)
+    #: accepted and ignored (Cline's approval list; use ``policy.approval``)
+    alwaysAllow: Any = UNSET
+    #: accepted and ignored (Roo's approval list; use ``policy.approval``)
+    autoApprove: Any = UNSET
 
 
 #: the body of POST /servers: an entry that names a command (stdio) or a URL (HTTP)
@@ -128,23 +135,40 @@ NewServer = Annotated[
     msgspec.Meta(
         extra_json_schema={
             "anyOf": [
-                {"required": ["command"], "properties": {"type": {"enum": ["stdio", "local"]}}},
-                {"required": ["url"], "properties": {"type": {"enum": _HTTP_TYPES}}, "not": {"required": ["command"]}},
-                {"required": ["url", "type"], "properties": {"type": {"enum": _HTTP_TYPES}}},
+                {"required": ["command"]},
+                {"required": ["url"]},
             ]
         }
     ),
 ]
 
+#: in a merge patch, an object merges into the one there (so a part of it is enough) and
+#: ``null`` removes what it names
+_LOOSE_IN_PATCH: Final[dict[str, Any]] = {
+    "auth": dict[str, Any] | None,
+    "env": dict[str, Scalar | None] | None,
+    "environment": dict[str, Scalar | None] | None,
+    "headers": dict[str, Scalar | None] | None,
+}
 
-class ServerPatch(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
-    """What PATCH may change; ``null`` resets ``timeout_seconds`` and ``allowed_tools``."""
-
-    enabled: bool | UnsetType = UNSET
-    timeout_seconds: Seconds | UnsetType | None = UNSET
-    allowed_tools: ToolNames | UnsetType | None = UNSET
-    disabled_tools: ToolNames | UnsetType = UNSET
-    era: Literal["auto", "legacy", "modern"] | UnsetType = UNSET
+#: the body of PATCH /servers/{name}: a JSON merge patch (RFC 7396) of the server's entry
+ServerEntryPatch = msgspec.defstruct(
+    "ServerEntryPatch",
+    [
+        (f.name, _LOOSE_IN_PATCH.get(f.name, f.type | None), UNSET)
+        for f in msgspec.structs.fields(ServerEntry)
+        if f.name != "name"
+    ],
+    kw_only=True,
+    frozen=True,
+    omit_defaults=True,
+    forbid_unknown_fields=True,
+)
+ServerEntryPatch.__doc__ = (
+    "A JSON merge patch (RFC 7396) of a server's entry: each key given replaces the entry's (an "
+    "object merges into the one there), and null removes a key. Any key of an entry may change, "
+    "except the name. The result is checked as a new entry is."
+)
 
 
 class Latency(Out, frozen=True, kw_only=True):
@@ -187,6 +211,26 @@ class ServerList(Out, frozen=True, kw_only=True):
     items: list[ServerOut]
 
 
+class CheckQuery(msgspec.Struct, frozen=True, kw_only=True):
+    #: how long the server may take to answer
+    timeout_seconds: Annotated[float, msgspec.Meta(ge=0.05, le=60)] = 10.0
+
+
+class CheckOut(Out, frozen=True, kw_only=True):
+    """An on-demand health check of one server."""
+
+    name: str
+    #: the server answered in time
+    ok: bool
+    status: str
+    #: what was asked (``ping``, or ``server/discover`` in 2026-07-28); None when not connected
+    method: str | None
+    latency_ms: float | None
+    #: why the check failed
+    error: str | None
+    checked_at: float
+
+
 # -- tools, prompts, resources ------------------------------------------------------------------
 
 
@@ -215,8 +259,8 @@ class ToolList(Out, frozen=True, kw_only=True):
 
 class ToolCallIn(In, frozen=True, kw_only=True):
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
-    #: seconds for each attempt (1 to 3600), instead of the server's configured timeout
-    timeout_seconds: Annotated[float, msgspec.Meta(ge=1, le=3600)] | None = None
+    #: seconds for each attempt (0.05 to 3600), instead of the server's configured timeout
+    timeout_seconds: Annotated[float, msgspec.Meta(ge=0.05, le=3600)] | None = None
     #: call the server even when the cache holds a fresh result (the new result replaces it)
     fresh: bool = False
 
@@ -400,11 +444,19 @@ class ApprovalList(Out, frozen=True, kw_only=True):
     items: list[ApprovalOut]
 
 
+#: a moment, as Unix seconds
+Time = Annotated[float, msgspec.Meta(ge=0, le=1e11)]
+
+
 class AuditQuery(msgspec.Struct, frozen=True, kw_only=True):
     server: str | None = None
     tool: str | None = None
     outcome: str | None = None
     trace_id: str | None = None
+    run_id: str | None = None
+    kind: str | None = None
+    since: Time | None = None
+    until: Time | None = None
     cursor: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | None = None
     limit: Limit = 50
 

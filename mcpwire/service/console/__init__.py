@@ -1,7 +1,10 @@
 """The web console of ``mcpwire serve``: server-rendered pages over the management API.
 
-Pages: ``/`` (servers, live, with charts), ``/tools``, ``/tools/{name}`` (with the try-it form),
-``/approvals``, ``/pins``, ``/audit``, ``/checks``; ``/login`` when the service has a token. The
+Pages: ``/`` (servers, live, with charts), ``/tools`` (with each tool's switch, and the list as
+OpenAI, Anthropic or Markdown tools), ``/tools/{name}`` (with the try-it form), ``/approvals``,
+``/pins``, ``/audit``, ``/checks``, ``/catalog`` (presets of well-known servers, added with their
+parameters); ``/login`` when the service has a token. Every page is in English and Simplified
+Chinese (:mod:`.i18n`), and its navigation says what needs attention (:mod:`.attention`). The
 pages call the API's own operations (:func:`~mcpwire.service.console.web.call_api`), update
 themselves from the service's event stream (``/console/events``, the same events as ``/events``)
 with htmx (vendored in ``static/``), and carry no inline script. See :mod:`.web` for sessions,
@@ -15,14 +18,14 @@ from typing import Final
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from . import servers, sessions
+from . import servers, signin
 from .web import STATIC, page
 
 __all__ = ["handles", "routes"]
 
 #: the first path segments the console answers (the API is under /api/v1, the gateway at /mcp)
 _SECTIONS: Final = frozenset(
-    {"login", "logout", "servers", "tools", "approvals", "pins", "audit", "checks", "chat", "console"}
+    {"login", "logout", "servers", "tools", "approvals", "pins", "audit", "checks", "catalog", "chat", "console"}
 )
 
 
@@ -34,12 +37,12 @@ def handles(path: str) -> bool:
 
 
 def routes() -> list[BaseRoute]:
-    from . import audit, checks, oversight, tools
+    from . import audit, checks, frame, oversight, presets, tools
 
     return [
         Route("/", page(servers.servers_page), methods=["GET"]),
-        Route("/login", sessions.login, methods=["GET", "POST"]),
-        Route("/logout", page(sessions.logout), methods=["POST"]),
+        Route("/login", signin.login, methods=["GET", "POST"]),
+        Route("/logout", page(signin.logout), methods=["POST"]),
         Route("/servers", page(servers.add_server), methods=["POST"]),
         Route("/servers/{name}/{action}", page(servers.server_action), methods=["POST"]),
         Route("/console/events", page(servers.events), methods=["GET"]),
@@ -49,5 +52,7 @@ def routes() -> list[BaseRoute]:
         *oversight.routes(),
         *checks.routes(),
         *audit.routes(),
+        *presets.routes(),
+        *frame.routes(),
         Mount("/console/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
     ]

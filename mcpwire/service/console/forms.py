@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ...redaction import shorten
+from .i18n import N_, english
 from .web import Form
 
 __all__ = ["Field", "arguments_from", "fields_of", "json_path", "validate_arguments"]
@@ -32,6 +33,25 @@ MAX_PROPERTIES: Final = 100
 PREFIX: Final = "arg"
 Kind = Literal["string", "number", "integer", "boolean", "enum", "object", "lines", "json"]
 _SCALARS: Final = ("string", "number", "integer")
+
+
+Gettext = Callable[[str], str]
+_same = english
+#: how each kind of field is named beside its label
+_KINDS: Final = {
+    "string": N_("string"),
+    "number": N_("number"),
+    "integer": N_("integer"),
+    "boolean": N_("boolean"),
+    "enum": N_("enum"),
+    "object": N_("object"),
+}
+_LINES: Final = {
+    "string": N_("strings, one per line"),
+    "number": N_("numbers, one per line"),
+    "integer": N_("integers, one per line"),
+}
+_JSON: Final = {"any": N_("JSON"), "object": N_("JSON object"), "array": N_("JSON array")}
 
 
 def _pointer(path: Sequence[str]) -> str:
@@ -85,15 +105,21 @@ class Field:
 
     @property
     def type_label(self) -> str:
+        return self.label_in(_same)
+
+    def label_in(self, gettext: Gettext) -> str:
+        """What the field takes (``integer, 1..5``, ``strings, one per line``), in the language
+        of ``gettext``."""
         if self.kind == "lines":
-            return f"{self.item}s, one per line"
+            return gettext(_LINES[self.item]) if self.item in _LINES else f"{self.item}, one per line"
         if self.kind == "json":
-            return "JSON" if self.json_type == "any" else f"JSON {self.json_type}"
+            return gettext(_JSON.get(self.json_type, "JSON"))
+        kind = gettext(_KINDS[self.kind]) if self.kind in _KINDS else self.kind
         if self.minimum is not None or self.maximum is not None:
             low = "" if self.minimum is None else f"{self.minimum:g}"
             high = "" if self.maximum is None else f"{self.maximum:g}"
-            return f"{self.kind}, {low}..{high}"
-        return self.kind
+            return f"{kind}, {low}..{high}"
+        return kind
 
 
 def _type_of(schema: Mapping[str, Any]) -> str | None:
@@ -175,8 +201,9 @@ def fields_of(schema: Mapping[str, Any]) -> list[Field]:
 
 
 class _Reader:
-    def __init__(self, form: Form) -> None:
+    def __init__(self, form: Form, gettext: Gettext) -> None:
         self.form = form
+        self.gettext = gettext
         self.errors: dict[str, str] = {}
 
     def value(self, f: Field) -> tuple[bool, object]:
@@ -197,7 +224,7 @@ class _Reader:
             return False, None
         if raw.strip() == "":
             if f.required and f.kind not in ("lines",):
-                self.errors[f.json_path] = "required"
+                self.errors[f.json_path] = self.gettext("required")
             return False, None
         return self._convert(f, raw)
 
@@ -207,43 +234,49 @@ class _Reader:
                 return True, json.loads(raw)
             if f.kind == "lines":
                 items = [line.strip() for line in raw.splitlines() if line.strip()]
-                return True, [_scalar(f.item, item) for item in items]
+                return True, [_scalar(f.item, item, self.gettext) for item in items]
             if f.kind == "json":
-                return True, json.loads(raw)
-            return True, _scalar(f.kind, raw.strip())
+                try:
+                    return True, json.loads(raw)
+                except ValueError as exc:
+                    raise ValueError(self.gettext("not valid JSON: %(error)s") % {"error": exc}) from None
+            return True, _scalar(f.kind, raw.strip(), self.gettext)
         except ValueError as exc:
             self.errors[f.json_path] = str(exc)
             return False, None
 
 
-def _scalar(kind: str, text: str) -> object:
+def _scalar(kind: str, text: str, gettext: Gettext = english) -> object:
     if kind == "string":
         return text
     try:
         number = float(text)
     except ValueError:
-        raise ValueError(f"expected a number, got {shorten(text, 40)!r}") from None
+        raise ValueError(gettext("expected a number, got %(value)r") % {"value": shorten(text, 40)}) from None
     if not math.isfinite(number):
-        raise ValueError("expected a finite number")
+        raise ValueError(gettext("expected a finite number"))
     if kind == "integer":
         if not number.is_integer():
-            raise ValueError(f"expected an integer, got {shorten(text, 40)!r}")
+            raise ValueError(gettext("expected an integer, got %(value)r") % {"value": shorten(text, 40)})
         return int(number)
     return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
 
 
-def arguments_from(fields: list[Field], form: Form) -> tuple[dict[str, object], dict[str, str]]:
-    """The arguments the form holds, and the problems by JSON path (``$.target.port``)."""
+def arguments_from(
+    fields: list[Field], form: Form, gettext: Gettext = _same
+) -> tuple[dict[str, object], dict[str, str]]:
+    """The arguments the form holds, and the problems by JSON path (``$.target.port``), said in
+    the language of ``gettext``."""
     if form.get("mode") == "json":
         raw = form.get("raw").strip() or "{}"
         try:
             value = json.loads(raw)
         except ValueError as exc:
-            return {}, {"$": f"not valid JSON: {exc}"}
+            return {}, {"$": gettext("not valid JSON: %(error)s") % {"error": exc}}
         if not isinstance(value, dict):
-            return {}, {"$": "the arguments must be a JSON object"}
+            return {}, {"$": gettext("the arguments must be a JSON object")}
         return value, {}
-    reader = _Reader(form)
+    reader = _Reader(form, gettext)
     arguments: dict[str, object] = {}
     for f in fields:
         present, value = reader.value(f)

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 
 from ..identity import Role
 from ..problems import FieldError, ProblemError
-from .web import View, call_api, page
+from .web import Refusal, View, call_api, page
 
 __all__ = ["routes", "word_changes"]
 
@@ -37,18 +37,19 @@ async def approvals_page(view: View) -> Response:
     return view.render("approvals.html", **context)
 
 
-def _edited(original: dict[str, Any], text: str) -> dict[str, Any] | None:
+def _edited(view: View, original: dict[str, Any], text: str) -> dict[str, Any] | None:
     """The arguments to approve with: ``None`` when they were not changed."""
     if not text.strip():
         return None
     try:
         value = json.loads(text)
     except ValueError as exc:
-        error = FieldError(location="body", path="$.arguments", message=f"not valid JSON: {exc}")
-        raise ProblemError(422, "the edited arguments are not valid JSON", errors=[error]) from None
+        message = view.gettext("not valid JSON: %(error)s", error=exc)
+        error = FieldError(location="body", path="$.arguments", message=message)
+        raise Refusal(422, view.gettext("The edited arguments are not valid JSON."), errors=[error]) from None
     if not isinstance(value, dict):
-        error = FieldError(location="body", path="$.arguments", message="expected a JSON object")
-        raise ProblemError(422, "the edited arguments must be a JSON object", errors=[error])
+        error = FieldError(location="body", path="$.arguments", message=view.gettext("expected a JSON object"))
+        raise Refusal(422, view.gettext("The edited arguments must be a JSON object."), errors=[error])
     return None if value == original else value
 
 
@@ -61,16 +62,24 @@ async def decide(view: View) -> Response:
     try:
         if decision == "approve":
             current = await call_api(view, "GET", "/approvals/{id}", params={"id": approval_id}, query={})
-            edited = _edited(current.arguments, view.form.get("arguments"))
+            edited = _edited(view, current.arguments, view.form.get("arguments"))
             if edited is not None:
                 body["arguments"] = edited
         reason = view.form.get("reason").strip()
         if reason:
             body["reason"] = reason
         decided = await call_api(view, "POST", "/approvals/{id}", params={"id": approval_id}, body=body)
-        notice = f"{decided.name}: {decided.state}"
         if decided.state == "pending":
-            notice += f" ({decided.confirmations} of {decided.confirmations_needed} confirmations)"
+            notice = view.gettext(
+                "%(name)s: %(done)s of %(needed)s confirmations",
+                name=decided.name,
+                done=decided.confirmations,
+                needed=decided.confirmations_needed,
+            )
+        elif decided.state == "approved":
+            notice = view.gettext("%(name)s: approved", name=decided.name)
+        else:
+            notice = view.gettext("%(name)s: denied", name=decided.name)
     except ProblemError as exc:
         if not view.htmx:
             raise
@@ -97,16 +106,12 @@ def word_changes(changes: Any) -> list[tuple[str, list[tuple[str, str]]]]:
             tail = text[-CONTEXT_CHARS:] if index < last else ""
             if head:
                 pieces.append(("same", head))
-            pieces.append(("cut", f" [… {len(text) - len(head) - len(tail):,} unchanged characters …] "))
+            # how much was left out (the template says it in the page's language)
+            pieces.append(("cut", str(len(text) - len(head) - len(tail))))
             if tail:
                 pieces.append(("same", tail))
         out.append((change.field, pieces))
     return out
-
-
-async def held_badge(view: View) -> Response:
-    """The navigation's badge alone: how many tools are quarantined now."""
-    return view.render("fragments/held.html")
 
 
 async def pins_page(view: View, *, notice: str = "", fragment: bool = False) -> Response:
@@ -118,7 +123,6 @@ async def pins_page(view: View, *, notice: str = "", fragment: bool = False) -> 
         "reordered": [(p, word_changes(p.word_diff)) for p in reordered],
         "pinned": [p for p in pins if p.state != "quarantined"],
         "notice": notice,
-        "held": len(quarantined),
     }
     if fragment or (view.htmx and view.request.headers.get("hx-target") == "pins"):
         return view.render("fragments/pins.html", **context)
@@ -129,7 +133,7 @@ async def approve_pin(view: View) -> Response:
     server, tool = view.request.path_params["server"], view.request.path_params["tool"]
     pin = await call_api(view, "POST", "/pins/{server}/{tool}/approve", params={"server": server, "tool": tool})
     if view.htmx:
-        notice = f"{pin.server}/{pin.tool}: the new definition is approved"
+        notice = view.gettext("%(server)s/%(tool)s: the new definition is approved", server=pin.server, tool=pin.tool)
         return await pins_page(view, notice=notice, fragment=True)
     return RedirectResponse("/pins", status_code=303)
 
@@ -139,6 +143,5 @@ def routes() -> list[BaseRoute]:
         Route("/approvals", page(approvals_page), methods=["GET"]),
         Route("/approvals/{id}", page(decide, role=Role.APPROVER), methods=["POST"]),
         Route("/pins", page(pins_page), methods=["GET"]),
-        Route("/pins/held", page(held_badge), methods=["GET"]),
         Route("/pins/{server}/{tool}/approve", page(approve_pin, role=Role.APPROVER), methods=["POST"]),
     ]

@@ -37,6 +37,10 @@ class Block:
     src: str = ""
     note: str = ""
     size: int = 0
+    #: why an ``other`` block is not shown: ``not_base64``, ``not_shown`` or ``unknown`` (its type)
+    why: str = ""
+    #: the content type as the server named it (``image``, ``audio``, or another)
+    of: str = ""
 
 
 def _decoded_size(data: object) -> int | None:
@@ -57,11 +61,12 @@ def _block(content: Mapping[str, Any]) -> Block:
         data = content.get("data")
         size = _decoded_size(data)
         if size is None:
-            return Block("other", mime=mime, note=f"{kind} whose data is not base64; not shown")
+            note = f"{kind} whose data is not base64; not shown"
+            return Block("other", mime=mime, note=note, why="not_base64", of=kind)
         if kind == "image" and mime.lower() in RASTER and size <= MAX_IMAGE_BYTES:
             return Block("image", mime=mime, src=f"data:{mime.lower()};base64,{data}", size=size)
         note = f"{kind} of type {mime or 'unknown'} ({size} bytes); not shown"
-        return Block("other", mime=mime, size=size, note=note)
+        return Block("other", mime=mime, size=size, note=note, why="not_shown", of=kind)
     if kind == "resource":
         resource = content.get("resource")
         resource = resource if isinstance(resource, Mapping) else {}
@@ -83,7 +88,8 @@ def _block(content: Mapping[str, Any]) -> Block:
             mime=str(content.get("mimeType", "")),
             text=str(content.get("description", "") or ""),
         )
-    return Block("other", text=shorten(json.dumps(content, indent=2, default=repr), MAX_TEXT_CHARS), note=str(kind))
+    text = shorten(json.dumps(content, indent=2, default=repr), MAX_TEXT_CHARS)
+    return Block("other", text=text, note=str(kind), why="unknown", of=str(kind)[:100])
 
 
 def blocks_of(content: list[dict[str, Any]]) -> list[Block]:

@@ -3,22 +3,30 @@ entry, enable/disable, restart and remove, and signing in and out."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
-import msgspec
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
+from ...host.entries import KNOWN_KEYS
 from ..events import sse_stream
+from ..identity import Role
 from ..problems import FieldError, ProblemError
 from .charts import BUCKET_SECONDS, BUCKETS, HEIGHT, MAX_RECORDS, WIDTH, server_charts
+from .i18n import english
 from .web import (
+    Refusal,
     View,
     call_api,
     reply_body,
 )
 
 __all__ = [
+    "add_entry",
     "add_server",
+    "check_entry",
+    "entry_problems",
     "charts_fragment",
     "events",
     "parse_entry",
@@ -26,10 +34,6 @@ __all__ = [
     "servers_fragment",
     "servers_page",
 ]
-
-_ENTRY_KEYS = frozenset(
-    {"type", "command", "args", "env", "cwd", "url", "headers", "auth", "enabled", "description", "era"}
-)
 
 
 async def _servers(view: View) -> list[Any]:
@@ -63,41 +67,85 @@ async def charts_fragment(view: View) -> Response:
     return view.render("fragments/charts.html", **(await _charts(view)))
 
 
-def parse_entry(name: str, text: str) -> tuple[str, dict[str, Any]]:
+def parse_entry(name: str, text: str, gettext: Callable[[str], str] = english) -> tuple[str, dict[str, Any]]:
     """The server's name and its entry from the pasted text: an entry, ``{"name": {entry}}`` or
-    ``{"mcpServers": {"name": {entry}}}`` (one server).
+    ``{"mcpServers": {"name": {entry}}}`` (one server); ``gettext`` translates what it says.
 
     Raises:
         ProblemError: 422 whose errors name the field (``name``, or a JSON path in the entry).
     """
     try:
-        value = msgspec.json.decode(text.strip().encode() or b"null")
-    except msgspec.DecodeError as exc:
-        raise _entry_error("$", f"not valid JSON: {exc}") from None
+        value = json.loads(text.strip() or "null")
+    except json.JSONDecodeError as exc:
+        where = gettext("not valid JSON at line %(line)d, column %(column)d (%(error)s)")
+        raise _entry_error("$", where % {"line": exc.lineno, "column": exc.colno, "error": exc.msg}, gettext) from None
+    except RecursionError:
+        raise _entry_error("$", gettext("not valid JSON: nested too deeply"), gettext) from None
     if not isinstance(value, dict):
-        raise _entry_error("$", "expected a JSON object: one mcp.json server entry")
+        raise _entry_error("$", gettext("expected a JSON object: one mcp.json server entry"), gettext)
     for key in ("mcpServers", "servers"):
         if isinstance(value.get(key), dict) and len(value) == 1:
             value = value[key]
             break
-    wrapped = len(value) == 1 and not (_ENTRY_KEYS & value.keys()) and isinstance(next(iter(value.values())), dict)
+    wrapped = len(value) == 1 and not (KNOWN_KEYS & value.keys()) and isinstance(next(iter(value.values())), dict)
     if wrapped:
         ((given, entry),) = value.items()
         if name and name != given:
-            raise ProblemError(
-                422,
-                f"the name field says {name!r} but the pasted entry is named {given!r}",
-                errors=[],
-            )
+            detail = gettext("the name field says %(name)r but the pasted entry is named %(given)r")
+            raise Refusal(422, detail % {"name": name, "given": given})
         return (name or str(given)), entry
     if not name:
-        raise ProblemError(422, "give the server a name", errors=[])
+        raise Refusal(422, gettext("give the server a name"))
     return name, value
 
 
-def _entry_error(path: str, message: str) -> ProblemError:
+def _entry_error(path: str, message: str, gettext: Callable[[str], str]) -> ProblemError:
     error = FieldError(location="body", path=path, message=message)
-    return ProblemError(422, f"the entry is invalid: {message}", errors=[error])
+    return Refusal(422, gettext("the entry is invalid: %(problem)s") % {"problem": message}, errors=[error])
+
+
+def check_entry(view: View, name: str, entry: dict[str, Any]) -> None:
+    """The config loader's verdict on the entry, before anything is sent: every problem at its
+    JSON path in the loader's own words, as ``mcpwire servers`` and the API say them.
+
+    Raises:
+        ProblemError: 422 listing each problem.
+    """
+    view.require(Role.ADMIN)
+    view.service.servers.validate(name, entry)
+
+
+async def add_entry(view: View, name: str, entry: dict[str, Any]) -> str:
+    """Adds the server: the loader checks the entry first (:func:`check_entry`), then
+    ``POST /api/v1/servers`` adds it. Returns the name it was added under.
+
+    Raises:
+        ProblemError: the entry is refused (a 422 listing its problems, a 409 for a taken name).
+    """
+    check_entry(view, name, entry)
+    reply = await call_api(view, "POST", "/servers", body={**entry, "name": name})
+    return str(getattr(reply_body(reply), "name", name))
+
+
+def entry_problems(view: View, exc: ProblemError) -> dict[str, Any]:
+    """A refused entry's problems as the form shows them: ``name`` (beside the name field),
+    ``entry`` ((JSON path, message) pairs, in order) and ``detail`` (what the whole refusal
+    says, when no field is named). Any other problem than a refused entry (a 409 or a 422) is
+    raised again."""
+    if exc.status not in (409, 422):
+        raise exc
+    errors: dict[str, Any] = {"entry": []}
+    for e in exc.errors:
+        if e.path == "$.name":
+            errors["name"] = e.message
+        else:
+            errors["entry"].append((e.path, e.message))
+    if not exc.errors:
+        errors["detail"] = exc.detail
+    # the loader's and the API's words are English wherever they are shown; the console's own
+    # are in the page's language
+    errors["lang"] = "" if isinstance(exc, Refusal) else "en"
+    return errors
 
 
 async def add_server(view: View) -> Response:
@@ -106,31 +154,15 @@ async def add_server(view: View) -> Response:
     text = view.form.get("entry")
     context: dict[str, Any] = {"add_name": name, "add_entry": text}
     try:
-        name, entry = parse_entry(name, text)
-        reply = await call_api(view, "POST", "/servers", body={**entry, "name": name})
+        name, entry = parse_entry(name, text, view.gettext)
+        added = await add_entry(view, name, entry)
     except ProblemError as exc:
-        if exc.status not in (409, 422):
-            raise
-        errors: dict[str, Any] = {}
-        entry_errors = []
-        for e in exc.errors:
-            if e.path == "$.name":
-                errors["name"] = e.message
-            else:
-                entry_errors.append((e.path, e.message))
-        if not exc.errors:
-            if "name" in exc.detail:
-                errors["name"] = exc.detail
-            else:
-                entry_errors.append(("$", exc.detail))
-        errors["entry"] = entry_errors
-        context["add_errors"] = errors
+        context["add_errors"] = entry_problems(view, exc)
         if view.htmx:
             response = view.render("fragments/add_server.html", status=200, **context)
             response.headers["HX-Retarget"] = "#add-server"
             return response
         return await servers_page(view, status=422, **context)
-    added = getattr(reply_body(reply), "name", name)
     if view.htmx:
         response = view.render("fragments/add_server.html", add_name="", add_entry="", added=added)
         response.headers["HX-Trigger"] = "mcp-server"
@@ -144,15 +176,18 @@ async def server_action(view: View) -> Response:
     params = {"name": name}
     if action in ("enable", "disable"):
         await call_api(view, "PATCH", "/servers/{name}", params=params, body={"enabled": action == "enable"})
-        notice = f"{name} {action}d"
+        if action == "enable":
+            notice = view.gettext("%(name)s enabled", name=name)
+        else:
+            notice = view.gettext("%(name)s disabled", name=name)
     elif action == "restart":
         await call_api(view, "POST", "/servers/{name}/restart", params=params)
-        notice = f"{name} is restarting"
+        notice = view.gettext("%(name)s is restarting", name=name)
     elif action == "remove":
         await call_api(view, "DELETE", "/servers/{name}", params=params)
-        notice = f"{name} removed"
+        notice = view.gettext("%(name)s removed", name=name)
     else:
-        raise ProblemError(404, f"no action {action!r} on servers")
+        raise Refusal(404, view.gettext("There is no action %(action)r on servers.", action=action))
     if view.htmx:
         return view.render("fragments/servers.html", servers=await _servers(view), notice=notice)
     return RedirectResponse("/", status_code=303)
@@ -167,5 +202,3 @@ async def events(view: View) -> Response:
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
-
-

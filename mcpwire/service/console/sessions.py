@@ -11,6 +11,14 @@ only the cookie holds.
 Signing in takes any token the service accepts (the admin token, a named token, a JWT of the
 identity provider); the link ``/login?token=...`` that ``mcpwire serve`` prints signs in with one
 click and drops the token from the address at once. Attempts are limited per client address.
+
+With an identity provider and a console client id configured, the login page also offers "Sign in
+with <provider>": ``/login/oidc`` sends the browser to the provider (OpenID Connect, code flow
+with PKCE, :mod:`mcpwire.service.oidc`) with the sign-in's secrets in a short-lived cookie
+(SameSite=Lax, so it comes back with the provider's redirect), and ``/login/oidc/callback``
+turns the provider's answer into a session. That last page is an ordinary page that moves on by
+itself: the session cookie is SameSite=Strict, and a browser does not send it on a redirect chain
+that began at the provider's site.
 """
 
 from __future__ import annotations
@@ -20,19 +28,24 @@ import secrets
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import Response
 
 from ..identity import LOCAL, Authenticator, Identity, Role, hash_credential
 from ..middleware import RateLimiter
 from ..store import SessionRow, Store
 
-if TYPE_CHECKING:
-    from .web import View
-
-__all__ = ["SESSION_COOKIE", "SESSION_IDLE_S", "SESSION_SECONDS", "Sessions", "safe_next"]
+__all__ = [
+    "SESSION_COOKIE",
+    "SESSION_IDLE_S",
+    "SESSION_SECONDS",
+    "Session",
+    "Sessions",
+    "safe_next",
+    "set_session_cookie",
+]
 
 SESSION_COOKIE: Final = "mcpwire_console"
 #: the longest a console session lasts
@@ -144,51 +157,3 @@ def set_session_cookie(request: Request, response: Response, value: str, ttl: fl
         samesite="strict",
         secure=request.url.scheme == "https",
     )
-
-
-async def login(request: Request) -> Response:
-    """The sign-in page; a token posted to it (or given as ``?token=``) starts a session."""
-    from .web import ENV, console_of, read_form, secure
-
-    service = request.app.state.service
-    sessions = console_of(request).sessions
-    next_path = safe_next(request.query_params.get("next", "/"))
-    if not sessions.required:
-        return secure(RedirectResponse(next_path, status_code=303))
-    given = request.query_params.get("token", "")
-    if request.method == "POST":
-        form = await read_form(request)
-        next_path = safe_next(form.get("next", "/"))
-        given = form.get("token")
-    error = None
-    status = 200
-    if given.strip():
-        client = request.client
-        wait = sessions.attempts.take(client.host if client else "unknown")
-        identity = None if wait is not None else await sessions.authenticator.identify(given.strip())
-        if wait is not None:
-            error, status = f"Too many sign-in attempts from your address; try again in {max(1, int(wait))} s.", 429
-        elif identity is None:
-            error, status = "That token is not accepted here.", 401
-        else:
-            session = await sessions.start(identity)
-            # the token leaves the address bar at once (it never reaches the next page's URL)
-            response = RedirectResponse(next_path, status_code=303)
-            set_session_cookie(request, response, session.cookie, sessions.ttl)
-            return secure(response)
-    html = ENV.get_template("login.html").render(
-        csrf="", live=False, token_required=False, version=service.version, path="/login", next=next_path, error=error
-    )
-    page: Response = secure(HTMLResponse(html, status_code=status))
-    if status == 429:
-        page.headers["Retry-After"] = str(max(1, int(wait or 1)))
-    return page
-
-
-async def logout(view: View) -> Response:
-    """Ends the session on the service (the cookie is dead at once, on every replica)."""
-    sessions = view.sessions
-    await sessions.end(view.request.cookies.get(SESSION_COOKIE))
-    response = RedirectResponse("/login" if sessions.required else "/", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    return response

@@ -1,36 +1,99 @@
-"""``/tools`` (search across servers) and ``/tools/{name}`` (schema, annotations, pin state, and
-the try-it form generated from ``inputSchema``, whose result is shown below it)."""
+"""``/tools`` (search across servers, each tool's switch, the tools a server's ``disabled_tools``
+keeps off), ``/tools/export`` (the list as OpenAI, Anthropic or Markdown tools, as
+``mcpwire export`` writes it) and ``/tools/{name}`` (schema, annotations, pin state, and the try-it
+form generated from ``inputSchema``, whose result is shown below it).
+
+A tool is switched off or on through the API (``PATCH /api/v1/servers/{name}`` with the server's
+``disabled_tools``), which restarts the server with its new list."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Final
 
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from ..identity import Role
 from ..problems import ProblemError
 from .forms import Field, arguments_from, fields_of, validate_arguments
 from .results import blocks_of, table_of
-from .web import View, call_api, page, reply_body
+from .web import Refusal, View, call_api, page, reply_body
 
 __all__ = ["routes"]
 
 
-async def tools_page(view: View) -> Response:
+#: the export formats: (query value, label)
+FORMATS: Final = (("openai", "OpenAI"), ("anthropic", "Anthropic"), ("markdown", "Markdown"))
+
+
+def _switched_off(view: View, server: str, q: str) -> list[tuple[str, str]]:
+    """(server, tool) of each tool a server's ``disabled_tools`` keeps off, matching the search."""
+    out: list[tuple[str, str]] = []
+    for info in view.service.host.list():
+        if server and info.name != server:
+            continue
+        for tool in info.config.disabled_tools:
+            if not q or q.lower() in tool.lower():
+                out.append((info.name, tool))
+    return out
+
+
+async def tools_page(view: View, *, notice: str = "") -> Response:
     q = view.request.query_params.get("q", "")[:200]
     server = view.request.query_params.get("server", "")
     listed = await call_api(view, "GET", "/tools", query={"q": q, "server": server or None})
     quarantined = [t for t in view.service.host.tools(include_quarantined=True) if t.quarantined]
     context: dict[str, Any] = {
         "tools": listed.items,
+        "off": _switched_off(view, server, q),
         "q": q,
         "server": server,
         "servers": [i.name for i in view.service.host.list()],
         "quarantined": quarantined,
+        "formats": FORMATS,
+        "notice": notice,
     }
     if view.htmx and view.request.headers.get("hx-target") == "tool-list":
         return view.render("fragments/tool_list.html", **context)
     return view.render("tools.html", **context)
+
+
+async def switch_tool(view: View) -> Response:
+    """Turns one tool of a server off or on (``on=false``/``on=true``)."""
+    assert view.form is not None
+    server, tool = view.request.path_params["server"], view.request.path_params["tool"]
+    info = next((i for i in view.service.host.list() if i.name == server), None)
+    if info is None:
+        raise Refusal(404, view.gettext("There is no server named %(name)r.", name=server))
+    on = view.form.get("on") == "true"
+    disabled = [t for t in info.config.disabled_tools if t != tool]
+    if not on:
+        disabled.append(tool)
+    await call_api(view, "PATCH", "/servers/{name}", params={"name": server}, body={"disabled_tools": disabled})
+    if on:
+        notice = view.gettext("%(tool)s of %(server)s is on; the server restarts with it.", tool=tool, server=server)
+    else:
+        notice = view.gettext(
+            "%(tool)s of %(server)s is off; the server restarts without it.", tool=tool, server=server
+        )
+    if view.htmx:
+        return await tools_page(view, notice=notice)
+    return RedirectResponse("/tools", status_code=303)
+
+
+async def export_page(view: View) -> Response:
+    """The tool list as a provider takes it (``mcpwire export``)."""
+    chosen = view.request.query_params.get("format", "openai")
+    if chosen not in dict(FORMATS):
+        raise Refusal(404, view.gettext("There is no export format %(name)r.", name=chosen))
+    registry = view.service.host.registry
+    if chosen == "markdown":
+        text = registry.to_markdown()
+    else:
+        exported = registry.to_anthropic() if chosen == "anthropic" else registry.to_openai()
+        text = json.dumps(exported, indent=2, ensure_ascii=False)
+    return view.render("tools_export.html", formats=FORMATS, chosen=chosen, text=text, count=len(registry))
 
 
 async def _tool(view: View, name: str) -> Any:
@@ -86,11 +149,13 @@ async def tool_page(view: View) -> Response:
 
 async def _call(view: View, tool: Any, fields: list[Field]) -> dict[str, Any]:
     assert view.form is not None
-    arguments, problems = arguments_from(fields, view.form)
+    arguments, problems = arguments_from(fields, view.form, view.gettext)
     mode = "json" if view.form.get("mode") == "json" else "form"
     out: dict[str, Any] = {"mode": mode, "raw": view.form.get("raw") or "{}", "values": view.form}
     if not problems:
+        # jsonschema's words, in English wherever they are shown
         problems = validate_arguments(tool.input_schema, arguments)
+        out["problems_lang"] = "en"
     if problems:
         beside, above = _field_errors(fields, problems)
         out.update(errors=beside, problems=above if mode == "form" else list(problems.items()))
@@ -113,8 +178,14 @@ async def _call(view: View, tool: Any, fields: list[Field]) -> dict[str, Any]:
     return out
 
 
+async def _tools_page(view: View) -> Response:
+    return await tools_page(view)
+
+
 def routes() -> list[BaseRoute]:
     return [
-        Route("/tools", page(tools_page), methods=["GET"]),
+        Route("/tools", page(_tools_page), methods=["GET"]),
+        Route("/tools/export", page(export_page), methods=["GET"]),
+        Route("/tools/{server}/{tool}/switch", page(switch_tool, role=Role.ADMIN), methods=["POST"]),
         Route("/tools/{name}", page(tool_page), methods=["GET", "POST"]),
     ]

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import msgspec
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, pass_context, select_autoescape
+from jinja2.runtime import Context
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -37,13 +38,15 @@ from ...redaction import clean_markup, shorten
 from ..api import API, PREFIX, map_error
 from ..api.routing import Ctx, Operation, Reply, run_operation
 from ..identity import LOCAL, Authenticator, Identity, Role
-from ..middleware import forbidden
 from ..problems import ProblemError, validation_error
+from . import i18n
+from .attention import attention_of
 from .sessions import SESSION_COOKIE, Sessions, set_session_cookie
 
 __all__ = [
     "CSP",
     "SESSION_COOKIE",
+    "Refusal",
     "STATIC",
     "Form",
     "Sessions",
@@ -65,6 +68,11 @@ CSP: Final = (
 )
 #: the longest JSON shown in a page before it is cut (the API has it all)
 MAX_JSON_CHARS: Final = 20_000
+
+
+class Refusal(ProblemError):
+    """A problem the console itself found: its words are the console's, in the page's language
+    (a problem from the API or the config loader keeps their one wording, in English)."""
 
 
 @dataclass(slots=True)
@@ -131,23 +139,55 @@ def _finalize(value: object) -> object:
     return value
 
 
-def _ago(epoch: float | None) -> str:
-    if not epoch:
-        return ""
-    return _duration(max(0.0, time.time() - epoch)) + " ago"
+def _translations(context: Context) -> Any:
+    """The catalogue the page is rendered with (English when the page gave none, as the sign-in
+    page does)."""
+    return context.get("translations") or i18n.translations(i18n.DEFAULT)
 
 
-def _duration(seconds: float | None) -> str:
+@pass_context
+def _gettext(context: Context, message: str) -> str:
+    text: str = _translations(context).gettext(message)
+    return text
+
+
+@pass_context
+def _ngettext(context: Context, singular: str, plural: str, n: int) -> str:
+    text: str = _translations(context).ngettext(singular, plural, n)
+    return text
+
+
+@pass_context
+def _pgettext(context: Context, where: str, message: str) -> str:
+    text: str = _translations(context).pgettext(where, message)
+    return text
+
+
+def duration_text(gettext: Callable[[str], str], seconds: float | None) -> str:
+    """``42 s``, ``3 min 5 s``, ``2 h 10 min``, ``4 d 1 h`` in the page's language."""
     if seconds is None:
         return ""
     seconds = float(seconds)
     if seconds < 60:
-        return f"{seconds:.0f} s"
+        return gettext("%(s)d s") % {"s": round(seconds)}
     if seconds < 3600:
-        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
+        return gettext("%(m)d min %(s)d s") % {"m": seconds // 60, "s": seconds % 60}
     if seconds < 86400:
-        return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
-    return f"{seconds // 86400:.0f} d {seconds % 86400 // 3600:.0f} h"
+        return gettext("%(h)d h %(m)d min") % {"h": seconds // 3600, "m": seconds % 3600 // 60}
+    return gettext("%(d)d d %(h)d h") % {"d": seconds // 86400, "h": seconds % 86400 // 3600}
+
+
+@pass_context
+def _duration(context: Context, seconds: float | None) -> str:
+    return duration_text(_translations(context).gettext, seconds)
+
+
+@pass_context
+def _ago(context: Context, epoch: float | None) -> str:
+    if not epoch:
+        return ""
+    gettext = _translations(context).gettext
+    return str(gettext("%(time)s ago")) % {"time": duration_text(gettext, max(0.0, time.time() - epoch))}
 
 
 def _clock(epoch: float | None) -> str:
@@ -174,6 +214,7 @@ def _compact(value: object) -> str:
 
 
 ENV: Final = Environment(
+    extensions=["jinja2.ext.i18n"],
     loader=FileSystemLoader(str(TEMPLATES)),
     autoescape=select_autoescape(["html", "svg"], default_for_string=True, default=True),
     finalize=_finalize,
@@ -181,12 +222,17 @@ ENV: Final = Environment(
     lstrip_blocks=True,
 )
 ENV.filters.update(ago=_ago, duration=_duration, clock=_clock, pretty=_pretty, compact=_compact, shorten=shorten)
+# ``problem is refusal``: its words are the console's own (translated), not the API's or the loader's
+ENV.tests["refusal"] = lambda value: isinstance(value, Refusal)
+ENV.install_gettext_callables(  # type: ignore[attr-defined]  # added by the i18n extension
+    gettext=_gettext, ngettext=_ngettext, pgettext=_pgettext, newstyle=True
+)
 
 
 @dataclass(slots=True)
 class View:
     """What a page handler gets: the request, the service, who is signed in, the session's CSRF
-    token."""
+    token, and the language of the page."""
 
     request: Request
     service: Any
@@ -194,11 +240,39 @@ class View:
     identity: Identity = LOCAL
     sessions: Any = None
     form: Form | None = None
+    lang: str = i18n.DEFAULT
+    #: what needs the operator's attention (for the navigation; full pages only)
+    attention: Any = None
+
+    @property
+    def translations(self) -> Any:
+        return i18n.translations(self.lang)
+
+    def gettext(self, message: str, /, **values: object) -> str:
+        """``message`` in the page's language, with ``%(name)s`` filled from ``values``."""
+        text: str = self.translations.gettext(message)
+        return text % values if values else text
+
+    def ngettext(self, singular: str, plural: str, n: int, /, **values: object) -> str:
+        text: str = self.translations.ngettext(singular, plural, n)
+        return text % {"n": n, **values}
+
+    def may(self, role: Role) -> bool:
+        return self.identity.may(role)
 
     def require(self, role: Role) -> None:
         """Raises a 403 problem unless the signed-in identity has ``role``."""
         if not self.identity.may(role):
-            raise ProblemError(403, forbidden(self.identity, role))
+            raise Refusal(403, self.forbidden(role))
+
+    def forbidden(self, role: Role) -> str:
+        """Why the signed-in identity may not do what needs ``role``."""
+        return self.gettext(
+            "This needs the %(needed)s role; you are signed in as %(who)s, a %(role)s.",
+            needed=self.gettext(ROLE_NAMES[role]),
+            who=self.identity.describe(),
+            role=self.gettext(ROLE_NAMES[self.identity.role]),
+        )
 
     @property
     def htmx(self) -> bool:
@@ -207,16 +281,38 @@ class View:
 
     def render(self, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
         context.setdefault("path", self.request.url.path)
-        # the navigation's badge: tools whose changed definition awaits review
-        context.setdefault("held", sum(1 for t in self.service.host.tools(include_quarantined=True) if t.quarantined))
+        context.setdefault("query", self.request.url.query)
         html = ENV.get_template(template).render(
             csrf=self.csrf,
             identity=self.identity,
             token_required=self.service.settings.token is not None,
             version=self.service.version,
+            translations=self.translations,
+            lang=self.lang,
+            languages=i18n.LANGUAGES,
+            can={
+                "call": self.may(Role.CALLER),
+                "approve": self.may(Role.APPROVER),
+                "admin": self.may(Role.ADMIN),
+            },
+            role_names=ROLE_NAMES,
+            status_titles=i18n.STATUS_TITLES,
+            attention=self.attention,
             **context,
         )
-        return HTMLResponse(html, status_code=status)
+        response = HTMLResponse(html, status_code=status)
+        response.headers["Content-Language"] = self.lang
+        response.headers["Vary"] = "Accept-Language, Cookie"
+        return response
+
+
+#: the roles' names as the console shows them
+ROLE_NAMES: Final = {
+    Role.VIEWER: i18n.N_("viewer"),
+    Role.CALLER: i18n.N_("caller"),
+    Role.APPROVER: i18n.N_("approver"),
+    Role.ADMIN: i18n.N_("admin"),
+}
 
 
 def secure(response: Response, *, csp: str = CSP, frame: str = "DENY") -> Response:
@@ -261,11 +357,13 @@ def page(
         sessions = console_of(request).sessions
         session = await sessions.find(request.cookies.get(SESSION_COOKIE))
         fresh = None
+        lang = i18n.negotiate(request.headers.get("accept-language"), request.cookies.get(i18n.LANG_COOKIE))
         if session is None and sessions.required and not public:
             if request.method == "GET" and request.headers.get("hx-request") != "true":
                 target = "/login?" + urllib.parse.urlencode({"next": _next_path(request)})
                 return secure(RedirectResponse(target, status_code=303))
-            return secure(Response("your console session has ended; sign in again", status_code=401))
+            ended = i18n.translations(lang).gettext("Your console session has ended; sign in again.")
+            return secure(Response(ended, status_code=401, media_type="text/plain; charset=utf-8"))
         if session is None:  # authentication is off (or a public page): a session for the CSRF token
             session = fresh = await sessions.start(LOCAL)
         view = View(
@@ -274,6 +372,7 @@ def page(
             csrf=session.csrf,
             identity=session.identity,
             sessions=sessions,
+            lang=lang,
         )
         state = request.scope.setdefault("state", {})
         state["identity"] = session.identity
@@ -283,7 +382,10 @@ def page(
                 view.form = await read_form(request)
                 given = request.headers.get(CSRF_HEADER) or view.form.get(CSRF_FIELD)
                 if not given or not hmac.compare_digest(given.encode(), view.csrf.encode()):
-                    raise ProblemError(403, "the form's CSRF token is missing or stale; reload the page and try again")
+                    stale = view.gettext("The form's CSRF token is missing or stale; reload the page and try again.")
+                    raise Refusal(403, stale)
+            elif not view.htmx:
+                view.attention = await attention_of(view.service)
             response = await handler(view)
         except ProblemError as exc:
             response = _error_page(view, exc)

@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...redaction import redact_url
 from ..localfiles import data_folder
@@ -29,6 +31,9 @@ from .types import (
     ServerRow,
     StoreError,
 )
+
+if TYPE_CHECKING:
+    from .sqlite import SyncMode
 
 __all__ = [
     "MAX_PAGE",
@@ -71,6 +76,20 @@ def _sqlite_path(url: str) -> str:
     return url
 
 
+def _sqlite_options(url: str, query: str) -> SyncMode:
+    """The options a SQLite URL may take: ``synchronous=normal`` (the default: a commit survives
+    the process dying) or ``synchronous=full`` (it survives the machine losing power too, at an
+    fsync per commit)."""
+    options = urllib.parse.parse_qs(query, keep_blank_values=True)
+    unknown = sorted(set(options) - {"synchronous"})
+    if unknown:
+        raise StoreError(f"--db {url!r}: unknown option {unknown[0]!r} (a SQLite URL takes ?synchronous=normal|full)")
+    value = options.get("synchronous", ["normal"])[-1].lower()
+    if value not in ("normal", "full"):
+        raise StoreError(f"--db {url!r}: synchronous={value!r}: expected normal or full")
+    return "full" if value == "full" else "normal"
+
+
 def describe_url(url: str | None) -> str:
     """The database ``url`` names, fit to show (credentials redacted)."""
     if url is None:
@@ -99,10 +118,14 @@ async def open_store(url: str | None = None, *, migrations: tuple[Migration, ...
     elif url is None or url.startswith("sqlite:") or "://" not in url:
         from .sqlite import SqliteDriver
 
+        synchronous: SyncMode = "normal"
+        if url is not None and "?" in url:
+            url, _, query = url.partition("?")
+            synchronous = _sqlite_options(url, query)
         path = str(default_database_path()) if url is None else _sqlite_path(url)
         if not path:
             raise StoreError(f"--db {url!r}: no path after 'sqlite:'")
-        lite = SqliteDriver(path)
+        lite = SqliteDriver(path, synchronous=synchronous)
         await lite.open()
         driver = lite
     else:

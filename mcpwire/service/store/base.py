@@ -257,6 +257,7 @@ class Store:
 
     async def forget_server(self, name: str) -> bool:
         """Drops what the API stored about a server (the config file's entry applies again)."""
+
         def forget(tx: Transaction) -> int:
             changed = tx.run("DELETE FROM servers WHERE name = ?", (name,))
             if changed:
@@ -304,17 +305,27 @@ class Store:
         tool: str | None = None,
         outcome: str | None = None,
         trace_id: str | None = None,
+        run_id: str | None = None,
+        kind: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
         cursor: int | None = None,
         limit: int = 50,
     ) -> AuditPage:
         """A page of records, newest first. ``tool`` matches the tool's own or namespaced name;
-        ``cursor`` is a page's ``next_cursor``."""
+        ``since`` and ``until`` bound the record's time (Unix seconds, ``since`` included,
+        ``until`` not); ``cursor`` is a page's ``next_cursor``."""
         where: list[str] = []
         params: list[object] = []
-        for column, value in (("server", server), ("outcome", outcome), ("trace_id", trace_id)):
+        equal = (("server", server), ("outcome", outcome), ("trace_id", trace_id), ("run_id", run_id), ("kind", kind))
+        for column, value in equal:
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
+        for condition, bound in (("time >= ?", since), ("time < ?", until)):
+            if bound is not None:
+                where.append(condition)
+                params.append(bound)
         if tool is not None:
             where.append("(tool = ? OR name = ?)")
             params += [tool, tool]

@@ -4,8 +4,13 @@ Theory of operation: one connection, used by one worker thread at a time (a capa
 one, which is fair, so calls run in arrival order). Write transactions start with ``BEGIN
 IMMEDIATE`` so two processes sharing the file queue on the lock (``busy_timeout``) instead of
 failing on upgrade. ``journal_mode=WAL`` lets readers in other processes run during a write;
-``synchronous=FULL`` makes every commit durable before it returns, also across a power loss (the
-service batches audit records, so this costs one sync per batch, not per record).
+``synchronous=NORMAL`` (the default) makes every commit durable before it returns against the
+process dying (a crash, SIGKILL): in WAL mode a committed transaction is in the write-ahead log,
+which the operating system keeps when the process is gone, and is synced at each checkpoint.
+``synchronous=FULL`` (``?synchronous=full`` in the URL) also syncs the log at every commit, so a
+commit survives the machine losing power, at the cost of one fsync per commit (the service
+commits audit records in groups, so one per group of calls that finish together, not per
+record).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import trio
 
@@ -26,7 +31,10 @@ from .base import Transaction
 from .schema import Dialect
 from .types import StoreError
 
-__all__ = ["BUSY_TIMEOUT", "SqliteDriver"]
+__all__ = ["BUSY_TIMEOUT", "SqliteDriver", "SyncMode"]
+
+#: how a commit is made durable: ``normal`` against the process dying, ``full`` also against power loss
+SyncMode = Literal["normal", "full"]
 
 log = logging.getLogger("mcpwire.service.store")
 T = TypeVar("T")
@@ -76,8 +84,9 @@ class SqliteDriver:
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, synchronous: SyncMode = "normal") -> None:
         self.path = str(path)
+        self.synchronous = synchronous
         self.location = f"sqlite:///{self.path}" if self.path != ":memory:" else "sqlite::memory:"
         self._conn: sqlite3.Connection | None = None
         self._limiter = trio.CapacityLimiter(1)
@@ -96,7 +105,7 @@ class SqliteDriver:
             if self.path != ":memory:":
                 for suffix in ("-wal", "-shm"):  # SQLite makes them as open as the database; be sure
                     private_file(Path(self.path + suffix))
-            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'full' else 'NORMAL'}")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
         except (sqlite3.Error, OSError) as exc:

@@ -4,6 +4,10 @@
   "use strict";
   var body = document.body;
   var live = document.getElementById("live");
+  // the page's words for what this script says (translated by the server, as text)
+  var words = {};
+  try { words = JSON.parse(body.getAttribute("data-text") || "{}"); } catch (e) { words = {}; }
+  function say(key, fallback) { return words[key] || fallback; }
 
   function setLive(state, text) {
     if (!live) return;
@@ -39,8 +43,8 @@
   if (source && window.EventSource) {
     var kinds = ["status", "tools", "prompts", "resources", "approval", "pin", "audit", "server", "reset"];
     var stream = new EventSource(source);
-    stream.onopen = function () { setLive("on", "live"); };
-    stream.onerror = function () { setLive("off", "reconnecting…"); };
+    stream.onopen = function () { setLive("on", say("live", "live")); };
+    stream.onerror = function () { setLive("off", say("reconnecting", "reconnecting…")); };
     kinds.forEach(function (kind) {
       stream.addEventListener(kind, function (event) {
         var data = null;
@@ -60,14 +64,14 @@
       var value = JSON.parse(text);
       var want = field.getAttribute("data-json");
       if (want === "object" && (value === null || typeof value !== "object" || Array.isArray(value))) {
-        field.setCustomValidity("Expected a JSON object ({…}).");
+        field.setCustomValidity(say("jsonObject", "Expected a JSON object ({…})."));
       } else if (want === "array" && !Array.isArray(value)) {
-        field.setCustomValidity("Expected a JSON array ([…]).");
+        field.setCustomValidity(say("jsonArray", "Expected a JSON array ([…])."));
       } else {
         field.setCustomValidity("");
       }
     } catch (e) {
-      field.setCustomValidity("Not valid JSON: " + e.message);
+      field.setCustomValidity(say("jsonInvalid", "Not valid JSON: {error}").replace("{error}", e.message));
     }
     return field.checkValidity();
   }
@@ -122,40 +126,69 @@
   });
   initForms(document);
   body.addEventListener("htmx:afterSwap", function (event) { initForms(event.target); });
+
+  // "Copy" buttons: data-copy names the element whose text is copied.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-copy]") : null;
+    if (!button) return;
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source || !navigator.clipboard) return;
+    var told = button.parentNode.querySelector("[data-copied]");
+    navigator.clipboard.writeText(source.textContent).then(function () {
+      if (told) told.textContent = say("copied", "Copied.");
+    }, function () { /* the browser refused: the text is there to select */ });
+  });
 })();
 
 // The chat page: the form goes to /chat/runs and the run's server-sent events are shown as they
-// come, always as text nodes (a model's or a server's text is never markup).
+// come, in copies of the page's <template> elements, always as text nodes (a model's or a
+// server's text is never markup).
 (function () {
   "use strict";
   var form = document.querySelector("form[data-chat]");
-  if (!form) return;
+  var root = document.querySelector("[data-chat-text]");
+  if (!form || !root) return;
   var log = document.getElementById("chat-log");
   var status = document.getElementById("chat-status");
+  var working = document.getElementById("chat-working");
+  var workingText = working.querySelector(".working-text");
+  var prompt = form.elements.prompt;
   var button = form.querySelector("button[type=submit]");
+  var words = {};
+  try { words = JSON.parse(root.getAttribute("data-chat-text")); } catch (e) { words = {}; }
+  function say(key, values) {
+    var text = words[key] || key;
+    Object.keys(values || {}).forEach(function (name) { text = text.split("{" + name + "}").join(values[name]); });
+    return text;
+  }
   var answer = null;
+  var calls = {};
 
-  function item(role) {
-    var li = document.createElement("li");
-    li.className = "msg from-" + role;
-    var tag = document.createElement("span");
-    tag.className = "tag";
-    tag.textContent = role;
-    li.appendChild(tag);
-    log.appendChild(li);
+  function copy(id) {
+    var made = document.getElementById(id).content.firstElementChild.cloneNode(true);
+    log.appendChild(made);
+    return made;
+  }
+  function slot(parent, name) { return parent.querySelector("[data-slot=" + name + "]"); }
+  function message(kind, text) {
+    var li = copy("tpl-" + kind);
+    slot(li, "text").textContent = text;
     return li;
   }
-  function line(parent, cls, text) {
-    var div = document.createElement("div");
-    div.className = cls;
-    div.textContent = text;
-    parent.appendChild(div);
-    return div;
-  }
   function cut(text, most) { return text.length > most ? text.slice(0, most) + "…" : text; }
-  function args(value) {
-    try { return cut(JSON.stringify(value), 300); } catch (e) { return ""; }
+  function pretty(value) {
+    try { return cut(JSON.stringify(value, null, 2), 2000); } catch (e) { return ""; }
   }
+  function millis(ms) {
+    if (ms >= 1000) return say("seconds", { s: (ms / 1000).toFixed(ms >= 10000 ? 0 : 1) });
+    return say("ms", { ms: ms.toFixed(ms >= 100 ? 0 : 1) });
+  }
+  function busy(on, text) {
+    working.hidden = !on;
+    if (text) workingText.textContent = text;
+  }
+  // the conversations list reloads itself on this event (a run began or ended)
+  function lists() { document.body.dispatchEvent(new CustomEvent("mcp-chat")); }
 
   function show(name, ev) {
     if (name === "run") {
@@ -163,31 +196,61 @@
       if (ev.conversation_id) {
         history.replaceState(null, "", "/chat?conversation=" + encodeURIComponent(ev.conversation_id));
       }
+      lists();
+    } else if (name === "state_changed") {
+      if (ev.state === "reasoning" || ev.state === "calling_tools" || ev.state === "awaiting_approval") {
+        busy(true, say(ev.state));
+      }
     } else if (name === "text_delta") {
       if (ev.thought) return;
-      if (!answer) answer = line(item("assistant"), "msg-text", "");
+      if (!answer) answer = slot(message("assistant", ""), "text");
       answer.textContent += ev.text;
     } else if (name === "tool_call_started") {
-      var where = (ev.server ? ev.server + " · " : "") + (ev.tool || ev.name);
-      line(item("call"), "msg-call", "call " + where + " " + (ev.arguments ? args(ev.arguments) : (ev.raw_arguments || "")));
+      var li = copy("tpl-tool");
+      slot(li, "name").textContent = (ev.server ? ev.server + " · " : "") + (ev.tool || ev.name);
+      slot(li, "arguments").textContent = ev.arguments ? pretty(ev.arguments) : cut(ev.raw_arguments || "", 2000);
+      var state = slot(li, "state");
+      state.textContent = say("running");
+      state.classList.add("verdict-running");
+      calls[ev.call_id] = li;
       answer = null;
     } else if (name === "approval_required") {
-      var wait = item("approval");
-      line(wait, "msg-approval", "waiting for approval: " + ev.server + " · " + ev.tool + " (risk " + ev.risk + ", " +
-        ev.confirmation + " of " + ev.confirmations_needed + ") ");
-      var to = document.createElement("a");
-      to.href = "/approvals";
-      to.textContent = "decide it on the approvals page";
-      wait.appendChild(to);
+      // the server draws the approval (its words, and the buttons only for an approver)
+      var item = calls[ev.call_id] || copy("tpl-tool");
+      var card = document.createElement("div");
+      card.className = "chat-approval";
+      card.setAttribute("data-approval", ev.approval_id);
+      card.setAttribute("hx-get", "/chat/approvals/" + encodeURIComponent(ev.approval_id));
+      card.setAttribute("hx-trigger", "load");
+      card.setAttribute("hx-swap", "outerHTML");
+      slot(item, "approval").appendChild(card);
+      if (window.htmx) window.htmx.process(card);
     } else if (name === "approval_resolved") {
-      line(item("approval"), "msg-approval", ev.approved ? "approved" : "denied" + (ev.reason ? ": " + ev.reason : ""));
+      var decided = log.querySelector('[data-approval="' + CSS.escape(ev.approval_id) + '"]');
+      if (decided && window.htmx) window.htmx.trigger(decided, "mcp-decided");
     } else if (name === "tool_result") {
-      line(item("tool"), "msg-result", "result of " + ev.name + " (" + ev.outcome + "): " + cut(ev.text || "", 500));
+      var done = calls[ev.call_id];
+      if (!done) {
+        done = copy("tpl-tool");
+        slot(done, "name").textContent = ev.name;
+      }
+      var badge = slot(done, "state");
+      badge.classList.remove("verdict-running");
+      badge.classList.add(ev.is_error ? "outcome-tool_error" : "outcome-ok");
+      badge.textContent = words["outcome_" + ev.outcome] || ev.outcome;
+      // the call's own time, and apart from it the time it waited for a person
+      var timing = [millis(ev.latency_ms || 0)];
+      if (ev.wait_ms) timing.push(say("waited", { time: millis(ev.wait_ms) }));
+      slot(done, "timing").textContent = timing.join(" · ");
+      var result = slot(done, "result");
+      result.textContent = cut(ev.text || "", 5000) + (ev.truncated ? "\n" + say("truncated") : "");
+      if (ev.is_error) result.classList.add("error-text");
+      answer = null;
     } else if (name === "final") {
-      if (!answer && ev.text) line(item("assistant"), "msg-text", ev.text);
+      if (!answer && ev.text) message("assistant", ev.text);
       answer = null;
     } else if (name === "failed") {
-      line(item("error"), "msg-text error-text", "the run failed: " + ev.reason);
+      message("error", say("failed", { reason: ev.reason }));
     }
   }
 
@@ -199,30 +262,42 @@
       else if (text.indexOf("data:") === 0) data.push(text.slice(5).replace(/^ /, ""));
     });
     if (!data.length) return;
-    try { show(name, JSON.parse(data.join("\n"))); } catch (e) { /* not JSON: nothing to show */ }
+    var value;
+    try { value = JSON.parse(data.join("\n")); } catch (e) { return; /* not JSON: nothing to show */ }
+    show(name, value);
   }
 
   function failure(response) {
     return response.text().then(function (text) {
-      var detail = "the service answered " + response.status;
-      try { detail = JSON.parse(text).detail || detail; } catch (e) { /* an HTML page */ }
+      var detail = say("serviceAnswered", { status: response.status });
+      try {
+        detail = JSON.parse(text).detail || detail;
+      } catch (e) {
+        // a console page: its problem's words
+        var found = new DOMParser().parseFromString(text, "text/html").querySelector(".problem");
+        if (found && found.textContent.trim()) detail = found.textContent.trim();
+      }
       throw new Error(detail);
     });
   }
 
-  form.addEventListener("submit", function (event) {
-    event.preventDefault();
-    var prompt = form.elements.prompt.value;
-    if (!prompt.trim()) return;
-    var body = new URLSearchParams(new FormData(form));
-    line(item("user"), "msg-text", prompt);
-    form.elements.prompt.value = "";
+  function send() {
+    var text = prompt.value;
+    if (!text.trim()) {
+      status.textContent = say("emptyPrompt");
+      prompt.focus();
+      return;
+    }
+    var sent = new URLSearchParams(new FormData(form));
+    message("user", text);
+    prompt.value = "";
     button.disabled = true;
-    status.textContent = "running…";
+    status.textContent = "";
+    busy(true, say("thinking"));
     answer = null;
     fetch("/chat/runs", {
       method: "POST",
-      body: body,
+      body: sent,
       credentials: "same-origin",
       headers: { "X-CSRF-Token": form.elements.csrf_token.value }
     }).then(function (response) {
@@ -243,10 +318,25 @@
       }
       return pump();
     }).then(function () {
-      status.textContent = "done";
+      status.textContent = say("done");
     }, function (err) {
-      line(item("error"), "msg-text error-text", String((err && err.message) || err));
+      message("error", String((err && err.message) || err));
       status.textContent = "";
-    }).then(function () { button.disabled = false; });
+    }).then(function () {
+      busy(false);
+      button.disabled = false;
+      lists();
+    });
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    send();
+  });
+  prompt.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      if (!button.disabled) send();
+    }
   });
 })();

@@ -1,4 +1,4 @@
-"""Fixtures of the command-line tests: the reference server over HTTP."""
+"""Fixtures shared across the test directories: the reference server over HTTP."""
 
 from __future__ import annotations
 
