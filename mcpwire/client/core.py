@@ -366,13 +366,21 @@ class Client:
         resources_list_changed: bool = False,
         buffer: int = 256,
         timeout: float | None = None,
+        task_ids: Sequence[str] = (),
+        relay: Relay | None = None,
     ) -> AsyncIterator[Subscription]:
         """Subscribes to resource updates and list changes, in either era.
 
         Legacy: ``resources/subscribe`` per URI (needs ``resources.subscribe``), unsubscribed on
         exit; list-changed notifications are filtered from the session's stream. 2026-07-28:
         one ``subscriptions/listen`` stream, acknowledged before this returns; on exit it is
-        cancelled with ``notifications/cancelled``.
+        cancelled with ``notifications/cancelled``. ``task_ids`` (2026-07-28, the Tasks
+        extension): ``notifications/tasks`` of those tasks the server acknowledges; the request's
+        ``_meta`` must declare the extension, as a relay's round does for a proxy's client
+        (``relay``, see :mod:`mcpwire.client.relay`).
+
+        Raises:
+            LocalProtocolError: ``task_ids`` for a server speaking a revision before 2026-07-28.
 
         Cancellation: leaving the block ends the subscription (bounded, shielded).
         """
@@ -383,6 +391,8 @@ class Client:
             resources_list_changed=resources_list_changed,
             buffer=buffer,
             timeout=timeout,
+            task_ids=task_ids,
+            relay=relay,
         ) as sub:
             yield sub
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, TypeVar
 
 import msgspec
@@ -64,6 +65,7 @@ from ..redaction import clean_terminal, shorten
 from ..server import (
     InputRequired,
     JSONObject,
+    Notify,
     RequestContext,
     RequestError,
     Server,
@@ -279,8 +281,10 @@ class GatewayServer(Server):
             caps["completions"] = {}
         return caps
 
-    def listen_grants(self, context: RequestContext, wanted: JSONObject) -> JSONObject:
-        return self.extensions.listen_grants(context, wanted)
+    def following(
+        self, context: RequestContext, wanted: JSONObject, notify: Notify
+    ) -> AbstractAsyncContextManager[JSONObject]:
+        return self.extensions.following(context, wanted, notify)
 
     def discover(self) -> JSONObject:
         result = super().discover()

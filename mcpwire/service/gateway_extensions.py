@@ -21,9 +21,12 @@ it sends with the task's requests (SEP-2663 §Streamable HTTP: Routing Headers),
 gateway's HTTP layer checks as for any request. A backend's task ids are unguessable (SEP-2663
 §Security), and the wrapping keeps them so: it only adds where they live. A request naming no
 task the gateway issued is -32602, after the capability check the backend itself would make
-(-32021 for a client that did not declare the extension). ``notifications/tasks`` on a
-``subscriptions/listen`` stream are not relayed (the gateway's connections listen without task
-filters): the acknowledgement grants no ``taskIds``, and the client polls ``tasks/get``.
+(-32021 for a client that did not declare the extension). A ``subscriptions/listen`` whose filter
+names tasks (``taskIds``) is followed on their backends (:meth:`Extensions.following`): for each
+backend, a listen stream of the gateway's connection for the backend's ids, with the client's
+capabilities, lives as long as the client's; the client's acknowledgement grants the wrapped ids
+of the tasks the backends acknowledged, and each backend's ``notifications/tasks`` reaches the
+client's stream with its id wrapped, the ``DetailedTask`` otherwise as the backend sent it.
 
 Skills: ``skills/list`` walks the skills backends one after another, each page the backend's own,
 under a cursor of the gateway's that names the backend and the backend's cursor; ``skills/get``
@@ -34,17 +37,22 @@ a resource under it; else the only skills backend).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Final
+
+import trio
 
 from ..client.relay import Relay, RelayedRound
 from ..errors import HostError, MCPWireError, RPCError
 from ..protocol.serving import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 from ..protocol.types import META_CLIENT_CAPABILITIES
-from ..server import JSONObject, RequestContext, RequestError
+from ..server import JSONObject, Notify, RequestContext, RequestError
 from .gateway_relay import b64, unb64
 
 if TYPE_CHECKING:
+    from ..client import Client, Subscription
     from ..host import Host
 
 __all__ = ["RELAYED", "SKILLS_EXTENSION", "TASKS_EXTENSION", "Extensions"]
@@ -58,6 +66,10 @@ RELAYED: Final = {
 }
 #: the prefix of a task id the gateway wrapped
 _TASK: Final = "t."
+#: seconds a backend has to acknowledge the listen stream that follows a client's tasks
+LISTEN_ACK_S: Final = 10.0
+
+log = logging.getLogger("mcpwire.service.gateway")
 
 
 class Extensions:
@@ -117,16 +129,12 @@ class Extensions:
     async def _relay(self, ctx: RequestContext, server: str, params: JSONObject) -> JSONObject:
         """``ctx``'s request, with ``params``, to ``server`` for ``ctx``'s client; the backend's
         result (its JSON-RPC error is raised as the backend sent it)."""
-        try:
-            client = self.host.get(server).client
-        except HostError:
-            client = None
+        client = self._client(server)
         if client is None:
             raise RequestError(INTERNAL_ERROR, f"Internal error: server {server!r} is not connected")
         sent = {k: v for k, v in params.items() if k != "_meta"}  # the connection sends its own
-        relay = Relay(round=RelayedRound(meta={META_CLIENT_CAPABILITIES: ctx.client_capabilities}))
         try:
-            result = await client.request(ctx.method, sent, relay=relay)
+            result = await client.request(ctx.method, sent, relay=_relay_for(ctx))
         except RPCError as exc:
             raise RequestError(exc.code, exc.message, exc.data) from None
         except MCPWireError as exc:
@@ -134,6 +142,12 @@ class Extensions:
         if not isinstance(result, dict):
             raise RequestError(INTERNAL_ERROR, f"Internal error: server {server!r} answered {ctx.method} wrongly")
         return dict(result)
+
+    def _client(self, server: str) -> Client | None:
+        try:
+            return self.host.get(server).client
+        except HostError:
+            return None
 
     # -- tasks -----------------------------------------------------------------------------------------
 
@@ -170,16 +184,61 @@ class Extensions:
                 {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
             )
 
-    def listen_grants(self, ctx: RequestContext, wanted: JSONObject) -> JSONObject:
-        """What a ``subscriptions/listen`` filter's ``taskIds`` is granted: none (see the module's
-        theory of operation), once the request is one the backend would have accepted."""
+    @asynccontextmanager
+    async def following(self, ctx: RequestContext, wanted: JSONObject, notify: Notify) -> AsyncIterator[JSONObject]:
+        """A client's ``subscriptions/listen`` that names tasks, followed on their backends for
+        as long as the block lasts; yields its grants (see the module's theory of operation).
+
+        Raises:
+            RequestError: the request is one the backend would refuse (malformed ``taskIds``, a
+                client that did not declare the extension).
+        """
         task_ids = wanted.get("taskIds")
         if task_ids is None:
-            return {}
+            yield {}
+            return
         if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'taskIds' must be a list of strings")
         self._require_tasks(ctx, "the taskIds filter")
-        return {"taskIds": []}
+        routable = {server for server, _ in self._declaring(TASKS_EXTENSION)}
+        by_server: dict[str, list[str]] = {}
+        for wrapped in task_ids:
+            found = self.unwrap_task(wrapped)
+            if found is not None and found[0] in routable:
+                by_server.setdefault(found[0], []).append(found[1])
+        granted: list[str] = []
+        async with AsyncExitStack() as stack:
+            followed: list[tuple[str, Subscription]] = []
+            for server, ids in by_server.items():
+                client = self._client(server)
+                if client is None:
+                    continue
+                try:
+                    sub = await stack.enter_async_context(
+                        client.subscribe(task_ids=ids, relay=_relay_for(ctx), timeout=LISTEN_ACK_S)
+                    )
+                except MCPWireError as exc:  # the backend's refusal or failure: its tasks are not granted
+                    log.info("%s: cannot follow tasks for a client's listen stream: %s", server, exc)
+                    continue
+                acknowledged = (sub.acknowledged or {}).get("taskIds")
+                ids_granted = [t for t in acknowledged if t in ids] if isinstance(acknowledged, list) else []
+                granted += [self.wrap_task(server, t) for t in ids_granted if isinstance(t, str)]
+                followed.append((server, sub))
+            async with trio.open_nursery() as nursery:
+                for server, sub in followed:
+                    nursery.start_soon(self._forward_tasks, server, sub, notify)
+                yield {"taskIds": granted}
+                nursery.cancel_scope.cancel()
+
+    async def _forward_tasks(self, server: str, sub: Subscription, notify: Notify) -> None:
+        """A backend's ``notifications/tasks`` on the client's stream, with the ids wrapped, until
+        the backend's stream ends."""
+        async for note in sub:
+            task: JSONObject = {k: v for k, v in note.params.items() if k != "_meta"}  # its subscription id
+            try:
+                await notify(note.method, self.task_result(server, task))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):  # the client stopped reading
+                return
 
     async def task_request(self, ctx: RequestContext) -> JSONObject:
         """``tasks/get``, ``tasks/update`` or ``tasks/cancel``, relayed to the task's backend."""
@@ -263,3 +322,9 @@ def _unb64_json(text: str) -> object:
     except ValueError:
         return None
     return value
+
+
+def _relay_for(ctx: RequestContext) -> Relay:
+    """The gateway's client, for a request relayed to a backend: its capabilities in ``_meta``
+    (which also opt it into the extensions it declared)."""
+    return Relay(round=RelayedRound(meta={META_CLIENT_CAPABILITIES: ctx.client_capabilities}))

@@ -3,8 +3,9 @@ the gateway declares what its backends declare; a task a backend creates for a c
 under a wrapped id that routes tasks/get, tasks/update and tasks/cancel (and their Mcp-Name
 headers) to that backend, with its states and input requests as the backend reports them; an id
 the gateway did not issue, or a client that did not declare the extension, is refused as the
-backend would; skills/list walks both backends page by page, skills/get and directory reads go to
-the backend serving the URI."""
+backend would; a listen stream naming tasks gets their notifications/tasks from their backends;
+skills/list walks both backends page by page, skills/get and directory reads go to the backend
+serving the URI."""
 
 from __future__ import annotations
 
@@ -160,22 +161,56 @@ async def _all_skills(wire: Wire) -> list[dict[str, Any]]:
     raise AssertionError("skills/list never ended")
 
 
-async def test_a_listen_stream_is_granted_no_task_notifications_and_polls_instead() -> None:
+async def test_a_listen_stream_follows_its_tasks_on_their_backends() -> None:
     async with gateway(BACKENDS) as running, httpx.AsyncClient(timeout=30) as http:
         wire = Wire(http, running.url, DECLARING)
-        params = {"notifications": {"taskIds": ["t.x.y"], "toolsListChanged": True}}
         with trio.fail_after(60):
+            # refused as the backend would refuse it
+            params = {"notifications": {"taskIds": ["t.x.y"], "toolsListChanged": True}}
             refused = await Wire(http, running.url, {}).send("subscriptions/listen", params)
             assert refused["error"]["code"] == -32021
             malformed = await wire.send("subscriptions/listen", {"notifications": {"taskIds": "t.x.y"}})
             assert malformed["error"]["code"] == -32602
+            created = await wire.result("tools/call", {"name": "ref__confirm_delete", "arguments": {"filename": "g"}})
+            task_id = created["taskId"]
+            unknown = Extensions.wrap_task("other", "no-such-task")
+            wanted = {"taskIds": [task_id, unknown, "t.x.y"], "toolsListChanged": True}
             meta = {"io.modelcontextprotocol/protocolVersion": MODERN, CAPS: DECLARING}
-            body = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {**params, "_meta": meta}}
+            body = {"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen"}
+            body["params"] = {"notifications": wanted, "_meta": meta}
             headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen"}
-            async with http.stream("POST", running.url, json=body, headers=headers) as streamed:
-                async for line in streamed.aiter_lines():
-                    if line.startswith("data:") and line.removeprefix("data:").strip():
-                        ack = json.loads(line.removeprefix("data:"))
-                        break
-            assert ack["method"] == "notifications/subscriptions/acknowledged"
-            assert ack["params"]["notifications"] == {"toolsListChanged": True, "taskIds": []}
+            seen: list[dict[str, Any]] = []
+            acknowledged, completed = trio.Event(), trio.Event()
+
+            async def listen() -> None:
+                async with http.stream("POST", running.url, json=body, headers=headers) as streamed:
+                    async for line in streamed.aiter_lines():
+                        if line.startswith("data:") and line.removeprefix("data:").strip():
+                            seen.append(json.loads(line.removeprefix("data:")))
+                            acknowledged.set()
+                            if seen[-1].get("params", {}).get("status") == "completed":
+                                completed.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(listen)
+                await acknowledged.wait()
+                ack = seen[0]
+                assert ack["method"] == "notifications/subscriptions/acknowledged"
+                # the tasks the backends acknowledged, under the ids the client knows
+                assert ack["params"]["notifications"] == {"toolsListChanged": True, "taskIds": [task_id]}
+                parked = await wire.until(task_id, "input_required")
+                [key] = parked["inputRequests"]
+                answer = {key: {"action": "accept", "content": {"confirm": True}}}
+                await wire.result("tasks/update", {"taskId": task_id, "inputResponses": answer})
+                await completed.wait()
+                nursery.cancel_scope.cancel()
+            notes = [m["params"] for m in seen[1:] if m.get("method") == "notifications/tasks"]
+            assert [n["status"] for n in notes][-2:] == ["working", "completed"]
+            assert all(n["taskId"] == task_id for n in notes)
+            assert all(n["_meta"] == {"io.modelcontextprotocol/subscriptionId": "listen-1"} for n in notes)
+            # each a DetailedTask as tasks/get gives it
+            polled = await wire.result("tasks/get", {"taskId": task_id})
+            assert {k: v for k, v in polled.items() if k not in ("resultType", "_meta")} == {
+                k: v for k, v in notes[-1].items() if k != "_meta"
+            }
+            assert "deletion confirmed" in notes[-1]["result"]["content"][0]["text"]
