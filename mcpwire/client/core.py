@@ -51,6 +51,7 @@ from .dispatch import LOG_LEVELS, Dispatcher
 from .engine import Engine, decode, decoder_for
 from .options import ClientOptions, ProgressCallback, declared_capabilities
 from .pages import PromptsPage, ResourcesPage, TemplatesPage, ToolsPage
+from .relay import Relay
 from .state import Link, ServerSpec
 from .subscriptions import Subscription, Subscriptions
 from .validation import ToolCatalog
@@ -183,16 +184,20 @@ class Client:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         check: bool = False,
+        relay: Relay | None = None,
     ) -> JSONValue:
         """Sends any request and returns its decoded result.
 
         Capability checks are off by default (``check=False``) so extensions and experiments
-        pass; input rounds of 2026-07-28 are handled as for typed calls.
+        pass; input rounds of 2026-07-28 are handled as for typed calls. ``relay``: the request
+        is made for another client (see :mod:`mcpwire.client.relay`).
 
         Cancellation: if cancelled, the request is abandoned and ``notifications/cancelled`` is
         sent (shielded, at most 1 s).
         """
-        raw = await self._engine.request(method, params, timeout=timeout, on_progress=on_progress, check=check)
+        raw = await self._engine.request(
+            method, params, timeout=timeout, on_progress=on_progress, check=check, relay=relay
+        )
         try:
             value: JSONValue = jsonrpc.decode_json(raw)  # type: ignore[assignment]
         except msgspec.DecodeError as exc:
@@ -264,16 +269,19 @@ class Client:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        relay: Relay | None = None,
     ) -> ToolResult:
         """Calls a tool. ``isError`` results are returned, not raised (use ``raise_for_error()``).
 
         ``structuredContent`` is validated against the tool's ``outputSchema`` when the tool is
-        known from :meth:`list_tools`.
+        known from :meth:`list_tools`. ``relay``: the call is made for another client (a proxy's,
+        see :mod:`mcpwire.client.relay`).
 
         Raises:
             RPCError: the server refused the call (unknown tool, bad arguments).
             RequestTimeout: no answer in time; the call was cancelled on the wire.
             OutputSchemaError: the structured result breaks the declared schema.
+            RelayedAnswer: a relayed round was answered with a result its asker follows.
 
         Cancellation: the call is abandoned and ``notifications/cancelled`` sent (shielded, ≤ 1 s).
         """
@@ -285,7 +293,7 @@ class Client:
         link.tool_calls += 1
         try:
             answer = await self._engine.answer(
-                "tools/call", params, timeout=timeout, on_progress=on_progress, typed_tool=True
+                "tools/call", params, timeout=timeout, on_progress=on_progress, typed_tool=True, relay=relay
             )
         finally:
             link.tool_calls -= 1
@@ -309,7 +317,7 @@ class Client:
             content = list(wire.content)
         else:
             raw = await self._engine.complete(
-                "tools/call", params, raw, timeout=timeout, on_progress=on_progress, check=True
+                "tools/call", params, raw, timeout=timeout, on_progress=on_progress, check=True, relay=relay
             )
             try:
                 wire = decoder_for(CallToolWire).decode(raw)
@@ -340,9 +348,12 @@ class Client:
     async def list_resource_templates(self, *, timeout: float | None = None) -> list[ResourceTemplate]:
         return await self._engine.pages("resources/templates/list", TemplatesPage, "resource_templates", timeout)
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
-        """Reads a resource. A missing one raises RPCError with ``is_not_found`` true."""
-        raw = await self._engine.request("resources/read", {"uri": uri}, timeout=timeout)
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = None, relay: Relay | None = None
+    ) -> ReadResourceResult:
+        """Reads a resource. A missing one raises RPCError with ``is_not_found`` true. ``relay``:
+        the read is made for another client (see :mod:`mcpwire.client.relay`)."""
+        raw = await self._engine.request("resources/read", {"uri": uri}, timeout=timeout, relay=relay)
         return decode(raw, ReadResourceResult, "resources/read", self.label)
 
     @asynccontextmanager
@@ -355,13 +366,21 @@ class Client:
         resources_list_changed: bool = False,
         buffer: int = 256,
         timeout: float | None = None,
+        task_ids: Sequence[str] = (),
+        relay: Relay | None = None,
     ) -> AsyncIterator[Subscription]:
         """Subscribes to resource updates and list changes, in either era.
 
         Legacy: ``resources/subscribe`` per URI (needs ``resources.subscribe``), unsubscribed on
         exit; list-changed notifications are filtered from the session's stream. 2026-07-28:
         one ``subscriptions/listen`` stream, acknowledged before this returns; on exit it is
-        cancelled with ``notifications/cancelled``.
+        cancelled with ``notifications/cancelled``. ``task_ids`` (2026-07-28, the Tasks
+        extension): ``notifications/tasks`` of those tasks the server acknowledges; the request's
+        ``_meta`` must declare the extension, as a relay's round does for a proxy's client
+        (``relay``, see :mod:`mcpwire.client.relay`).
+
+        Raises:
+            LocalProtocolError: ``task_ids`` for a server speaking a revision before 2026-07-28.
 
         Cancellation: leaving the block ends the subscription (bounded, shielded).
         """
@@ -372,6 +391,8 @@ class Client:
             resources_list_changed=resources_list_changed,
             buffer=buffer,
             timeout=timeout,
+            task_ids=task_ids,
+            relay=relay,
         ) as sub:
             yield sub
 
@@ -384,16 +405,22 @@ class Client:
         return prompts
 
     async def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        relay: Relay | None = None,
     ) -> GetPromptResult:
-        """Renders a prompt. Argument values must be strings."""
+        """Renders a prompt. Argument values must be strings. ``relay``: the prompt is rendered
+        for another client (see :mod:`mcpwire.client.relay`)."""
         params: dict[str, object] = {"name": name}
         if arguments:
             bad = [k for k, v in arguments.items() if not isinstance(v, str)]
             if bad:
                 raise TypeError(f"prompt arguments must be strings; not: {', '.join(bad)}")
             params["arguments"] = dict(arguments)
-        raw = await self._engine.request("prompts/get", params, timeout=timeout)
+        raw = await self._engine.request("prompts/get", params, timeout=timeout, relay=relay)
         return decode(raw, GetPromptResult, "prompts/get", self.label)
 
     # -- completion, logging --------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ..protocol.session import (
     decode_tool_answer,
 )
 from ..protocol.types import JSONObject
+from .relay import Ask
 from .state import Link
 from .validation import ToolCatalog
 from .values import NotDeclared, NotificationSink, ServerNotification, printable
@@ -354,12 +355,16 @@ class Dispatcher:
             except MCPWireError:  # the connection failed, or the server's answer to it was too large
                 pass
 
-    async def fulfil(self, method: str, params: JSONObject) -> JSONObject:
-        """Runs the handler for a server request or an input request.
+    async def fulfil(self, method: str, params: JSONObject, ask: Ask | None = None) -> JSONObject:
+        """Runs the handler for a server request or an input request; ``ask`` answers instead for
+        a request made for another client (:mod:`mcpwire.client.relay`).
 
         Raises:
             NotDeclared: the client has no handler for ``method``.
         """
+        if ask is not None:
+            answer = await ask(method, params)
+            return fill_elicitation_defaults(params, answer) if method == "elicitation/create" else answer
         options = self.link.options
         if method == "roots/list" and options.roots is not None:
             roots = options.roots

@@ -11,8 +11,8 @@ What became of an attempt decides what happens next, through the one table of
 renewed, a header mismatch relisted, an unsupported revision switched, each within its bound;
 anything else is returned or raised. A 2026-07-28 result that asks for input is completed the
 same way (:meth:`Engine.complete`): the input requests are answered by the client's handlers
-and the request is sent again with a new id, echoing ``requestState`` byte for byte (UT-R02..
-UT-R07).
+(or by the asker of a request made for another client, :mod:`mcpwire.client.relay`) and the
+request is sent again with a new id, echoing ``requestState`` byte for byte (UT-R02..UT-R07).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from ..protocol.resend import Outcome, Step, next_step
 from ..protocol.types import META_LOG_LEVEL, JSONObject
 from ..protocol.versions import MODERN_REVISIONS
 from .options import ProgressCallback, declared_capabilities
-from .relay import InputRequested, relayed_round
+from .relay import Ask, InputRequested, Relay, TaskCreated
 from .state import Link
 from .values import NotDeclared, printable, progress_from
 from .waiters import Deadlines, ProgressSink, Waiter, wait_for_answer
@@ -97,7 +97,7 @@ class Engine:
 
     Args:
         link: the connection's shared state.
-        fulfil: answers an input request (the dispatcher's handlers).
+        fulfil: answers an input request (the dispatcher's handlers, or the relay's ``ask``).
         renew_session: opens a new legacy session after the given generation was lost.
         relist_tools: lists the tools again (after a header mismatch).
     """
@@ -106,7 +106,7 @@ class Engine:
         self,
         link: Link,
         *,
-        fulfil: Callable[[str, JSONObject], Awaitable[JSONObject]],
+        fulfil: Callable[[str, JSONObject, Ask | None], Awaitable[JSONObject]],
         renew_session: Callable[[int], Awaitable[None]],
         relist_tools: Callable[[float | None], Awaitable[object]],
     ) -> None:
@@ -137,10 +137,12 @@ class Engine:
         on_progress: ProgressCallback | None = None,
         check: bool = True,
         typed_tool: bool = False,
+        relay: Relay | None = None,
     ) -> Response:
         """Sends one request and returns its answer, sending it again where :data:`~mcpwire.
         protocol.resend.RESEND` says so. ``typed_tool``: the caller (``call_tool``) accepts a
-        :class:`~mcpwire.protocol.session.ToolCallResponse`.
+        :class:`~mcpwire.protocol.session.ToolCallResponse`. ``relay``: the request is another
+        client's (:mod:`mcpwire.client.relay`); a 2026-07-28 server gets its round.
 
         Raises:
             RPCError: an error answer (:class:`MissingClientCapability` for ``-32021``).
@@ -169,7 +171,7 @@ class Engine:
             modern = session.revision is not None and session.revision.modern
             if self.log_level is not None and modern:
                 sent = _with_log_level(params, self.log_level)
-            relayed = relayed_round(method) if modern else None
+            relayed = relay.round if relay is not None and modern else None
             if relayed is not None:  # another client's round, relayed (mcpwire.client.relay)
                 sent = {**(sent or {}), **relayed.params}
             transport = link.transport
@@ -329,10 +331,13 @@ class Engine:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         check: bool = True,
+        relay: Relay | None = None,
     ) -> msgspec.Raw:
         """A request, with 2026-07-28 input rounds handled (MRTR)."""
-        answer = await self.answer(method, params, timeout=timeout, on_progress=on_progress, check=check)
-        return await self.complete(method, params, answer.result, timeout=timeout, on_progress=on_progress, check=check)
+        answer = await self.answer(method, params, timeout=timeout, on_progress=on_progress, check=check, relay=relay)
+        return await self.complete(
+            method, params, answer.result, timeout=timeout, on_progress=on_progress, check=check, relay=relay
+        )
 
     async def complete(
         self,
@@ -343,9 +348,15 @@ class Engine:
         timeout: float | None,
         on_progress: ProgressCallback | None,
         check: bool,
+        relay: Relay | None = None,
     ) -> msgspec.Raw:
         """The answer ``raw`` to ``method``, followed through 2026-07-28 input rounds (MRTR) to
-        a complete result; legacy answers are returned as they are."""
+        a complete result; legacy answers are returned as they are.
+
+        Raises:
+            RelayedAnswer: a relayed round was answered with a result its asker follows
+                (:class:`InputRequested`, :class:`TaskCreated`; see :mod:`mcpwire.client.relay`).
+        """
         link = self.link
         revision = link.session.revision
         if revision is None or not revision.modern:
@@ -353,11 +364,15 @@ class Engine:
         head = decode(raw, _ResultHead, method, link.label)
         counts: dict[Outcome, int] = {}
         rounds = link.options.max_input_rounds
+        relayed = relay is not None and relay.round is not None
+        ask = relay.ask if relay is not None else None
+        if relayed and head.result_type == "task" and method == "tools/call":
+            # SEP-2663: the asker declared the tasks extension (its capabilities are the round's);
+            # the task is its to poll. Only tools/call may create one (CF-T21).
+            raise TaskCreated(_result_object(raw), method=method, server=link.label)
         while head.result_type == "input_required":
-            if relayed_round(method) is not None:  # the relaying proxy's client answers it
-                result = jsonrpc.decode_json(raw)
-                assert isinstance(result, dict)  # decoded as a result head above
-                raise InputRequested(result, method=method, server=link.label)
+            if relayed:  # the relaying proxy's client answers it
+                raise InputRequested(_result_object(raw), method=method, server=link.label)
             info = METHODS.get(method)
             if info is not None and not info.input_required:
                 raise InvalidResponse(
@@ -368,7 +383,7 @@ class Engine:
                 raise InvalidResponse(f"server '{link.label}' asked for input more than {rounds} times for '{method}'")
             retry: dict[str, object] = dict(params or {})
             if head.input_requests:
-                retry["inputResponses"] = await self._input_responses(method, head.input_requests)
+                retry["inputResponses"] = await self._input_responses(method, head.input_requests, ask)
             if not isinstance(head.request_state, UnsetType):
                 retry["requestState"] = head.request_state  # UT-R03: echoed exactly
             if not head.input_requests and isinstance(head.request_state, UnsetType):
@@ -376,7 +391,8 @@ class Engine:
                     f"server '{link.label}' answered '{method}' with input_required but neither "
                     "inputRequests nor requestState"
                 )
-            raw = (await self.answer(method, retry, timeout=timeout, on_progress=on_progress, check=check)).result
+            again = await self.answer(method, retry, timeout=timeout, on_progress=on_progress, check=check, relay=relay)
+            raw = again.result
             head = decode(raw, _ResultHead, method, link.label)
         if head.result_type != "complete":
             # JR-10: "A resultType of any value unrecognized by the client MUST be considered invalid."
@@ -385,7 +401,7 @@ class Engine:
             )
         return raw
 
-    async def _input_responses(self, method: str, requests: dict[str, Any]) -> JSONObject:
+    async def _input_responses(self, method: str, requests: dict[str, Any], ask: Ask | None) -> JSONObject:
         label = self.link.label
         responses: JSONObject = {}
         for key, item in requests.items():
@@ -394,7 +410,7 @@ class Engine:
             if not isinstance(inner, str):
                 raise InvalidResponse(f"server '{label}': input request {key!r} for '{method}' has no method")
             try:
-                responses[key] = await self._fulfil(inner, inner_params if isinstance(inner_params, dict) else {})
+                responses[key] = await self._fulfil(inner, inner_params if isinstance(inner_params, dict) else {}, ask)
             except NotDeclared as exc:
                 # UT-R09: the server asked for a capability this client did not declare.
                 raise RemoteProtocolError(
@@ -440,6 +456,13 @@ class Engine:
                 )
             seen.add(cursor)
         raise RemoteProtocolError(f"server '{link.label}' returned more than {MAX_PAGES} pages for '{method}'")
+
+
+def _result_object(raw: msgspec.Raw) -> dict[str, object]:
+    """A result already decoded as a result head, as a JSON object."""
+    result = jsonrpc.decode_json(raw)
+    assert isinstance(result, dict)  # decoded as a result head before
+    return result
 
 
 def _outcome(outcome: Response | ErrorResponse | BaseException, method: str, modern: bool) -> Outcome:

@@ -7,22 +7,26 @@ legacy era subscribes per resource (``resources/subscribe``, needs ``resources.s
 sends list changes to everyone, so each legacy :class:`Subscription` filters the session's
 notifications itself; the URIs subscribed are part of the session's state, restored on a renewed
 HTTP session (HT-L13). The dispatcher delivers to each open subscription; its buffer is bounded
-and what does not fit is counted in ``dropped``.
+and what does not fit is counted in ``dropped``. A 2026-07-28 filter may also name tasks
+(``taskIds``, the Tasks extension, SEP-2663): their ``notifications/tasks`` come on the same
+stream, for the tasks the server acknowledged; the listen request then carries the ``_meta`` of a
+relay's round (a proxy's client's capabilities, which declare the extension).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 import trio
 
-from ..errors import ClientClosed, MCPWireError, RequestTimeout, RPCError
+from ..errors import ClientClosed, LocalProtocolError, MCPWireError, RequestTimeout, RPCError
 from ..protocol.jsonrpc import ErrorResponse, RequestId
 from ..protocol.types import JSONObject
 from ..protocol.versions import Era
 from .dispatch import Dispatcher
 from .engine import CANCEL_NOTIFY_TIMEOUT, Engine
+from .relay import Relay
 from .state import Link
 from .values import NotificationSink, ServerNotification
 from .waiters import Waiter
@@ -56,6 +60,7 @@ class Subscription:
         prompts: bool,
         resources_list: bool,
         buffer: int,
+        task_ids: tuple[str, ...] = (),
     ) -> None:
         del client  # the subscription needs nothing of it (kept for callers that pass one)
         requested: JSONObject = {}
@@ -67,6 +72,8 @@ class Subscription:
             requested["resourcesListChanged"] = True
         if resources:
             requested["resourceSubscriptions"] = list(resources)
+        if task_ids:
+            requested["taskIds"] = list(task_ids)
         self.requested = requested
         self.acknowledged: JSONObject | None = None
         self.id: RequestId | None = None
@@ -92,6 +99,9 @@ class Subscription:
         if method == "notifications/resources/updated":
             uri = note.params.get("uri")
             return isinstance(uri, str) and any(uri == u or uri.startswith(u.rstrip("/") + "/") for u in self._uris)
+        if method == "notifications/tasks":  # SEP-2663: only for the tasks acknowledged
+            granted = (self.acknowledged or {}).get("taskIds")
+            return isinstance(granted, list) and note.params.get("taskId") in granted
         flag = _LIST_FLAGS.get(method)
         return flag is not None and self.requested.get(flag) is True
 
@@ -152,6 +162,8 @@ class Subscriptions:
         resources_list_changed: bool,
         buffer: int,
         timeout: float | None,
+        task_ids: Sequence[str] = (),
+        relay: Relay | None = None,
     ) -> AsyncIterator[Subscription]:
         sub = Subscription(
             None,
@@ -160,14 +172,21 @@ class Subscriptions:
             prompts=prompts_list_changed,
             resources_list=resources_list_changed,
             buffer=buffer,
+            task_ids=tuple(task_ids),
         )
         if self.link.session.era is Era.MODERN:
-            await self._listen(sub, timeout)
+            meta = relay.round.meta if relay is not None and relay.round is not None else None
+            await self._listen(sub, timeout, meta)
             try:
                 yield sub
             finally:
                 await self.end_listen(sub)
             return
+        if task_ids:
+            raise LocalProtocolError(
+                f"cannot follow tasks on server '{self.link.label}': task notifications are a 2026-07-28 "
+                "extension and the server speaks an earlier revision"
+            )
         legacy = self.link.legacy
         done: list[str] = []
         await self._open_server_stream()
@@ -188,17 +207,15 @@ class Subscriptions:
             with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTIFY_TIMEOUT * 5):
                 for uri in done:
                     try:
-                        await self._engine.answer(
-                            "resources/unsubscribe", {"uri": uri}, timeout=CANCEL_NOTIFY_TIMEOUT
-                        )
+                        await self._engine.answer("resources/unsubscribe", {"uri": uri}, timeout=CANCEL_NOTIFY_TIMEOUT)
                     except MCPWireError:
                         break
 
-    async def _listen(self, sub: Subscription, timeout: float | None) -> None:
+    async def _listen(self, sub: Subscription, timeout: float | None, meta: Mapping[str, object] | None) -> None:
         link = self.link
         waiter = Waiter()
         params = {"notifications": sub.requested}
-        entry, payload = link.session.prepare_request("subscriptions/listen", params, waiter)
+        entry, payload = link.session.prepare_request("subscriptions/listen", params, waiter, meta=meta)
         sub.id = entry.id
         self._dispatcher.subscriptions[entry.id] = sub
         link.counters.requests_sent += 1

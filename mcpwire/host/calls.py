@@ -4,9 +4,11 @@ through that server's policy stack (a part of :class:`~mcpwire.host.Host`).
 Theory of operation: a call resolves the namespaced name, builds a
 :class:`~mcpwire.host.policies.CallContext` from the tool's annotations, the server's settings and
 the caller's context (trace id, run id, caller), and runs through the server's
-:class:`~mcpwire.host.policies.PolicyStack`. Each attempt looks up the server's current connection,
-so a retry after a restart uses the new one; a call that finds the server gone records why its
-connection ended. What fails below the host is raised once, as a
+:class:`~mcpwire.host.policies.PolicyStack`. A proxy's call (the gateway's, for an MCP client of
+its own) names that client explicitly (``relay=``): the context carries it through the policies
+down to the connection's request (:mod:`mcpwire.client.relay`). Each attempt looks up the server's
+current connection, so a retry after a restart uses the new one; a call that finds the server gone
+records why its connection ended. What fails below the host is raised once, as a
 :class:`~mcpwire.errors.ToolExecutionError` naming server, tool and cause.
 """
 
@@ -19,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Final, TypeVar
 
 from ..client import Client, ProgressCallback
+from ..client.relay import Relay
 from ..errors import HostError, MCPWireError, RequestTimeout, ServerGone, ToolExecutionError, UnknownTool
 from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
 from .catalog import RegisteredPrompt, RegisteredResource, RegisteredTemplate
@@ -169,6 +172,7 @@ class Calls(Roster):
         caller_approver: Approver | None = None,
         caller: Caller | None = None,
         fresh: bool = False,
+        relay: Relay | None = None,
     ) -> HostToolResult:
         """Calls a namespaced tool through its server's policies.
 
@@ -188,6 +192,9 @@ class Calls(Roster):
             caller: follows whoever waits for the answer while the call waits for a decision;
                 once it is gone the approval is abandoned and the call is never sent.
             fresh: ask the server even when the cache holds a fresh result (which it replaces).
+            relay: the MCP client a proxy makes the call for (its 2026-07-28 round, who answers
+                the server's questions; see :mod:`mcpwire.client.relay`); a relayed round's
+                result is never cached.
 
         Raises:
             UnknownTool: no such namespaced tool (the closest names are suggested).
@@ -196,6 +203,8 @@ class Calls(Roster):
             ApprovalDenied, CircuitOpen: a policy refused the call.
             ToolExecutionError: the call failed; names server, tool and cause (``__cause__``).
             ToolResultError: the tool reported failure and the host raises those.
+            ToolExecutionError: with a :class:`~mcpwire.client.relay.RelayedAnswer` as its cause
+                when a relayed round was answered with what its asker follows (questions, a task).
 
         ``isError`` results are returned (``is_error`` is true), not raised, unless the host was
         made with ``raise_tool_errors=True``.
@@ -216,13 +225,16 @@ class Calls(Roster):
             )
         info = self.get(reg.server)
         ctx = self._context(reg, info, arguments, timeout, approver, context)
-        ctx.caller_approver, ctx.caller, ctx.fresh = caller_approver, caller, fresh
+        ctx.caller_approver, ctx.caller, ctx.fresh, ctx.relay = caller_approver, caller, fresh, relay
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: calling %s with %s", reg.server, reg.tool.name, summarize_arguments(ctx.arguments))
 
         async def invoke(args: Mapping[str, object]) -> object:
             return await self._on_client(
-                info, lambda client: client.call_tool(reg.tool.name, args, timeout=ctx.timeout, on_progress=on_progress)
+                info,
+                lambda client: client.call_tool(
+                    reg.tool.name, args, timeout=ctx.timeout, on_progress=on_progress, relay=ctx.relay
+                ),
             )
 
         started = time.perf_counter()
@@ -262,8 +274,10 @@ class Calls(Roster):
         *,
         timeout: float | None = None,
         context: Mapping[str, str] | None = None,
+        relay: Relay | None = None,
     ) -> GetPromptResult:
-        """Renders a namespaced prompt on its server (timed out, retried, behind the breaker).
+        """Renders a namespaced prompt on its server (timed out, retried, behind the breaker);
+        ``relay`` as for :meth:`call_tool`.
 
         Raises:
             UnknownPrompt: no such namespaced prompt (the closest names are suggested).
@@ -283,11 +297,12 @@ class Calls(Roster):
             timeout=info.config.policy.timeout_seconds if timeout is None else timeout,
             era=info.era,
             context=dict(context or {}),
+            relay=relay,
         )
 
         async def invoke(args: Mapping[str, object]) -> object:
             return await self._on_client(
-                info, lambda client: client.get_prompt(reg.prompt.name, arguments, timeout=ctx.timeout)
+                info, lambda client: client.get_prompt(reg.prompt.name, arguments, timeout=ctx.timeout, relay=ctx.relay)
             )
 
         result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
@@ -295,9 +310,16 @@ class Calls(Roster):
         return result
 
     async def read_resource(
-        self, server: str, uri: str, *, timeout: float | None = None, context: Mapping[str, str] | None = None
+        self,
+        server: str,
+        uri: str,
+        *,
+        timeout: float | None = None,
+        context: Mapping[str, str] | None = None,
+        relay: Relay | None = None,
     ) -> ReadResourceResult:
-        """Reads a resource through the server's policies (cached, retried, timed out).
+        """Reads a resource through the server's policies (cached, retried, timed out);
+        ``relay`` as for :meth:`call_tool`.
 
         Raises:
             HostError: no such server.
@@ -316,10 +338,13 @@ class Calls(Roster):
             timeout=policy.timeout_seconds if timeout is None else timeout,
             era=info.era,
             context=dict(context or {}),
+            relay=relay,
         )
 
         async def invoke(args: Mapping[str, object]) -> object:
-            return await self._on_client(info, lambda client: client.read_resource(uri, timeout=ctx.timeout))
+            return await self._on_client(
+                info, lambda client: client.read_resource(uri, timeout=ctx.timeout, relay=ctx.relay)
+            )
 
         result = await self._guard(ctx, self._runtime[server].stack.run(ctx, invoke))
         assert isinstance(result, ReadResourceResult)

@@ -16,7 +16,7 @@ HTTP header checks) are :mod:`mcpwire.protocol.serving`.
 
 from .connection import Connection
 from .context import ClientRequestError, RequestContext
-from .core import EraMode, InputRequired, JSONObject, Listen, Outlet, RequestError, Server
+from .core import EraMode, InputRequired, JSONObject, Listen, Notify, Outlet, RequestError, Server
 from .stdio import serve_stdio
 from .streamable_app import LOOPBACK_HOSTS, StreamableHTTPApp
 from .streams import EventStream
@@ -30,6 +30,7 @@ __all__ = [
     "InputRequired",
     "JSONObject",
     "Listen",
+    "Notify",
     "Outlet",
     "RequestContext",
     "RequestError",

@@ -378,20 +378,28 @@ class Connection:
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
                 raise RequestError(INVALID_PARAMS, "Invalid params: 'resourceSubscriptions' must be a list of strings")
             granted["resourceSubscriptions"] = list(uris)
-        granted.update(self.server.listen_grants(context, wanted))
+        acknowledged = trio.Event()
         listen = Listen(context, granted, context.outlet)
-        # "MUST send notifications/subscriptions/acknowledged as the first message carrying the
-        # subscription's ID": sent before the stream is registered, so no publisher can precede it.
-        await listen.notify("notifications/subscriptions/acknowledged", {"notifications": granted})
-        closing = self._listens[context] = trio.Event()
-        self.server.listens.add(listen)
-        if self.closed:  # closed while the acknowledgement was being sent
-            closing.set()
-        try:
-            await closing.wait()  # until the server closes (a cancel ends it with no answer)
-        finally:
-            self._listens.pop(context, None)
-            self.server.listens.discard(listen)
+
+        async def notify(method: str, params: JSONObject) -> None:
+            await acknowledged.wait()
+            await listen.notify(method, params)
+
+        async with self.server.following(context, wanted, notify) as extra:
+            granted.update(extra)
+            # "MUST send notifications/subscriptions/acknowledged as the first message carrying the
+            # subscription's ID": sent before the stream is registered, so no publisher can precede it.
+            await listen.notify("notifications/subscriptions/acknowledged", {"notifications": granted})
+            acknowledged.set()
+            closing = self._listens[context] = trio.Event()
+            self.server.listens.add(listen)
+            if self.closed:  # closed while the acknowledgement was being sent
+                closing.set()
+            try:
+                await closing.wait()  # until the server closes (a cancel ends it with no answer)
+            finally:
+                self._listens.pop(context, None)
+                self.server.listens.discard(listen)
         return {"_meta": {META_SUBSCRIPTION_ID: context.id}}
 
     # -- server-to-client requests ---------------------------------------------------------------

@@ -18,7 +18,8 @@ request. ``send(..., final=True)`` marks the answer that ends a request's stream
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, TypeAlias
 
@@ -35,6 +36,7 @@ __all__ = [
     "InputRequired",
     "LIST_KINDS",
     "Listen",
+    "Notify",
     "Outlet",
     "RequestError",
     "Route",
@@ -46,6 +48,8 @@ log = logging.getLogger("mcpwire.server")
 #: Which lifecycles a server offers: both eras, or one of them.
 EraMode: TypeAlias = Literal["both", "legacy", "modern"]
 Handler: TypeAlias = Callable[[RequestContext], Awaitable[JSONObject]]
+#: Sends one notification (method, params) on a ``subscriptions/listen`` stream.
+Notify: TypeAlias = Callable[[str, JSONObject], Awaitable[None]]
 #: The list kinds that change, and the 2026-07-28 ``subscriptions/listen`` flag of each.
 LIST_KINDS: Final[Mapping[str, str]] = {
     "tools": "toolsListChanged",
@@ -208,6 +212,21 @@ class Server:
         """
         return {}
 
+    def following(
+        self, context: RequestContext, wanted: JSONObject, notify: Notify
+    ) -> AbstractAsyncContextManager[JSONObject]:
+        """The life of one ``subscriptions/listen`` stream, for what it follows beyond the
+        standard filter (an extension's notifications that come from elsewhere, such as a
+        proxy's backends): entering it gives the grants (:meth:`listen_grants` by default); it
+        may send notifications on the stream with ``notify`` (they wait for the stream's
+        acknowledgement) until the stream ends and the block is left.
+
+        Raises:
+            RequestError: the filter cannot be granted (on entering).
+        """
+        del notify
+        return _granted(self.listen_grants(context, wanted))
+
     def tool_input_schema(self, name: str) -> Mapping[str, object] | None:
         """The inputSchema of a tool (2026-07-28 HTTP checks its ``x-mcp-header`` arguments)."""
         return None
@@ -252,3 +271,8 @@ class Server:
                 self.listens.discard(listen)
             elif wanted(listen):
                 await listen.notify(method, params)
+
+
+@asynccontextmanager
+async def _granted(grants: JSONObject) -> AsyncIterator[JSONObject]:
+    yield grants

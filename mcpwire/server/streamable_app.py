@@ -490,7 +490,7 @@ class StreamableHTTPApp:
             self._retire(session, stream)
 
     def _answered_at_once(self, accept: str) -> bool:
-        return self.answer_grace_s is not None and ("application/json" in accept or "*/*" in accept)
+        return self.answer_grace_s is not None and not prefers_sse(accept)
 
     async def _answer_alone(self, request: Exchange, stream: EventStream) -> bool:
         """Wait (at most :attr:`answer_grace_s`) for the stream's first message; when it is the
@@ -684,3 +684,32 @@ class _Discard:
 
 
 _DISCARD: Final = _Discard()
+
+
+def prefers_sse(accept: str) -> bool:
+    """Whether an ``Accept`` header asks for an SSE stream rather than one JSON body: JSON is not
+    acceptable at all, or ``text/event-stream`` weighs more, or (weighed alike, as the q-values
+    leave it to the server) is listed first. The SDKs list ``application/json`` first and get a
+    quick answer as one JSON body; a client listing ``text/event-stream`` first gets its stream,
+    primed, at once (2025-11-25 basic/transports: the server "MUST either return Content-Type:
+    text/event-stream ... or Content-Type: application/json")."""
+    weights: dict[str, tuple[float, int]] = {}
+    for position, item in enumerate(accept.lower().split(",")):
+        media, *parameters = (part.strip() for part in item.split(";"))
+        weight = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        if media in ("application/json", "text/event-stream", "*/*") and media not in weights:
+            weights[media] = (weight, position)
+    wildcard = weights.get("*/*", (0.0, len(weights)))
+    json_weight, json_at = weights.get("application/json", wildcard)
+    sse_weight, sse_at = weights.get("text/event-stream", wildcard)
+    if json_weight <= 0:
+        return True
+    return sse_weight > json_weight or (sse_weight == json_weight and sse_at < json_at)
+

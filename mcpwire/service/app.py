@@ -31,7 +31,6 @@ from .._version import install_hint
 from ..host import Host, HostConfig
 from .api import API, PREFIX, map_error
 from .audit import AuditWriter
-from .bridge import StoreAudit
 from .events import EventHub
 from .identity import Authenticator, Role
 from .metrics import CallMetrics, HttpMetrics, RouteNamer
@@ -42,6 +41,7 @@ from .servers import ServerManager, Source
 from .settings import Settings
 from .state import Service
 from .store import ServerRow, Store
+from .store_bridge import StoreAudit
 
 __all__ = ["MCP_PATH", "MESSAGES_PATH", "SSE_PATH", "build_app"]
 
@@ -129,7 +129,7 @@ def build_app(
 ) -> Starlette:
     """The service's app for ``host`` and ``store`` (both opened by the caller, who closes them).
 
-    Make the host with :func:`~mcpwire.service.bridge.service_host`, so that its approvals, pins
+    Make the host with :func:`~mcpwire.service.store_bridge.service_host`, so that its approvals, pins
     and audit records live in the store.
 
     Args:

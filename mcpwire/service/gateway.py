@@ -14,11 +14,15 @@ a single backend); quarantined tools (pinned, then changed) are not listed. Call
 API (filters, timeout, retry, breaker, cache, approval, audit, metrics); the call carries the
 trace id and caller the service's middleware found, and its progress goes back to the client.
 A call that waits for a decision lives only as long as its client waits for it (see
-:mod:`mcpwire.service.gateway_bridge`); a quarantined tool is refused with a result saying that
+:mod:`mcpwire.service.gateway_relay`); a quarantined tool is refused with a result saying that
 its changed definition awaits review (not as an unknown tool).
-A backend's questions (sampling, elicitation, roots) and the approval policy's "ask" reach the
-client through :mod:`mcpwire.service.gateway_bridge`; when the client and the backend both speak
-2026-07-28, a tool call's input rounds are relayed between them as they are.
+Each call names its client explicitly on its way through the host (``relay=``, see
+:mod:`mcpwire.client.relay`): a backend's questions (sampling, elicitation, roots) and the
+approval policy's "ask" reach that client through :mod:`mcpwire.service.gateway_relay`; when the
+client and the backend both speak 2026-07-28, a tool call's input rounds are relayed between them
+as they are, and so is a task the backend creates for it. The 2026-07-28 extensions the backends
+declare and the gateway can route (Tasks, Skills) are the gateway's too
+(:mod:`mcpwire.service.gateway_extensions`).
 
 Changes reach connected clients: a host event about a server's tools (its status, its list, a
 pin), prompts or resources becomes ``notifications/<kind>/list_changed`` to every legacy session
@@ -36,10 +40,10 @@ with ``isError``, so that a model sees why.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, TypeVar
 
 import msgspec
@@ -47,7 +51,7 @@ import trio
 
 from .._version import __version__
 from ..client import ServerNotification
-from ..client.relay import InputRequested, RelayedRound, relaying
+from ..client.relay import InputRequested, RelayedAnswer, RelayedRound, TaskCreated
 from ..errors import HostError, MCPWireError, RPCError
 from ..host import Host
 from ..host.catalog import UnknownPrompt
@@ -61,6 +65,7 @@ from ..redaction import clean_terminal, shorten
 from ..server import (
     InputRequired,
     JSONObject,
+    Notify,
     RequestContext,
     RequestError,
     Server,
@@ -68,7 +73,8 @@ from ..server import (
     serve_stdio,
 )
 from ..server.streamable_app import MAX_BODY_BYTES
-from .gateway_bridge import DEFAULT_CALLER_GRACE, DEFAULT_INPUT_TIMEOUT, Bridge, Pending, Unanswerable
+from .gateway_extensions import Extensions
+from .gateway_relay import DEFAULT_CALLER_GRACE, DEFAULT_INPUT_TIMEOUT, GatewayRelay, Pending, Unanswerable
 
 __all__ = ["ANSWER_GRACE_S", "COALESCE_S", "Gateway", "GatewayServer"]
 
@@ -137,15 +143,23 @@ class Gateway:
         self._nursery: trio.Nursery | None = None
         self._ready = trio.Event()
         self._stopped = trio.Event()
-        self.bridge = Bridge(self._background, input_timeout=input_timeout, caller_grace=caller_grace)
+        self.relay = GatewayRelay(
+            self._background, input_timeout=input_timeout, caller_grace=caller_grace, era_of=self._era_of
+        )
         self.server = GatewayServer(
             self, name=name, instructions=INSTRUCTIONS if instructions is None else instructions
         )
-        # the host's connections answer their servers' questions through the bridge, and tell
+        # the host's connections answer their servers' questions through the relay, and tell
         # the gateway what their servers notify (log messages as they are read, so that those
         # sent before a call's answer are known to belong to that call when the answer arrives)
         host.client_options_for = self._client_options
         host.on_notification = self.server.backend_notified
+
+    def _era_of(self, server: str) -> str | None:
+        try:
+            return self.host.get(server).era
+        except HostError:
+            return None
 
     def _client_options(self, config: ServerConfig) -> Mapping[str, object]:
         server = config.name
@@ -154,7 +168,7 @@ class Gateway:
             if note.method == "notifications/message":
                 self.server.log_to_call(server, note.params)
 
-        return {**self.bridge.client_options(config), "on_notification": notified}
+        return {**self.relay.client_options(config), "on_notification": notified}
 
     def asgi_app(
         self,
@@ -237,6 +251,7 @@ class GatewayServer(Server):
         super().__init__(name, __version__, instructions=instructions)
         self.gateway = gateway
         self.host = gateway.host
+        self.extensions = Extensions(self.host)
         self._dirty: set[str] = set()
         #: calls with backend log messages to relay
         self._logging: set[Pending] = set()
@@ -252,6 +267,8 @@ class GatewayServer(Server):
             ("completion/complete", self._complete),
         ):
             self.route(method, handler)
+        for extension_method, relayed in self.extensions.routes():
+            self.route(extension_method, relayed, legacy=False)
 
     def capabilities(self, revision: str) -> JSONObject:
         caps: JSONObject = {
@@ -263,6 +280,20 @@ class GatewayServer(Server):
         if revision >= V2025_03_26:  # the completions capability did not exist in 2024-11-05
             caps["completions"] = {}
         return caps
+
+    def following(
+        self, context: RequestContext, wanted: JSONObject, notify: Notify
+    ) -> AbstractAsyncContextManager[JSONObject]:
+        return self.extensions.following(context, wanted, notify)
+
+    def discover(self) -> JSONObject:
+        result = super().discover()
+        extensions = self.extensions.declared()
+        if extensions:  # 2026-07-28 basic/versioning: extensions are declared in server/discover
+            capabilities = result["capabilities"]
+            assert isinstance(capabilities, dict)
+            result["capabilities"] = {**capabilities, "extensions": extensions}
+        return result
 
     async def background(self) -> None:
         await self.gateway._work()
@@ -385,9 +416,9 @@ class GatewayServer(Server):
         return context
 
     async def _tools_call(self, ctx: RequestContext) -> JSONObject:
-        bridge = self.gateway.bridge
-        if ctx.modern and "requestState" in ctx.params and not bridge.is_wrapped(ctx.params["requestState"]):
-            outcome = await bridge.resume(ctx)
+        relay = self.gateway.relay
+        if ctx.modern and "requestState" in ctx.params and not relay.is_wrapped(ctx.params["requestState"]):
+            outcome = await relay.resume(ctx)
             return self._tool_outcome(outcome)
         name = ctx.params.get("name")
         arguments = ctx.params.get("arguments", {})
@@ -406,19 +437,19 @@ class GatewayServer(Server):
                 await pending.context.progress(update.progress, update.total, update.message)
 
             try:
-                with relaying(relayed) if relayed is not None else contextlib.nullcontext():
-                    return await self.host.call_tool(
-                        reg.name,
-                        arguments,
-                        caller_approver=bridge.approver(pending),
-                        caller=bridge.caller(pending),
-                        context=self._call_context(pending.context),
-                        on_progress=progress,
-                    )
+                return await self.host.call_tool(
+                    reg.name,
+                    arguments,
+                    caller_approver=relay.approver(pending),
+                    caller=relay.caller(pending),
+                    context=self._call_context(pending.context),
+                    on_progress=progress,
+                    relay=relay.relay_for(pending, relayed),
+                )
             except HostError as exc:
                 return exc
 
-        return self._tool_outcome(await bridge.call(ctx, reg.server, self._logged(work)), reg.server)
+        return self._tool_outcome(await relay.call(ctx, reg.server, self._logged(work)), reg.server)
 
     def _relayed(self, ctx: RequestContext, server: str) -> RelayedRound | None:
         """The round to relay when the client and the backend both speak 2026-07-28 (the client's
@@ -436,10 +467,10 @@ class GatewayServer(Server):
         if "inputResponses" in ctx.params:
             params["inputResponses"] = ctx.input_responses
         if isinstance(state, str):
-            params["requestState"] = self.gateway.bridge.unwrap_state(server, state)
+            params["requestState"] = self.gateway.relay.unwrap_state(server, state)
         elif state is not None:
             raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' must be a string")
-        return RelayedRound("tools/call", params, {META_CLIENT_CAPABILITIES: ctx.client_capabilities})
+        return RelayedRound(params, {META_CLIENT_CAPABILITIES: ctx.client_capabilities})
 
     def _logged(self, work: Callable[[Pending], Awaitable[T]]) -> Callable[[Pending], Awaitable[T]]:
         """``work``, then the backend's log messages for the call not relayed yet (before the answer)."""
@@ -455,10 +486,13 @@ class GatewayServer(Server):
 
     def _tool_outcome(self, outcome: object, server: str | None = None) -> JSONObject:
         if isinstance(outcome, HostError):
+            created = _cause(outcome, TaskCreated)
+            if created is not None and server is not None:  # SEP-2663: the backend made a task of it
+                return self.extensions.task_result(server, dict(created.result))
             requested = _cause(outcome, InputRequested)
             if requested is not None and server is not None:  # a relayed round: the backend's questions
                 asks, state = requested.result.get("inputRequests"), requested.result.get("requestState")
-                wrapped = self.gateway.bridge.wrap_state(server, state) if isinstance(state, str) else None
+                wrapped = self.gateway.relay.wrap_state(server, state) if isinstance(state, str) else None
                 raise InputRequired(
                     {k: v for k, v in asks.items() if isinstance(v, dict)} if isinstance(asks, dict) else {}, wrapped
                 )
@@ -472,7 +506,7 @@ class GatewayServer(Server):
 
     async def _prompts_get(self, ctx: RequestContext) -> JSONObject:
         if ctx.modern and "requestState" in ctx.params:
-            return _wire(await self.gateway.bridge.resume(ctx))
+            return _wire(await self.gateway.relay.resume(ctx))
         name = ctx.params.get("name")
         arguments = ctx.params.get("arguments") or {}
         if not isinstance(name, str):
@@ -485,13 +519,18 @@ class GatewayServer(Server):
             raise RequestError(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}") from None
 
         async def work(pending: Pending) -> object:
-            return await self.host.get_prompt(reg.name, arguments, context=self._call_context(pending.context))
+            return await self.host.get_prompt(
+                reg.name,
+                arguments,
+                context=self._call_context(pending.context),
+                relay=self.gateway.relay.relay_for(pending),
+            )
 
         return _wire(await self._backend(ctx, reg.server, work))
 
     async def _resources_read(self, ctx: RequestContext) -> JSONObject:
         if ctx.modern and "requestState" in ctx.params:
-            return _wire(await self.gateway.bridge.resume(ctx))
+            return _wire(await self.gateway.relay.resume(ctx))
         uri = ctx.params.get("uri")
         if not isinstance(uri, str):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
@@ -501,7 +540,9 @@ class GatewayServer(Server):
             raise _not_found(uri, modern=ctx.modern) from None
 
         async def work(pending: Pending) -> object:
-            return await self.host.read_resource(server, uri, context=self._call_context(pending.context))
+            return await self.host.read_resource(
+                server, uri, context=self._call_context(pending.context), relay=self.gateway.relay.relay_for(pending)
+            )
 
         try:
             result = await self._backend(ctx, server, work)
@@ -519,7 +560,7 @@ class GatewayServer(Server):
     async def _backend(self, ctx: RequestContext, server: str, work: Callable[[Pending], Awaitable[T]]) -> T:
         """Run a host request; a backend's JSON-RPC error is passed on as it came, a failure is -32603."""
         try:
-            return await self.gateway.bridge.call(ctx, server, self._logged(work))
+            return await self.gateway.relay.call(ctx, server, self._logged(work))
         except HostError as exc:
             rpc = _rpc_cause(exc)
             if rpc is not None:
@@ -635,7 +676,7 @@ class GatewayServer(Server):
         tell whose it is: it is dropped rather than shown to another client. (Calls waiting for
         a 2026-07-28 client's retry do not count: their backend is waiting for the answer.)"""
         level = params.get("level")
-        calls = self.gateway.bridge.calls_to(server, parked=False)
+        calls = self.gateway.relay.calls_to(server, parked=False)
         if not isinstance(level, str) or level not in LOG_LEVELS or len(calls) != 1:
             log.debug("%s: a log message for no single call; not relayed", server)
             return
@@ -710,7 +751,7 @@ def _not_found(uri: str, *, modern: bool) -> RequestError:
 def _rpc_cause(exc: BaseException) -> RPCError | None:
     """The backend's JSON-RPC error behind a host error (not one the gateway's own handlers raised)."""
     cause = _cause(exc, RPCError)
-    return None if isinstance(cause, Unanswerable | InputRequested) else cause
+    return None if isinstance(cause, Unanswerable | RelayedAnswer) else cause
 
 
 def _cause(exc: BaseException, kind: type[E]) -> E | None:

@@ -64,7 +64,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-#: the current request's trace id, for log lines (see :class:`TraceFilter`)
+#: the current request's trace id, for log lines (see :class:`TraceFilter`). Log lines only: a
+#: logging filter is handed a record and nothing else, so the id can reach it no other way. Calls
+#: carry their trace id, caller and client as arguments (the gateway's ``context=``, ``relay=``).
 TRACE_ID: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar("mcpwire_trace_id", default=None)
 _TRACEPARENT: Final = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}\Z")
 _TRACE_TOKEN: Final = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")

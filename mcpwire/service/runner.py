@@ -34,11 +34,11 @@ from ..server.http import HttpServerName, serve_http
 from ..testing import demo_server_argv
 from .agent_runs import agent_routes
 from .app import build_app
-from .bridge import service_host
 from .localfiles import TOKEN_FILE, announce, data_folder
 from .servers import Source, effective_config
 from .settings import Settings
 from .store import ServerRow, Store, describe_url, open_store
+from .store_bridge import service_host
 
 __all__ = ["FIRST_ATTEMPT_TIMEOUT", "ServeOptions", "serve"]
 

@@ -17,6 +17,7 @@ import trio
 import trio.lowlevel
 
 from mcpwire.client import Progress, ProgressCallback, ServerNotification
+from mcpwire.client.relay import Relay
 from mcpwire.errors import ConnectError, RPCError, ServerGone
 from mcpwire.host import ServerConfig
 from mcpwire.protocol.types import (
@@ -100,6 +101,8 @@ class FakeServer:
     reads: list[str] = field(default_factory=list)
     health_checks: list[str] = field(default_factory=list)
     requests: list[tuple[str, JSONObject]] = field(default_factory=list)
+    #: the relay each tool call, prompt and read came with (None: made for no other client)
+    relays: list[Relay | None] = field(default_factory=list)
     subscriptions: list[JSONObject] = field(default_factory=list)
     clients: list[FakeClient] = field(default_factory=list)
     connect_times: list[float] = field(default_factory=list)
@@ -145,8 +148,14 @@ class FakeClient:
         return list(self.server.prompts)
 
     async def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        relay: Relay | None = None,
     ) -> GetPromptResult:
+        self.server.relays.append(relay)
         self.server.requests.append(("prompts/get", {"name": name, "arguments": dict(arguments or {})}))
         if self.server.call_error is not None:
             raise self.server.call_error
@@ -178,7 +187,9 @@ class FakeClient:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        relay: Relay | None = None,
     ) -> ToolResult:
+        self.server.relays.append(relay)
         self.server.calls.append((self.number, name, dict(arguments)))  # type: ignore[arg-type]
         if on_progress is not None:
             await on_progress(Progress(1, 2, "halfway"))  # type: ignore[misc]
@@ -196,7 +207,10 @@ class FakeClient:
         text = f"{name}({json.dumps(dict(arguments), sort_keys=True)})#{len(self.server.calls)}@{self.number}"
         return ToolResult(content=[TextContent(text=text)], tool=name, server=self.server.name)
 
-    async def read_resource(self, uri: str, *, timeout: float | None = None) -> ReadResourceResult:
+    async def read_resource(
+        self, uri: str, *, timeout: float | None = None, relay: Relay | None = None
+    ) -> ReadResourceResult:
+        self.server.relays.append(relay)
         self.server.reads.append(uri)
         if self.server.call_error is not None:
             raise self.server.call_error

@@ -17,6 +17,7 @@ from _server_support import ACCEPT_BOTH, INIT, MODERN, meta, sse_events, text, t
 
 from mcpwire.server import RequestContext, Server, StreamableHTTPApp
 from mcpwire.server.http import serve_http
+from mcpwire.server.streamable_app import prefers_sse
 
 BOTH = ACCEPT_BOTH
 
@@ -63,6 +64,42 @@ async def test_an_answer_ready_within_the_grace_is_one_json_body() -> None:
             got = [e async for e in sse_events(streamed)]
         assert got[0] == {"id": "2.0", "retry": "500", "data": ""}
         assert json.loads(got[1]["data"])["result"] == text("quick")
+
+
+async def test_a_client_that_lists_sse_first_gets_its_stream_at_once() -> None:
+    """The client's preference in ``Accept`` decides when it states one (a higher q, or the same q
+    and listed first): the conformance runner's SSE polling requests list ``text/event-stream``
+    first; the SDKs and mcpwire list ``application/json`` first and get one JSON body."""
+    async with served(tools_server(quick=_quick), grace=5.0) as (client, url):
+        session = await session_of(client, url)
+        streaming = ("text/event-stream, application/json", "application/json;q=0.5, text/event-stream")
+        for rid, accept in enumerate(streaming):
+            headers = {"Accept": accept, **session}
+            async with client.stream("POST", url, json=call("quick", 10 + rid), headers=headers) as streamed:
+                assert streamed.headers["content-type"] == "text/event-stream"
+                got = [e async for e in sse_events(streamed)]
+            assert got[0]["retry"] == "500" and got[0]["data"] == ""  # primed first
+            assert json.loads(got[1]["data"])["result"] == text("quick")
+        for rid, accept in enumerate(("application/json, text/event-stream", "*/*", "text/event-stream;q=0.9, */*")):
+            reply = await client.post(url, json=call("quick", 20 + rid), headers={"Accept": accept, **session})
+            assert reply.headers["content-type"] == "application/json", accept
+
+
+def test_prefers_sse_reads_weights_then_order() -> None:
+    cases = {
+        "application/json, text/event-stream": False,
+        "text/event-stream, application/json": True,
+        "TEXT/EVENT-STREAM , Application/JSON": True,
+        "text/event-stream, application/json;q=0.9": True,
+        "text/event-stream;q=0.5, application/json": False,
+        "application/json;q=0, text/event-stream": True,
+        "text/event-stream": True,
+        "*/*": False,
+        "*/*, text/event-stream": False,
+        "text/event-stream, */*": True,
+        "application/json;q=bad, text/event-stream": True,
+    }
+    assert {accept: prefers_sse(accept) for accept in cases} == cases
 
 
 async def test_without_a_grace_resumable_answers_are_sse_from_the_start() -> None:

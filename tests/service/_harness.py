@@ -21,11 +21,11 @@ from starlette.routing import BaseRoute
 from mcpwire.host import Host
 from mcpwire.server.http import serve_http
 from mcpwire.service.app import build_app
-from mcpwire.service.bridge import service_host
 from mcpwire.service.runner import load_servers
 from mcpwire.service.settings import Settings
 from mcpwire.service.state import Service
 from mcpwire.service.store import Store, open_store
+from mcpwire.service.store_bridge import service_host
 
 
 def demo_entry(*flags: str) -> dict[str, Any]:

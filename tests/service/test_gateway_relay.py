@@ -1,7 +1,8 @@
 """A 2026-07-28 client's input rounds with a 2026-07-28 backend, relayed through the gateway: the
 backend's own questions (its keys, all in one round) under the client's own capabilities, the
 backend's requestState wrapped so that it goes back to that backend only; and the client feature
-under it (mcpwire.client.relay), against the reference server directly."""
+under it (mcpwire.client.relay: a relayed round, a task for the asker, questions put to the asker),
+against the reference server directly."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import trio
 from _gateway import MODERN, gateway, reference
 
 import mcpwire
-from mcpwire.client.relay import InputRequested, RelayedRound, relaying
+from mcpwire.client.relay import InputRequested, Relay, RelayedRound, TaskCreated
 from mcpwire.transports import StdioServer
 
 pytestmark = pytest.mark.slow
@@ -93,24 +94,21 @@ async def test_a_relayed_call_raises_the_servers_input_required_result_instead_o
     with trio.fail_after(60):
         async with mcpwire.open_client(server, era="modern", era_cache=False, elicitation=elicit) as client:
             tool = "test_input_required_result_elicitation"
-            theirs = RelayedRound("tools/call", {}, {CAPS: {"elicitation": {}}})
-            with relaying(theirs), pytest.raises(InputRequested) as raised:
-                await client.call_tool(tool, {})
+            theirs = Relay(round=RelayedRound({}, {CAPS: {"elicitation": {}}}))
+            with pytest.raises(InputRequested) as raised:
+                await client.call_tool(tool, {}, relay=theirs)
             assert raised.value.result["resultType"] == "input_required"
             assert list(raised.value.result["inputRequests"]) == ["user_name"]
             assert asked == []  # this client's handler was not asked
-            answered = RelayedRound("tools/call", {"inputResponses": {"user_name": ANSWERS["user_name"]}})
-            with relaying(answered):
-                assert (await client.call_tool(tool, {})).text() == "Hello, Alice!"
-                # other methods are this client's own
-                assert any(t.name == tool for t in await client.list_tools())
-            # outside the block, the client answers with its own handler again
+            answered = Relay(round=RelayedRound({"inputResponses": {"user_name": ANSWERS["user_name"]}}))
+            assert (await client.call_tool(tool, {}, relay=answered)).text() == "Hello, Alice!"
+            # without a relay, the client answers with its own handler
             assert (await client.call_tool(tool, {})).text() == "Hello, Bob!"
             assert len(asked) == 1
             # the relayed round's capabilities replace the client's: none declared, none asked
-            bare = RelayedRound("tools/call", {}, {CAPS: {}})
-            with relaying(bare), pytest.raises(mcpwire.RPCError) as refused:
-                await client.call_tool(tool, {})
+            bare = Relay(round=RelayedRound({}, {CAPS: {}}))
+            with pytest.raises(mcpwire.RPCError) as refused:
+                await client.call_tool(tool, {}, relay=bare)
             assert refused.value.code == -32021
 
 
@@ -135,3 +133,52 @@ async def test_a_result_reached_through_input_rounds_is_never_cached() -> None:
             assert direct["result"]["content"] == [{"type": "text", "text": "Hello, Bob!"}]
             again = await _call(http, running.url, tool, inputResponses={"user_name": ANSWERS["user_name"]})
             assert again["result"]["content"] == [{"type": "text", "text": "Hello, Alice!"}]
+
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+async def test_a_relayed_call_that_becomes_a_task_raises_the_task_for_the_asker_to_poll() -> None:
+    server = StdioServer(command=sys.executable, args=("-m", "mcpwire.testing.everything"))
+    with trio.fail_after(60):
+        async with mcpwire.open_client(server, era="modern", era_cache=False) as client:
+            theirs = Relay(round=RelayedRound(meta={CAPS: TASKS}))
+            with pytest.raises(TaskCreated) as raised:
+                await client.call_tool("slow_compute", {"seconds": 0.2}, relay=theirs)
+            created = raised.value.result
+            assert (created["resultType"], created["status"]) == ("task", "working")
+            # the task's own requests carry the asker's capabilities too (the server checks them)
+            polled: Any = {}
+            while polled.get("status") != "completed":
+                polled = await client.request("tasks/get", {"taskId": created["taskId"]}, relay=theirs)
+                await trio.sleep(0.05)
+            assert polled["result"]["content"] == [{"type": "text", "text": "slow_compute: done after 0.2 s"}]
+            with pytest.raises(mcpwire.RPCError) as refused:
+                await client.request("tasks/get", {"taskId": created["taskId"]})  # this client declared none
+            assert refused.value.code == -32021
+            # without the asker's declaration, the same call is no task: it is this client's answer
+            assert (await client.call_tool("slow_compute", {"seconds": 0})).text() == "slow_compute: done after 0 s"
+
+
+async def test_a_relay_without_a_round_answers_the_servers_input_requests_itself() -> None:
+    """A legacy proxy client's call to a 2026-07-28 server: the questions of that call go to the
+    relay's asker, not to this client's handlers, and the input rounds are completed here."""
+    mine: list[Any] = []
+    theirs: list[tuple[str, Any]] = []
+
+    async def handler(params: Any) -> Any:
+        mine.append(params)
+        return {"action": "accept", "content": {"name": "Mine"}}
+
+    async def ask(method: str, params: Any) -> Any:
+        theirs.append((method, params))
+        return {"action": "accept", "content": {"name": "Theirs"}}
+
+    server = StdioServer(command=sys.executable, args=("-m", "mcpwire.testing.everything"))
+    with trio.fail_after(60):
+        async with mcpwire.open_client(server, era="modern", era_cache=False, elicitation=handler) as client:
+            tool = "test_input_required_result_elicitation"
+            assert (await client.call_tool(tool, {}, relay=Relay(ask=ask))).text() == "Hello, Theirs!"
+            assert [method for method, _ in theirs] == ["elicitation/create"] and mine == []
+            assert (await client.call_tool(tool, {})).text() == "Hello, Mine!"
+            assert len(mine) == 1 and len(theirs) == 1

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
 
+from ...client.relay import Relay
+
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
     "ApprovalRequest",
@@ -144,6 +146,9 @@ class CallContext:
     caller: Caller | None = None
     #: answer from the server even when the cache holds a fresh result (the result is cached)
     fresh: bool = False
+    #: the client the call is made for, when a proxy makes it (a gateway's client): passed down
+    #: to the request as it is (see :mod:`mcpwire.client.relay`)
+    relay: Relay | None = None
     #: where the call comes from: ``trace_id``, ``run_id``, ``caller``... (audit and approvals)
     context: Mapping[str, str] = field(default_factory=dict)
     #: the server's era ("legacy", "modern"), for caching hints

@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 
 import trio
 
-from ...client.relay import relayed_round
+from ...client.relay import RelayedAnswer
 from ...errors import ApprovalAbandoned, ApprovalDenied
 from .approval import ApprovalPolicy
 from .audit import ArgumentsMode, AuditLog, AuditRecord, AuditSink
@@ -40,8 +40,6 @@ __all__ = ["PolicyStack"]
 
 log = logging.getLogger("mcpwire.host.policies")
 T = TypeVar("T")
-#: the method of each kind of call, as a relayed round names it
-_METHODS = {"tool": "tools/call", "resource": "resources/read", "prompt": "prompts/get"}
 
 
 def _is_error_result(value: object) -> bool:
@@ -73,7 +71,7 @@ class PolicyStack(Generic[T]):
         2026-07-28 client answering a backend's questions): neither read from nor stored."""
         if self.cache is None or not self.cache.enabled:
             return False
-        relayed = relayed_round(_METHODS.get(ctx.kind, ""))
+        relayed = ctx.relay.round if ctx.relay is not None else None
         if relayed is not None and relayed.params:
             return False  # answers to a relayed round's questions: the result is its asker's alone
         if ctx.cacheable is not None:
@@ -148,6 +146,11 @@ class PolicyStack(Generic[T]):
                         ttl = ctx.cache_ttl if ttl is None else min(ttl, ctx.cache_ttl)
                     cache.put(key, result, ttl=ttl, scope=getattr(result, "cache_scope", None), generation=generation)
             return result
+        except RelayedAnswer:
+            # the server answered the relayed round with what its asker follows (its questions, a
+            # task): an answer, recorded as one, that the proxy passes on
+            ctx.outcome = "ok"
+            raise
         except BaseException as exc:
             if isinstance(exc, trio.Cancelled):
                 ctx.outcome = "cancelled"

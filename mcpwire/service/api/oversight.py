@@ -79,7 +79,7 @@ async def list_approvals(ctx: Ctx) -> ApprovalList:
     if query.state == "pending":
         approvals = (await queue.pending())[: query.limit]
     else:
-        from ..bridge import approval_of
+        from ..store_bridge import approval_of
 
         rows = await service_of(ctx).store.approvals(state=query.state, limit=query.limit)
         approvals = [approval_of(r) for r in rows]

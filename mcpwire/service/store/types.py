@@ -2,7 +2,7 @@
 
 Each kind of record has a few typed columns the store filters and orders on, and the rest of the
 record as a JSON object (``data``, ``record``, ``entry``...). The host's own types (approvals, pins,
-audit records) are converted to and from these rows by :mod:`mcpwire.service.bridge`, so the store
+audit records) are converted to and from these rows by :mod:`mcpwire.service.store_bridge`, so the store
 depends on nothing above the protocol's JSON types.
 """
 

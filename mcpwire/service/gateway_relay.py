@@ -1,23 +1,28 @@
-"""How a backend's questions reach the gateway's client: forwarding, and calls that wait for input.
+"""The gateway's relay between its clients and the backends: calls, questions, requestStates.
 
 Theory of operation: a backend may need its client while a call runs: ``sampling/createMessage``,
 ``elicitation/create`` and ``roots/list`` (server-to-client requests in the legacy era, input
 requests of an ``input_required`` result in 2026-07-28), and the host's approval policy may need
-a decision ("ask"). The host's connections are the backend's clients, so the gateway gives each
-of them forwarding handlers (:meth:`Bridge.client_options`, through ``Host.client_options_for``)
-and an approver per call; both end in :meth:`Bridge.ask`, which finds the gateway call the
-question belongs to and puts it to that call's client:
+a decision ("ask"). The host's connections are the backends' clients. Every gateway call is a
+:class:`Pending` and names its client explicitly on its way down (:meth:`GatewayRelay.relay_for`
+gives the host's call a :class:`~mcpwire.client.relay.Relay`, which the host's policies pass to
+the connection's request), and gets an approver of its own; both end in :meth:`GatewayRelay.ask`,
+which puts the question to that call's client:
 
-- the call is found by a context variable set in the task that runs it (the host calls a
-  2026-07-28 backend's input rounds in that task); a legacy backend's request arrives in the
-  connection's own task instead, so it goes to the one call to that backend in flight (with
-  several, the gateway cannot tell which and the backend gets an error);
+- a 2026-07-28 backend's input requests belong to the request they answer, so the connection
+  hands them to that request's relay: the call is known;
+- a legacy backend asks with a request of its own, read by the connection's task and naming no
+  call, so it comes through the forwarding handlers every connection gets
+  (:meth:`GatewayRelay.client_options`, through ``Host.client_options_for``) and goes to the one
+  call to that backend in flight (with several, the gateway cannot tell which and the backend
+  gets an error). The same handlers refuse a 2026-07-28 backend's questions for a call that is
+  not the gateway's (the service's API, an agent's run): no MCP client waits for those;
 - a legacy gateway client is asked with a server-to-client request on its session;
 - a 2026-07-28 gateway client cannot be asked mid-request: the call is a :class:`Pending` that
   runs in the gateway's own nursery, and when it needs input the gateway answers the client's
   request with ``input_required`` (one input request, and a ``requestState`` signed by the
   gateway that names the pending call and the round). The client's retry carries the answer in
-  ``inputResponses``; :meth:`Bridge.resume` verifies the state, hands the answer to the waiting
+  ``inputResponses``; :meth:`GatewayRelay.resume` verifies the state, hands the answer to the waiting
   question and waits for what comes next (the result, or the next question). A call waits for
   its retry at most ``input_timeout`` seconds; then it is cancelled. Pending calls live in one
   process: behind a load balancer a retry must reach the same instance (as legacy sessions do).
@@ -26,7 +31,7 @@ When the gateway's client and the backend both speak 2026-07-28, a tool call's i
 not the gateway's: the call is relayed (:mod:`mcpwire.client.relay`), so the backend sees the
 client's own capabilities and inputResponses, and its ``input_required`` result reaches the client
 as the backend sent it (its keys, every request in one round). Only its ``requestState`` is wrapped
-(:meth:`Bridge.wrap_state`): signed with the server's name, so that the retry goes back to the
+(:meth:`GatewayRelay.wrap_state`): signed with the server's name, so that the retry goes back to the
 backend that issued it and a forged one reaches no other.
 
 A question the gateway's client cannot answer (it did not declare the capability, the era does
@@ -34,7 +39,7 @@ not allow it, nobody is asking) fails cleanly: the backend gets a JSON-RPC error
 
 The approval policy's "ask" is not the client's to answer: someone other than the caller decides
 (the console, the API). Only where a tool's approval setting is ``ask-caller`` is the client's
-user asked too, through elicitation (:meth:`Bridge.approver`). While a call waits for a decision,
+user asked too, through elicitation (:meth:`GatewayRelay.approver`). While a call waits for a decision,
 :class:`GatewayCaller` tells the policy whether its client still waits: a cancelled request
 (``notifications/cancelled``; in 2026-07-28 a closed response stream), an ended legacy session, or
 a legacy stream left unread longer than the grace (the client may resume it with
@@ -45,7 +50,6 @@ a legacy stream left unread longer than the grace (the client may resume it with
 from __future__ import annotations
 
 import base64
-import contextvars
 import hashlib
 import hmac
 import itertools
@@ -54,18 +58,29 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 import trio
 
+from ..client.relay import Relay, RelayedRound
 from ..errors import RPCError
 from ..host.config import ServerConfig
 from ..host.policies import ApprovalRequest
 from ..protocol.serving import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY
+from ..protocol.types import JSONObject as WireObject
 from ..protocol.versions import V2025_06_18, V2025_11_25
 from ..server import ClientRequestError, InputRequired, JSONObject, RequestContext, RequestError
 
-__all__ = ["DEFAULT_CALLER_GRACE", "DEFAULT_INPUT_TIMEOUT", "Bridge", "GatewayCaller", "Pending", "Unanswerable"]
+__all__ = [
+    "DEFAULT_CALLER_GRACE",
+    "DEFAULT_INPUT_TIMEOUT",
+    "GatewayCaller",
+    "GatewayRelay",
+    "Pending",
+    "Unanswerable",
+    "b64",
+    "unb64",
+]
 
 log = logging.getLogger("mcpwire.service.gateway")
 T = TypeVar("T")
@@ -84,7 +99,6 @@ MAX_PENDING: Final = 1000
 _NEEDS: Final = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 #: the prefix of a backend's requestState wrapped by the gateway (a pending call's has none)
 _RELAYED: Final = "relayed."
-_CURRENT: Final[contextvars.ContextVar[Pending | None]] = contextvars.ContextVar("mcpwire_gateway_call", default=None)
 
 
 class Unanswerable(RPCError):
@@ -127,13 +141,15 @@ class Pending:
         self.changed = trio.Event()
 
 
-class Bridge:
-    """The questions of backends, put to the gateway's clients.
+class GatewayRelay:
+    """The gateway's calls, and the questions of backends put to the gateway's clients.
 
     Args:
         nursery: where calls of 2026-07-28 clients run (they outlive the request that started
             them while they wait for input); a callable, so that it can be late-bound.
         input_timeout: seconds a call waits for its client's answer.
+        caller_grace: seconds a legacy client may stay away from a call waiting for approval.
+        era_of: the era a backend's connection speaks now (``"modern"`` for 2026-07-28).
     """
 
     def __init__(
@@ -142,10 +158,12 @@ class Bridge:
         *,
         input_timeout: float = DEFAULT_INPUT_TIMEOUT,
         caller_grace: float = DEFAULT_CALLER_GRACE,
+        era_of: Callable[[str], str | None] = lambda server: None,
     ) -> None:
         if not caller_grace >= 0:
             raise ValueError(f"caller_grace must be a number of seconds >= 0, not {caller_grace!r}")
         self._nursery = nursery
+        self._era_of = era_of
         self.input_timeout = input_timeout
         self.caller_grace = caller_grace
         self._key = secrets.token_bytes(32)
@@ -172,7 +190,6 @@ class Bridge:
             # call is never parked, so its id never reaches a requestState: a serial number does
             # (no random bytes from the system per call).
             pending = Pending(f"call-{next(self._serial)}", server, context)
-            token = _CURRENT.set(pending)
             self._by_server.setdefault(server, set()).add(pending)
             try:
                 outcome = await work(pending)
@@ -182,7 +199,6 @@ class Bridge:
                 raise
             finally:
                 self._by_server[server].discard(pending)
-                _CURRENT.reset(token)
             if pending.refusal is not None:
                 raise pending.refusal
             return outcome
@@ -218,7 +234,6 @@ class Bridge:
         return await self._follow(pending)
 
     async def _run(self, pending: Pending, work: Callable[[Pending], Awaitable[object]]) -> None:
-        _CURRENT.set(pending)
         self._by_server.setdefault(pending.server, set()).add(pending)
         with pending.scope:
             try:
@@ -255,18 +270,30 @@ class Bridge:
 
     # -- questions --------------------------------------------------------------------------------
 
+    def relay_for(self, pending: Pending, round_: RelayedRound | None = None) -> Relay:
+        """The call's client, for the host's call (see :mod:`mcpwire.client.relay`): its own
+        2026-07-28 round when the backend speaks 2026-07-28 too (``round_``), and who answers the
+        backend's input requests otherwise (this call's client, through :meth:`ask`)."""
+
+        async def ask(method: str, params: WireObject) -> WireObject:
+            answer = await self.ask(pending.server, method, dict(params), pending=pending)
+            return cast(WireObject, answer)  # the client's answer, JSON as it came
+
+        return Relay(round=round_, ask=ask)
+
     def client_options(self, config: ServerConfig) -> Mapping[str, object]:
-        """The forwarding handlers for the host's connection to one server."""
+        """The forwarding handlers for the host's connection to one server: a legacy backend's
+        requests (its 2026-07-28 input requests come through each call's relay instead)."""
         server = config.name
 
         async def sampling(params: JSONObject) -> JSONObject:
-            return await self.ask(server, "sampling/createMessage", params)
+            return await self._forward(server, "sampling/createMessage", params)
 
         async def elicitation(params: JSONObject) -> JSONObject:
-            return await self.ask(server, "elicitation/create", params)
+            return await self._forward(server, "elicitation/create", params)
 
         async def roots() -> list[JSONObject]:
-            result = await self.ask(server, "roots/list", {})
+            result = await self._forward(server, "roots/list", {})
             listed = result.get("roots")
             return [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
 
@@ -304,13 +331,29 @@ class Bridge:
 
         return approve
 
-    async def ask(self, server: str, method: str, params: JSONObject, *, pending: Pending | None = None) -> JSONObject:
-        """Put a backend's question to the client of the call it belongs to; its answer.
+    async def _forward(self, server: str, method: str, params: JSONObject) -> JSONObject:
+        """A question that came through a connection's handlers, not a call's relay: a legacy
+        backend's request goes to the one call to it in flight; a 2026-07-28 backend's belongs
+        to a call the gateway did not make (no client of the gateway can answer it).
 
         Raises:
             RPCError: nobody can answer it (the backend gets this error).
         """
-        pending = pending or _CURRENT.get() or self._only(server)
+        if self._era_of(server) == "modern":
+            raise Unanswerable(
+                METHOD_NOT_FOUND,
+                f"the gateway has no client to ask '{method}' for: the call asking it did not come from "
+                "one of the gateway's MCP clients",
+            )
+        return await self.ask(server, method, params, pending=self._only(server))
+
+    async def ask(self, server: str, method: str, params: JSONObject, *, pending: Pending | None) -> JSONObject:
+        """Put a backend's question to the client of the call it belongs to (``pending``); its
+        answer.
+
+        Raises:
+            RPCError: nobody can answer it (the backend gets this error).
+        """
         if pending is None:
             raise Unanswerable(
                 METHOD_NOT_FOUND,
@@ -385,7 +428,7 @@ class Bridge:
     def wrap_state(self, server: str, state: str) -> str:
         """A backend's ``requestState`` as the gateway hands it to its client: bound to that server
         by the gateway's key, so that a retry reaches the backend that issued it and no other."""
-        body = f"{_RELAYED}{_b64(server)}.{_b64(state)}"
+        body = f"{_RELAYED}{b64(server)}.{b64(state)}"
         return f"{body}.{self._mac(body)}"
 
     def unwrap_state(self, server: str, token: str) -> str:
@@ -481,15 +524,24 @@ class GatewayCaller:
         return None
 
 
-def _b64(text: str) -> str:
+def b64(text: str) -> str:
+    """``text`` as unpadded URL-safe base64 (the parts of what the gateway wraps)."""
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
-def _unb64(text: str) -> str:
+def unb64(text: str) -> str | None:
+    """The text :func:`b64` made; None for anything else."""
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
-    except (ValueError, UnicodeDecodeError):  # pragma: no cover - the MAC verified it
-        raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification") from None
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True).decode()
+    except (ValueError, UnicodeDecodeError):  # binascii.Error is a ValueError
+        return None
+
+
+def _unb64(text: str) -> str:
+    decoded = unb64(text)
+    if decoded is None:  # pragma: no cover - the MAC verified it
+        raise RequestError(INVALID_PARAMS, "Invalid params: 'requestState' failed verification")
+    return decoded
 
 
 def _can_ask(context: RequestContext, method: str) -> bool:

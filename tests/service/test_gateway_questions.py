@@ -175,3 +175,36 @@ async def test_a_call_waiting_for_a_retry_does_not_take_another_calls_question()
             ) as client:
                 answered = await client.call_tool("ref__ask", {"question": "the answer?"})
         assert (answered.text(), [a["message"] for a in asked]) == ("answer: forty-two", ["the answer?"])
+
+
+async def test_a_question_of_a_call_that_is_not_the_gateways_never_reaches_a_gateway_client() -> None:
+    """A call through the host that no client of the gateway made (the service's API, an agent's
+    run) has no one to ask: a 2026-07-28 backend's question for it is refused, even while one
+    gateway call to that backend is in flight (whose client must not see another caller's question)."""
+    asked: list[Any] = []
+    release = trio.Event()
+
+    async def answer_later(params: Any) -> Any:
+        asked.append(params)
+        await release.wait()
+        return {"action": "accept", "content": {"answer": "mine"}}
+
+    async with gateway({"ref": {**reference(), "era": "modern"}}) as running:
+        with trio.fail_after(60):
+            async with mcpwire.open_client(
+                running.url, era="legacy", era_cache=False, elicitation=answer_later
+            ) as client, trio.open_nursery() as nursery:
+                results: list[Any] = []
+
+                async def gateway_call() -> None:
+                    results.append(await client.call_tool("ref__ask", {"question": "from the client?"}))
+
+                nursery.start_soon(gateway_call)
+                while not asked:  # noqa: ASYNC110 - the gateway call is waiting for its client's answer
+                    await trio.sleep(0.02)
+                with pytest.raises(mcpwire.ToolExecutionError) as refused:
+                    await running.host.call_tool("ref__ask", {"question": "from the API?"})
+                assert "did not come from one of the gateway's MCP clients" in str(refused.value.__cause__)
+                release.set()
+        assert [a["message"] for a in asked] == ["from the client?"]
+        assert results[0].text() == "answer: mine"
