@@ -118,6 +118,8 @@ class Host:
     """Many servers behind one namespace of tools, prompts and resources.
 
     Use ``async with Host.from_config(path) as host:``; leaving the block stops every server.
+    The host is composed of parts that each own one concern (see :mod:`mcpwire.host.host`); its
+    methods answer through them.
 
     Args:
         config: the servers (see :func:`~mcpwire.host.config.load_config`).
@@ -177,16 +179,14 @@ class Host:
         client_options: ClientOptions | Mapping[str, object] | None = None,
         client_factory: ClientFactory | None = None,
     ) -> None:
-        self.config = config or HostConfig()
-        self.registry = ToolRegistry(name_format=name_format, provider=provider, describe_server=describe_server)
-        self.catalog = Catalog(name_format=self.registry.name_format)
-        self.metrics = Metrics()
-        self.approvals = approvals
+        config = config or HostConfig()
+        registry = ToolRegistry(name_format=name_format, provider=provider, describe_server=describe_server)
+        metrics = Metrics()
         sink = audit if isinstance(audit, AuditSink) or audit is None else AuditLog(Path(audit))
         audit_mode: ArgumentsMode = sink.arguments if isinstance(sink, AuditLog) else audit_arguments
         self._start_timeout = start_timeout
         self._exit_stack: AsyncExitStack | None = None
-        self._state = HostState(self.registry, self.catalog, sink)
+        self._state = HostState(registry, Catalog(name_format=registry.name_format), sink)
         self._oversight = Oversight(self._state, pins=pins, approvals=approvals, audit_mode=audit_mode)
         self._supervisor = Supervisor(
             self._state,
@@ -200,8 +200,8 @@ class Host:
         self._roster = Roster(
             self._state,
             self._supervisor,
-            config=self.config,
-            metrics=self.metrics,
+            config=config,
+            metrics=metrics,
             start_timeout=start_timeout,
             approver=approver,
             approvals=approvals,
@@ -212,9 +212,34 @@ class Host:
             audit_mode=audit_mode,
         )
         self._calls = Calls(self._state, raise_tool_errors=raise_tool_errors)
-        self._reporting = Reporting(self._state, self.metrics)
-        for server in self.config.servers:
+        self._reporting = Reporting(self._state, metrics)
+        for server in config.servers:
             self._roster.add(server)
+
+    @property
+    def config(self) -> HostConfig:
+        """The configuration the host was made with (servers added later are not in it)."""
+        return self._roster.config
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The namespaced tools of every connected server."""
+        return self._state.registry
+
+    @property
+    def catalog(self) -> Catalog:
+        """The namespaced prompts, resources and resource templates of every connected server."""
+        return self._state.catalog
+
+    @property
+    def metrics(self) -> Metrics:
+        """The calls' counts and latencies, per server and tool."""
+        return self._reporting.metrics
+
+    @property
+    def approvals(self) -> ApprovalQueue | None:
+        """The queue calls that need a decision wait in, when the host has one."""
+        return self._oversight.approvals
 
     @property
     def audit(self) -> AuditSink | None:

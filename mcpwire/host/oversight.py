@@ -45,6 +45,7 @@ class Oversight:
     ) -> None:
         self._state = state
         self.pins = pins
+        self.approvals = approvals
         self._audit_mode = audit_mode
         self._unlisten: builtins.list[Callable[[], None]] = []
         if approvals is not None:

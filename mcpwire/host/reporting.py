@@ -18,14 +18,14 @@ class Reporting:
 
     def __init__(self, state: HostState, metrics: Metrics) -> None:
         self._state = state
-        self._metrics = metrics
+        self.metrics = metrics
 
     def server_statistics(self, name: str) -> ServerStatistics:
         """One server's figures (see :meth:`Host.server_statistics`)."""
         info = self._state.get(name)
         runtime = self._state.runtime[name]
-        calls = self._metrics.snapshot(name).get(name, {})
-        total, errors, p50, p95 = self._metrics.summary(name)
+        calls = self.metrics.snapshot(name).get(name, {})
+        total, errors, p50, p95 = self.metrics.summary(name)
         return ServerStatistics(
             status=info.status.value,
             enabled=info.config.enabled,
@@ -110,4 +110,4 @@ class Reporting:
             cache_rows.append((f'server="{n}",result="hit"', r.cache.hits))
             cache_rows.append((f'server="{n}",result="miss"', r.cache.misses))
         gauge("mcpwire_host_cache_lookups_total", "counter", "Result cache lookups by result.", cache_rows)
-        return self._metrics.prometheus(extra)
+        return self.metrics.prometheus(extra)
