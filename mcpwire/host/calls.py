@@ -9,12 +9,13 @@ its own) names that client explicitly (``relay=``): the context carries it throu
 down to the connection's request (:mod:`mcpwire.client.relay`). Each attempt looks up the server's
 current connection, so a retry after a restart uses the new one; a call that finds the server gone
 records why its connection ended. What fails below the host is raised once, as a
-:class:`~mcpwire.errors.ToolExecutionError` naming server, tool and cause.
+:class:`~mcpwire.errors.ToolExecutionError` naming server, tool and cause. :class:`Calls` is given
+the host's shared state (:mod:`mcpwire.host.state`) and reads the servers, the registry and the
+catalog there.
 """
 
 from __future__ import annotations
 
-import builtins
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,12 +25,10 @@ from ..client import Client, ProgressCallback
 from ..client.relay import Relay
 from ..errors import HostError, MCPWireError, RequestTimeout, ServerGone, ToolExecutionError, UnknownTool
 from ..protocol.types import GetPromptResult, ReadResourceResult, ToolResult
-from .catalog import RegisteredPrompt, RegisteredResource, RegisteredTemplate
 from .policies import (
     Approver,
     CallContext,
     Caller,
-    CircuitBreaker,
     ResultCache,
     Risk,
     classify_risk,
@@ -38,9 +37,8 @@ from .policies import (
 from .registry import RegisteredTool
 from .render import first_line, render_result
 from .results import HostToolResult, ToolQuarantined, ToolResultError
-from .roster import Roster
 from .servers import ServerInfo, ServerStatus
-from .supervisor import describe
+from .state import HostState, describe
 
 __all__ = ["Calls", "not_connected"]
 
@@ -48,26 +46,17 @@ log = logging.getLogger("mcpwire.host")
 T = TypeVar("T")
 
 
-class Calls(Roster):
-    """Tools, prompts and resources of the servers, and calls of them (part of the host)."""
+class Calls:
+    """Calls of the servers' tools, prompts and resources, and the risk of a tool (part of the host)."""
 
-    # set by Host.__init__
-    _raise_tool_errors: bool
-
-    def tools(self, server: str | None = None, *, include_quarantined: bool = False) -> builtins.list[RegisteredTool]:
-        """Registered tools sorted by namespaced name, of every server or of one. Quarantined
-        tools (changed since pinned) are left out unless asked for."""
-        return self.registry.tools(server, include_quarantined=include_quarantined)
+    def __init__(self, state: HostState, *, raise_tool_errors: bool) -> None:
+        self._state = state
+        self._raise_tool_errors = raise_tool_errors
 
     def tool_risk(self, name: str) -> Risk:
-        """The risk a call of this namespaced tool is judged at: its configured ``risk``, else
-        its annotations and name (see :mod:`mcpwire.host.policies.approval`).
-
-        Raises:
-            UnknownTool: no such namespaced tool.
-        """
-        reg = self.registry.resolve(name)
-        info = self.get(reg.server)
+        """The risk a call of this namespaced tool is judged at (see :meth:`Host.tool_risk`)."""
+        reg = self._state.registry.resolve(name)
+        info = self._state.get(reg.server)
         configured = info.config.policy.for_tool(reg.tool.name).risk
         if configured is not None:
             return Risk[configured.upper()]
@@ -79,27 +68,6 @@ class Calls(Roster):
             open_world=reg.open_world,
             trust_annotations=info.config.policy.trust_annotations,
         )
-
-    def prompts(self, server: str | None = None) -> builtins.list[RegisteredPrompt]:
-        """Prompts of every connected server (or of one), by namespaced name."""
-        return self.catalog.prompts(server)
-
-    def resources(self, server: str | None = None) -> builtins.list[RegisteredResource]:
-        """Resources of every connected server (or of one)."""
-        return self.catalog.resources(server)
-
-    def resource_templates(self, server: str | None = None) -> builtins.list[RegisteredTemplate]:
-        """Resource templates of every connected server (or of one)."""
-        return self.catalog.templates(server)
-
-    def cache_for(self, server: str) -> ResultCache[object]:
-        """The result cache of one server."""
-        self.get(server)
-        return self._runtime[server].cache
-
-    def breaker_for(self, server: str) -> CircuitBreaker:
-        self.get(server)
-        return self._runtime[server].breaker
 
     async def _on_client(self, info: ServerInfo, call: Callable[[Client], Awaitable[T]]) -> T:
         """``call`` on the server's current connection. A call that finds the server gone says
@@ -115,8 +83,8 @@ class Calls(Roster):
             raise
 
     def _unknown(self, name: str, exc: UnknownTool) -> UnknownTool:
-        head = self.registry.name_format.split("{tool}")[0]
-        for info in self._servers.values():
+        head = self._state.registry.name_format.split("{tool}")[0]
+        for info in self._state.servers.values():
             if info.status is ServerStatus.CONNECTED:
                 continue
             prefix = head.format(server=info.config.prefix)
@@ -135,7 +103,7 @@ class Calls(Roster):
     ) -> CallContext:
         """The call's context from the tool's annotations and settings (the caller's parts are
         set by :meth:`call_tool`)."""
-        settings = self._runtime[reg.server].for_tool(info.config.policy, reg.tool.name)
+        settings = self._state.runtime[reg.server].for_tool(info.config.policy, reg.tool.name)
         ask_at = settings.ask_at
         return CallContext(
             server=reg.server,
@@ -174,46 +142,9 @@ class Calls(Roster):
         fresh: bool = False,
         relay: Relay | None = None,
     ) -> HostToolResult:
-        """Calls a namespaced tool through its server's policies.
-
-        Args:
-            name: the namespaced name (as exported), e.g. ``github__create_issue``.
-            arguments: the tool's arguments.
-            timeout: seconds for each attempt, instead of the configured timeout.
-            approver: decides this call if it needs approval, instead of the host's approver
-                (someone other than the caller: a person at a prompt, an agent's run).
-            context: where the call comes from (``trace_id``, ``run_id``, ``caller``...): kept
-                in its approval and its audit record.
-            on_progress: called with each progress notification of the call (a gateway passes
-                them on); a cached result has none.
-            caller_approver: asks the caller itself (a gateway asks its client's user this way);
-                used only where the tool's approval setting is ``ask-caller``, and never alone
-                for a CRITICAL call.
-            caller: follows whoever waits for the answer while the call waits for a decision;
-                once it is gone the approval is abandoned and the call is never sent.
-            fresh: ask the server even when the cache holds a fresh result (which it replaces).
-            relay: the MCP client a proxy makes the call for (its 2026-07-28 round, who answers
-                the server's questions; see :mod:`mcpwire.client.relay`); a relayed round's
-                result is never cached.
-
-        Raises:
-            UnknownTool: no such namespaced tool (the closest names are suggested).
-            ToolQuarantined: its definition changed since it was pinned.
-            ApprovalAbandoned: its caller went away while it waited for a decision.
-            ApprovalDenied, CircuitOpen: a policy refused the call.
-            ToolExecutionError: the call failed; names server, tool and cause (``__cause__``).
-            ToolResultError: the tool reported failure and the host raises those.
-            ToolExecutionError: with a :class:`~mcpwire.client.relay.RelayedAnswer` as its cause
-                when a relayed round was answered with what its asker follows (questions, a task).
-
-        ``isError`` results are returned (``is_error`` is true), not raised, unless the host was
-        made with ``raise_tool_errors=True``.
-
-        Cancellation: the call is cancelled on the wire by the client; an approval it waits for
-        is marked abandoned.
-        """
+        """Calls a namespaced tool through its server's policies (see :meth:`Host.call_tool`)."""
         try:
-            reg = self.registry.resolve(name)
+            reg = self._state.registry.resolve(name)
         except UnknownTool as exc:
             raise self._unknown(name, exc) from None
         if reg.quarantined:
@@ -223,7 +154,7 @@ class Calls(Roster):
                 server=reg.server,
                 tool=reg.tool.name,
             )
-        info = self.get(reg.server)
+        info = self._state.get(reg.server)
         ctx = self._context(reg, info, arguments, timeout, approver, context)
         ctx.caller_approver, ctx.caller, ctx.fresh, ctx.relay = caller_approver, caller, fresh, relay
         if log.isEnabledFor(logging.DEBUG):
@@ -239,7 +170,7 @@ class Calls(Roster):
 
         started = time.perf_counter()
         try:
-            result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
+            result = await self._guard(ctx, self._state.runtime[reg.server].stack.run(ctx, invoke))
         except BaseException as exc:
             log_call(reg.server, reg.tool.name, ctx.outcome, exc)
             raise
@@ -276,16 +207,9 @@ class Calls(Roster):
         context: Mapping[str, str] | None = None,
         relay: Relay | None = None,
     ) -> GetPromptResult:
-        """Renders a namespaced prompt on its server (timed out, retried, behind the breaker);
-        ``relay`` as for :meth:`call_tool`.
-
-        Raises:
-            UnknownPrompt: no such namespaced prompt (the closest names are suggested).
-            CircuitOpen: the server's breaker is open.
-            ToolExecutionError: the request failed (names server, prompt and cause).
-        """
-        reg = self.catalog.resolve_prompt(name)
-        info = self.get(reg.server)
+        """Renders a namespaced prompt on its server (see :meth:`Host.get_prompt`)."""
+        reg = self._state.catalog.resolve_prompt(name)
+        info = self._state.get(reg.server)
         ctx = CallContext(
             server=reg.server,
             tool=reg.prompt.name,
@@ -305,7 +229,7 @@ class Calls(Roster):
                 info, lambda client: client.get_prompt(reg.prompt.name, arguments, timeout=ctx.timeout, relay=ctx.relay)
             )
 
-        result = await self._guard(ctx, self._runtime[reg.server].stack.run(ctx, invoke))
+        result = await self._guard(ctx, self._state.runtime[reg.server].stack.run(ctx, invoke))
         assert isinstance(result, GetPromptResult)
         return result
 
@@ -318,15 +242,8 @@ class Calls(Roster):
         context: Mapping[str, str] | None = None,
         relay: Relay | None = None,
     ) -> ReadResourceResult:
-        """Reads a resource through the server's policies (cached, retried, timed out);
-        ``relay`` as for :meth:`call_tool`.
-
-        Raises:
-            HostError: no such server.
-            CircuitOpen: the server's breaker is open.
-            ToolExecutionError: the read failed (names server, URI and cause).
-        """
-        info = self.get(server)
+        """Reads a resource through the server's policies (see :meth:`Host.read_resource`)."""
+        info = self._state.get(server)
         policy = info.config.policy
         ctx = CallContext(
             server=server,
@@ -346,9 +263,9 @@ class Calls(Roster):
                 info, lambda client: client.read_resource(uri, timeout=ctx.timeout, relay=ctx.relay)
             )
 
-        result = await self._guard(ctx, self._runtime[server].stack.run(ctx, invoke))
+        result = await self._guard(ctx, self._state.runtime[server].stack.run(ctx, invoke))
         assert isinstance(result, ReadResourceResult)
-        cache = self._runtime[server].cache
+        cache = self._state.runtime[server].cache
         if (
             ctx.outcome == "ok"
             and uri not in info._uris

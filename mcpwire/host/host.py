@@ -8,8 +8,13 @@ name and run through the server's :class:`~mcpwire.host.policies.PolicyStack`. C
 decision become :class:`~mcpwire.host.approvals.Approval` objects in ``host.approvals`` when the
 host has a queue (:mod:`mcpwire.host.oversight`). Servers can be added, replaced, restarted,
 enabled and disabled while the host runs (:mod:`mcpwire.host.roster`); every change is a
-:class:`~mcpwire.host.events.HostEvent`. This module holds the :class:`Host` itself: its options
-and its lifetime; each concern above is a part of it in its own module.
+:class:`~mcpwire.host.events.HostEvent`. What the host reports is :mod:`mcpwire.host.reporting`.
+
+The :class:`Host` is composed of those parts: it makes one
+:class:`~mcpwire.host.state.HostState` (the servers and their runtimes, the registry, the catalog,
+the listeners and the audit sink), gives it to each part with what that part alone needs, holds the
+parts, and answers each public method through the part that owns it. This module holds the host's
+options, its lifetime (the nursery the supervisor runs in) and that public face.
 
 Every server's client gets one :class:`~mcpwire.client.ClientOptions` value: the host's
 ``client_options`` with, on top, the server's request timeout (its policy's
@@ -22,23 +27,25 @@ from __future__ import annotations
 import builtins
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, Self, TypedDict, Unpack
+from typing import Final, Self, TypedDict, Unpack
 
 import trio
 
-from ..client import ClientOptions, require_trio
+from ..client import ClientOptions, ProgressCallback, require_trio
+from ..client.relay import Relay
 from ..errors import HostError
+from ..protocol.types import GetPromptResult, ReadResourceResult
 from .approvals import ApprovalQueue
 from .calls import Calls
-from .catalog import Catalog
+from .catalog import Catalog, RegisteredPrompt, RegisteredResource, RegisteredTemplate
 from .config import HostConfig, ServerConfig, load_config
-from .events import EventHub, HostEvent, HostEvents
+from .events import EventKind, HostEvent, HostEvents
 from .oversight import Oversight
-from .pins import PinStore
+from .pins import Pin, PinStore
 from .policies import (
     DEFAULT_APPROVAL_TIMEOUT,
     DEFAULT_ASK_AT,
@@ -46,15 +53,20 @@ from .policies import (
     ArgumentsMode,
     AuditLog,
     AuditSink,
+    Caller,
+    CircuitBreaker,
     Decision,
     Metrics,
+    ResultCache,
     Risk,
 )
-from .registry import DEFAULT_NAME_FORMAT, Provider, ToolRegistry
+from .registry import DEFAULT_NAME_FORMAT, Provider, RegisteredTool, ToolRegistry
 from .reporting import Reporting
 from .results import HostToolResult, ToolQuarantined, ToolResultError
-from .servers import Backoff, HostStatistics, Runtime, ServerInfo, ServerStatistics, ServerStatus
-from .supervisor import DEFAULT_CONNECT_TIMEOUT, ClientFactory
+from .roster import Roster
+from .servers import Backoff, HostStatistics, ServerInfo, ServerStatistics, ServerStatus
+from .state import HostState
+from .supervisor import DEFAULT_CONNECT_TIMEOUT, ClientFactory, Supervisor
 
 __all__ = [
     "Host",
@@ -102,10 +114,12 @@ class HostOptions(TypedDict, total=False):
     client_factory: ClientFactory | None
 
 
-class Host(Calls, Oversight, Reporting):
+class Host:
     """Many servers behind one namespace of tools, prompts and resources.
 
     Use ``async with Host.from_config(path) as host:``; leaving the block stops every server.
+    The host is composed of parts that each own one concern (see :mod:`mcpwire.host.host`); its
+    methods answer through them.
 
     Args:
         config: the servers (see :func:`~mcpwire.host.config.load_config`).
@@ -165,44 +179,96 @@ class Host(Calls, Oversight, Reporting):
         client_options: ClientOptions | Mapping[str, object] | None = None,
         client_factory: ClientFactory | None = None,
     ) -> None:
-        self.config = config or HostConfig()
-        self.registry = ToolRegistry(name_format=name_format, provider=provider, describe_server=describe_server)
-        self.catalog = Catalog(name_format=self.registry.name_format)
-        self.metrics = Metrics()
-        self.audit = audit if isinstance(audit, AuditSink) or audit is None else AuditLog(Path(audit))
-        self._audit_mode: ArgumentsMode = self.audit.arguments if isinstance(self.audit, AuditLog) else audit_arguments
-        self.approvals = approvals
-        self.pins = pins
-        self._approver = approver
-        self._ask_at = ask_at
-        self._critical_confirmations = critical_confirmations
-        self._approval_rules = list(approval_rules or [])
-        self._approval_timeout = approval_timeout
-        self._raise_tool_errors = raise_tool_errors
-        self._health_interval = health_interval
+        config = config or HostConfig()
+        registry = ToolRegistry(name_format=name_format, provider=provider, describe_server=describe_server)
+        metrics = Metrics()
+        sink = audit if isinstance(audit, AuditSink) or audit is None else AuditLog(Path(audit))
+        audit_mode: ArgumentsMode = sink.arguments if isinstance(sink, AuditLog) else audit_arguments
         self._start_timeout = start_timeout
-        self._connect_timeout = connect_timeout
-        self._backoff = Backoff(base=backoff_base, cap=backoff_cap)
-        self._client_options = _client_options(client_options)
-        self._client_factory = client_factory
-        #: more client options per server (a gateway's forwarding handlers), by name, asked for
-        #: each time a server is connected and set on the host's ``client_options``
-        self.client_options_for: Callable[[ServerConfig], Mapping[str, object]] | None = None
-        #: called with (server, method, params) for every notification a server sends (sync, fast)
-        self.on_notification: Callable[[str, str, Mapping[str, object]], None] | None = None
-        self._servers: dict[str, ServerInfo] = {}
-        self._runtime: dict[str, Runtime] = {}
-        self._hub = EventHub()
-        self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
-        self._state: Literal["new", "running", "closed"] = "new"
-        self._changed = trio.Event()
-        self._unlisten: builtins.list[Any] = []
-        if approvals is not None:
-            self._unlisten.append(approvals.on_change(self._approval_event))
-            self._unlisten.append(approvals.on_change(self._approval_record, local_only=True))
-        for server in self.config.servers:
-            self._add(server)
+        self._state = HostState(registry, Catalog(name_format=registry.name_format), sink)
+        self._oversight = Oversight(self._state, pins=pins, approvals=approvals, audit_mode=audit_mode)
+        self._supervisor = Supervisor(
+            self._state,
+            self._oversight,
+            backoff=Backoff(base=backoff_base, cap=backoff_cap),
+            health_interval=health_interval,
+            connect_timeout=connect_timeout,
+            client_factory=client_factory,
+            client_options=_client_options(client_options),
+        )
+        self._roster = Roster(
+            self._state,
+            self._supervisor,
+            config=config,
+            metrics=metrics,
+            start_timeout=start_timeout,
+            approver=approver,
+            approvals=approvals,
+            ask_at=ask_at,
+            critical_confirmations=critical_confirmations,
+            approval_rules=list(approval_rules or []),
+            approval_timeout=approval_timeout,
+            audit_mode=audit_mode,
+        )
+        self._calls = Calls(self._state, raise_tool_errors=raise_tool_errors)
+        self._reporting = Reporting(self._state, metrics)
+        for server in config.servers:
+            self._roster.add(server)
+
+    @property
+    def config(self) -> HostConfig:
+        """The configuration the host was made with (servers added later are not in it)."""
+        return self._roster.config
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The namespaced tools of every connected server."""
+        return self._state.registry
+
+    @property
+    def catalog(self) -> Catalog:
+        """The namespaced prompts, resources and resource templates of every connected server."""
+        return self._state.catalog
+
+    @property
+    def metrics(self) -> Metrics:
+        """The calls' counts and latencies, per server and tool."""
+        return self._reporting.metrics
+
+    @property
+    def approvals(self) -> ApprovalQueue | None:
+        """The queue calls that need a decision wait in, when the host has one."""
+        return self._oversight.approvals
+
+    @property
+    def audit(self) -> AuditSink | None:
+        """Where audit records go: the sink given, an :class:`AuditLog` for a path, or None."""
+        return self._state.audit
+
+    @property
+    def pins(self) -> PinStore | None:
+        """The store of tool-definition pins, when the host pins them."""
+        return self._oversight.pins
+
+    @property
+    def client_options_for(self) -> Callable[[ServerConfig], Mapping[str, object]] | None:
+        """More client options per server (a gateway's forwarding handlers), by name, asked for
+        each time a server is connected and set on the host's ``client_options``."""
+        return self._supervisor.client_options_for
+
+    @client_options_for.setter
+    def client_options_for(self, value: Callable[[ServerConfig], Mapping[str, object]] | None) -> None:
+        self._supervisor.client_options_for = value
+
+    @property
+    def on_notification(self) -> Callable[[str, str, Mapping[str, object]], None] | None:
+        """Called with (server, method, params) for every notification a server sends (sync, fast)."""
+        return self._supervisor.on_notification
+
+    @on_notification.setter
+    def on_notification(self, value: Callable[[str, str, Mapping[str, object]], None] | None) -> None:
+        self._supervisor.on_notification = value
 
     @classmethod
     def from_config(
@@ -229,17 +295,18 @@ class Host(Calls, Oversight, Reporting):
         Cancellation: stops what was started, then propagates.
         """
         require_trio("mcpwire.Host", "Host")
-        if self._state != "new":
-            raise HostError(f"a host can be entered once; this one is {self._state}")
+        state = self._state
+        if state.phase != "new":
+            raise HostError(f"a host can be entered once; this one is {state.phase}")
         stack = AsyncExitStack()
-        self._nursery = await stack.enter_async_context(trio.open_nursery())
+        self._supervisor.nursery = await stack.enter_async_context(trio.open_nursery())
         self._exit_stack = stack
-        self._state = "running"
+        state.phase = "running"
         try:
-            for info in self._servers.values():
-                self._start(info)
+            for info in state.servers.values():
+                self._supervisor.start(info)
             with trio.move_on_after(self._start_timeout):
-                for info in builtins.list(self._servers.values()):
+                for info in builtins.list(state.servers.values()):
                     await info._started.wait()
         except BaseException as exc:
             await self.__aexit__(type(exc), exc, exc.__traceback__)
@@ -250,24 +317,25 @@ class Host(Calls, Oversight, Reporting):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         """Stops the servers in reverse order of registration, then the nursery."""
-        if self._state != "running":
+        state = self._state
+        if state.phase != "running":
             return None
-        self._state = "closed"
+        state.phase = "closed"
         interrupted: BaseException | None = None
         try:
             with trio.CancelScope(shield=True):
-                for name in reversed(builtins.list(self._servers)):
-                    await self._stop(self._servers[name])
+                for name in reversed(builtins.list(state.servers)):
+                    await self._supervisor.stop(state.servers[name])
         except BaseException as error:  # a KeyboardInterrupt while stopping: the nursery still exits
             interrupted = error
-        for stop in self._unlisten:
-            stop()
-        self._hub.close()
-        if isinstance(self.audit, AuditLog):
-            self.audit.close()
-        assert self._nursery is not None and self._exit_stack is not None
-        self._nursery.cancel_scope.cancel()
-        stack, self._exit_stack, self._nursery = self._exit_stack, None, None
+        self._oversight.close()
+        state.hub.close()
+        if isinstance(state.audit, AuditLog):
+            state.audit.close()
+        nursery, stack = self._supervisor.nursery, self._exit_stack
+        assert nursery is not None and stack is not None
+        nursery.cancel_scope.cancel()
+        self._exit_stack = self._supervisor.nursery = None
         if interrupted is not None:
             # the servers not stopped yet are cancelled with the nursery (their processes end),
             # so no task outlives the block; then the interrupt goes on
@@ -283,7 +351,270 @@ class Host(Calls, Oversight, Reporting):
 
     @property
     def running(self) -> bool:
-        return self._state == "running"
+        return self._state.phase == "running"
+
+    # -- the servers (the roster) -----------------------------------------------------------------
+
+    def register(self, name: str, config: ServerConfig | Mapping[str, object]) -> ServerInfo:
+        """Adds a server at run time and starts it (if enabled and the host is running).
+
+        ``config`` is a :class:`ServerConfig` or an entry as in ``mcp.json`` (placeholders are
+        expanded; ``{BASE_PATH}`` is the config file's folder).
+
+        Raises:
+            HostError: the name is taken, or the host is closed.
+            ConfigError: the entry is invalid (every problem is listed).
+        """
+        return self._roster.register(name, config)
+
+    def get(self, name: str) -> ServerInfo:
+        """Raises HostError naming the known servers when there is no such server."""
+        return self._state.get(name)
+
+    def list(self) -> builtins.list[ServerInfo]:
+        """Every registered server, in registration order."""
+        return builtins.list(self._state.servers.values())
+
+    async def remove(self, name: str) -> None:
+        """Stops a server and forgets it. Cancellation: the stop is shielded and bounded."""
+        await self._roster.remove(name)
+
+    async def reset(self) -> None:
+        """Stops and forgets every server."""
+        await self._roster.reset()
+
+    async def restart(self, name: str) -> ServerInfo:
+        """Stops a server and starts it again; returns once the new attempt connected or failed
+        (at most ``start_timeout`` seconds).
+
+        Raises:
+            HostError: no such server, it is disabled, or the host is not running.
+
+        Cancellation: the stop is shielded and bounded; the wait for the new start is not.
+        """
+        return await self._roster.restart(name)
+
+    async def update(self, name: str, config: ServerConfig | Mapping[str, object]) -> ServerInfo:
+        """Replaces a server's configuration and restarts it with the new one (statistics are
+        kept). Returns as :meth:`restart` does.
+
+        Raises:
+            HostError: no such server.
+            ConfigError: the entry is invalid (every problem is listed).
+        """
+        return await self._roster.update(name, config)
+
+    async def set_enabled(self, name: str, enabled: bool) -> ServerInfo:
+        """Enables (and starts) or disables (and stops) a server. Enabling returns once the first
+        attempt connected or failed (at most ``start_timeout`` seconds).
+
+        Raises:
+            HostError: no such server.
+        """
+        return await self._roster.set_enabled(name, enabled)
+
+    async def wait_status(self, name: str, status: ServerStatus, *, timeout: float = 30.0) -> ServerInfo:
+        """Waits until server ``name`` reaches ``status``.
+
+        Raises:
+            trio.TooSlowError: not within ``timeout`` seconds.
+        """
+        return await self._roster.wait_status(name, status, timeout=timeout)
+
+    def update_status(self, name: str, status: ServerStatus | str, error: str | None = None) -> None:
+        """Sets a server's status (and why it is not connected), logs it and tells listeners.
+
+        ``status`` is a :class:`ServerStatus` or its value (``"connected"``), as APIs in other
+        languages pass it; it is checked before anything is stored. The supervisor calls this on
+        every transition; a repeated identical status is ignored.
+
+        Raises:
+            ValueError: ``status`` names no status.
+        """
+        self._state.update_status(name, status, error)
+
+    def events(self, *, buffer: int = 100, kinds: Iterable[EventKind] | None = None) -> HostEvents:
+        """Every change from now on (see :class:`~mcpwire.host.events.HostEvent`), until the
+        host closes; ``kinds``: only events of those kinds."""
+        return HostEvents(self._state.hub, buffer, kinds)
+
+    def cache_for(self, server: str) -> ResultCache[object]:
+        """The result cache of one server."""
+        return self._roster.cache_for(server)
+
+    def breaker_for(self, server: str) -> CircuitBreaker:
+        return self._roster.breaker_for(server)
+
+    # -- what the servers offer, and calls of it --------------------------------------------------
+
+    def tools(self, server: str | None = None, *, include_quarantined: bool = False) -> builtins.list[RegisteredTool]:
+        """Registered tools sorted by namespaced name, of every server or of one. Quarantined
+        tools (changed since pinned) are left out unless asked for."""
+        return self.registry.tools(server, include_quarantined=include_quarantined)
+
+    def tool_risk(self, name: str) -> Risk:
+        """The risk a call of this namespaced tool is judged at: its configured ``risk``, else
+        its annotations and name (see :mod:`mcpwire.host.policies.approval`).
+
+        Raises:
+            UnknownTool: no such namespaced tool.
+        """
+        return self._calls.tool_risk(name)
+
+    def prompts(self, server: str | None = None) -> builtins.list[RegisteredPrompt]:
+        """Prompts of every connected server (or of one), by namespaced name."""
+        return self.catalog.prompts(server)
+
+    def resources(self, server: str | None = None) -> builtins.list[RegisteredResource]:
+        """Resources of every connected server (or of one)."""
+        return self.catalog.resources(server)
+
+    def resource_templates(self, server: str | None = None) -> builtins.list[RegisteredTemplate]:
+        """Resource templates of every connected server (or of one)."""
+        return self.catalog.templates(server)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
+        approver: Approver | None = None,
+        context: Mapping[str, str] | None = None,
+        on_progress: ProgressCallback | None = None,
+        caller_approver: Approver | None = None,
+        caller: Caller | None = None,
+        fresh: bool = False,
+        relay: Relay | None = None,
+    ) -> HostToolResult:
+        """Calls a namespaced tool through its server's policies.
+
+        Args:
+            name: the namespaced name (as exported), e.g. ``github__create_issue``.
+            arguments: the tool's arguments.
+            timeout: seconds for each attempt, instead of the configured timeout.
+            approver: decides this call if it needs approval, instead of the host's approver
+                (someone other than the caller: a person at a prompt, an agent's run).
+            context: where the call comes from (``trace_id``, ``run_id``, ``caller``...): kept
+                in its approval and its audit record.
+            on_progress: called with each progress notification of the call (a gateway passes
+                them on); a cached result has none.
+            caller_approver: asks the caller itself (a gateway asks its client's user this way);
+                used only where the tool's approval setting is ``ask-caller``, and never alone
+                for a CRITICAL call.
+            caller: follows whoever waits for the answer while the call waits for a decision;
+                once it is gone the approval is abandoned and the call is never sent.
+            fresh: ask the server even when the cache holds a fresh result (which it replaces).
+            relay: the MCP client a proxy makes the call for (its 2026-07-28 round, who answers
+                the server's questions; see :mod:`mcpwire.client.relay`); a relayed round's
+                result is never cached.
+
+        Raises:
+            UnknownTool: no such namespaced tool (the closest names are suggested).
+            ToolQuarantined: its definition changed since it was pinned.
+            ApprovalAbandoned: its caller went away while it waited for a decision.
+            ApprovalDenied, CircuitOpen: a policy refused the call.
+            ToolExecutionError: the call failed; names server, tool and cause (``__cause__``).
+            ToolResultError: the tool reported failure and the host raises those.
+            ToolExecutionError: with a :class:`~mcpwire.client.relay.RelayedAnswer` as its cause
+                when a relayed round was answered with what its asker follows (questions, a task).
+
+        ``isError`` results are returned (``is_error`` is true), not raised, unless the host was
+        made with ``raise_tool_errors=True``.
+
+        Cancellation: the call is cancelled on the wire by the client; an approval it waits for
+        is marked abandoned.
+        """
+        return await self._calls.call_tool(
+            name,
+            arguments,
+            timeout=timeout,
+            approver=approver,
+            context=context,
+            on_progress=on_progress,
+            caller_approver=caller_approver,
+            caller=caller,
+            fresh=fresh,
+            relay=relay,
+        )
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        context: Mapping[str, str] | None = None,
+        relay: Relay | None = None,
+    ) -> GetPromptResult:
+        """Renders a namespaced prompt on its server (timed out, retried, behind the breaker);
+        ``relay`` as for :meth:`call_tool`.
+
+        Raises:
+            UnknownPrompt: no such namespaced prompt (the closest names are suggested).
+            CircuitOpen: the server's breaker is open.
+            ToolExecutionError: the request failed (names server, prompt and cause).
+        """
+        return await self._calls.get_prompt(name, arguments, timeout=timeout, context=context, relay=relay)
+
+    async def read_resource(
+        self,
+        server: str,
+        uri: str,
+        *,
+        timeout: float | None = None,
+        context: Mapping[str, str] | None = None,
+        relay: Relay | None = None,
+    ) -> ReadResourceResult:
+        """Reads a resource through the server's policies (cached, retried, timed out);
+        ``relay`` as for :meth:`call_tool`.
+
+        Raises:
+            HostError: no such server.
+            CircuitOpen: the server's breaker is open.
+            ToolExecutionError: the read failed (names server, URI and cause).
+        """
+        return await self._calls.read_resource(server, uri, timeout=timeout, context=context, relay=relay)
+
+    # -- approvals and pins (oversight) -----------------------------------------------------------
+
+    async def pinned(self) -> builtins.list[Pin]:
+        """Every pin of the host's store (empty when the host does not pin)."""
+        return await self._oversight.pinned()
+
+    async def follow_pins(self) -> None:
+        """Brings the tools' quarantine into line with the pins as stored, when another process on
+        the same store quarantined a tool or approved its new definition. It reads and writes
+        nothing else: whether this process's own server agrees with a pin is checked, as ever,
+        when it lists its tools again (so two processes cannot undo each other's pins in a loop)."""
+        await self._oversight.follow_pins()
+
+    async def approve_pin(self, server: str, tool: str, *, by: str | None = None) -> Pin:
+        """Accepts the changed definition of a quarantined tool: it becomes the pinned one and
+        the tool is listed and callable again.
+
+        Raises:
+            HostError: the host does not pin definitions, or has no pin for that tool.
+        """
+        return await self._oversight.approve_pin(server, tool, by=by)
+
+    # -- what the host reports --------------------------------------------------------------------
+
+    def server_statistics(self, name: str) -> ServerStatistics:
+        """One server's figures, as an API shows them (a snapshot).
+
+        Raises:
+            HostError: no such server.
+        """
+        return self._reporting.server_statistics(name)
+
+    def statistics(self) -> HostStatistics:
+        """Every server's figures, and the host's totals (a snapshot)."""
+        return self._reporting.statistics()
+
+    def prometheus(self) -> str:
+        """Every metric in the Prometheus text exposition format."""
+        return self._reporting.prometheus()
 
 
 def _client_options(value: ClientOptions | Mapping[str, object] | None) -> ClientOptions:

@@ -1,16 +1,14 @@
 """What the host reports about its servers: per-server statistics, host totals, and Prometheus
-text (a part of :class:`~mcpwire.host.Host`)."""
+text (a part of :class:`~mcpwire.host.Host`, given its shared state and its metrics)."""
 
 from __future__ import annotations
 
 import builtins
 
-from ..errors import HostError
-from .catalog import Catalog
 from .policies import BreakerState, Metrics
 from .policies.metrics import escape_label
-from .registry import ToolRegistry
-from .servers import HostStatistics, Runtime, ServerInfo, ServerStatistics, ServerStatus
+from .servers import HostStatistics, ServerStatistics, ServerStatus
+from .state import HostState
 
 __all__ = ["Reporting"]
 
@@ -18,23 +16,14 @@ __all__ = ["Reporting"]
 class Reporting:
     """Statistics and metrics of the host's servers (part of the host)."""
 
-    # set by Host.__init__
-    registry: ToolRegistry
-    catalog: Catalog
-    metrics: Metrics
-    _servers: dict[str, ServerInfo]
-    _runtime: dict[str, Runtime]
+    def __init__(self, state: HostState, metrics: Metrics) -> None:
+        self._state = state
+        self.metrics = metrics
 
     def server_statistics(self, name: str) -> ServerStatistics:
-        """One server's figures, as an API shows them (a snapshot).
-
-        Raises:
-            HostError: no such server.
-        """
-        info = self._servers.get(name)
-        if info is None:
-            raise HostError(f"no server named {name!r}; known: {', '.join(self._servers) or 'none'}")
-        runtime = self._runtime[name]
+        """One server's figures (see :meth:`Host.server_statistics`)."""
+        info = self._state.get(name)
+        runtime = self._state.runtime[name]
         calls = self.metrics.snapshot(name).get(name, {})
         total, errors, p50, p95 = self.metrics.summary(name)
         return ServerStatistics(
@@ -67,15 +56,15 @@ class Reporting:
 
     def statistics(self) -> HostStatistics:
         """Every server's figures, and the host's totals (a snapshot)."""
-        servers = {name: self.server_statistics(name) for name in self._servers}
+        servers = {name: self.server_statistics(name) for name in self._state.servers}
         hits = sum(s.cache_hits for s in servers.values())
         misses = sum(s.cache_misses for s in servers.values())
         total = hits + misses
         return HostStatistics(
             servers=servers,
-            tools=len(self.registry),
-            prompts=len(self.catalog.prompts()),
-            resources=len(self.catalog.resources()),
+            tools=len(self._state.registry),
+            prompts=len(self._state.catalog.prompts()),
+            resources=len(self._state.catalog.resources()),
             cache_hits=hits,
             cache_misses=misses,
             cache_hit_rate=hits / total if total else 0.0,
@@ -84,7 +73,7 @@ class Reporting:
     def prometheus(self) -> str:
         """Every metric in the Prometheus text exposition format."""
         states = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
-        rows = [(escape_label(i.name), i, self._runtime[i.name]) for i in self._servers.values()]
+        rows = [(escape_label(i.name), i, self._state.runtime[i.name]) for i in self._state.servers.values()]
 
         def gauge(metric: str, kind: str, help_text: str, values: builtins.list[tuple[str, object]]) -> None:
             extra.append(f"# HELP {metric} {help_text}")

@@ -12,7 +12,9 @@ failing server is data (its status and error text), never an exception in the ho
 an unexpected error raised while serving one server (logged with its traceback), since it must not
 take the other servers down; cancellation and ``KeyboardInterrupt`` still propagate.
 
-This module is one part of :class:`~mcpwire.host.Host` (a mixin); the host module holds the calls.
+The :class:`Supervisor` is one part of :class:`~mcpwire.host.Host`: it is given the host's shared
+state (:mod:`mcpwire.host.state`) and its oversight (to check pins), and runs its tasks in the
+nursery the host opens when it is entered.
 """
 
 from __future__ import annotations
@@ -30,15 +32,13 @@ import trio
 from ..client import Client, ClientOptions, open_client
 from ..errors import MCPWireError, RPCError
 from ..protocol.types import Tool
-from .catalog import Catalog
 from .config import ServerConfig
-from .events import EventHub, EventKind, HostEvent
-from .pins import Pin, PinChange, PinStore, check_pin, definition_diff
-from .policies import AuditRecord, AuditSink, CallContext
-from .registry import ToolRegistry
-from .servers import Backoff, Runtime, ServerInfo, ServerStatus
+from .oversight import Oversight
+from .policies import CallContext
+from .servers import Backoff, ServerInfo, ServerStatus
+from .state import HostState, describe
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "ClientFactory", "Supervision"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "ClientFactory", "Supervisor"]
 
 log = logging.getLogger("mcpwire.host")
 
@@ -58,10 +58,6 @@ ClientFactory = Callable[[ServerConfig], AbstractAsyncContextManager[Client]]
 _EXPECTED: Final = (MCPWireError, OSError, ValueError, ImportError)
 
 
-def describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".splitlines()[0]
-
-
 def _sole(exc: BaseException) -> BaseException:
     """The one exception inside nested single-member groups (a nursery wraps what it raises)."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -69,115 +65,56 @@ def _sole(exc: BaseException) -> BaseException:
     return exc
 
 
-class Supervision:
-    """Connection lifecycle, lists and events of every server (part of the host)."""
+class Supervisor:
+    """Connection lifecycle, lists and watching of every server (part of the host).
 
-    # set by Host.__init__
-    registry: ToolRegistry
-    catalog: Catalog
-    pins: PinStore | None
-    audit: AuditSink | None
-    _servers: dict[str, ServerInfo]
-    _runtime: dict[str, Runtime]
-    _hub: EventHub
-    _backoff: Backoff
-    _health_interval: float
-    _connect_timeout: float
-    _client_factory: ClientFactory | None
-    _client_options: ClientOptions
-    client_options_for: Callable[[ServerConfig], Mapping[str, object]] | None
-    on_notification: Callable[[str, str, Mapping[str, object]], None] | None
-    _changed: trio.Event
-    _nursery: trio.Nursery | None
+    Attributes:
+        nursery: where the supervisors run; the host sets it while it runs.
+        client_options: every server's client options before its own (see :mod:`mcpwire.host.host`).
+        client_options_for: more client options per server, asked for at each connection.
+        on_notification: called with (server, method, params) for every notification.
+    """
 
-    # -- status and events ------------------------------------------------------------------------
-
-    def update_status(self, name: str, status: ServerStatus | str, error: str | None = None) -> None:
-        """Sets a server's status (and why it is not connected), logs it and tells listeners.
-
-        ``status`` is a :class:`ServerStatus` or its value (``"connected"``), as APIs in other
-        languages pass it; it is checked before anything is stored. The supervisor calls this on
-        every transition; a repeated identical status is ignored.
-
-        Raises:
-            ValueError: ``status`` names no status.
-        """
-        if not isinstance(status, ServerStatus):
-            try:
-                status = ServerStatus(status)
-            except ValueError:
-                known = ", ".join(repr(s.value) for s in ServerStatus)
-                raise ValueError(f"server {name!r}: unknown status {status!r}; expected one of {known}") from None
-        info = self._servers[name]
-        if info.status is status and info.error == error:
-            return
-        previous = info.status
-        info.status = status
-        info.error = error
-        info.status_changed_at = time.time()
-        if status is ServerStatus.CONNECTED:
-            info.connected_since = info.status_changed_at
-            info._same_failures = 0
-        elif previous is ServerStatus.CONNECTED:
-            info.connected_since = None
-        if error:
-            repeated = error == info.last_error
-            info._same_failures = info._same_failures + 1 if repeated else 1
-            info.last_error = error
-            if repeated:
-                log.warning("%s: %s again (%d times in a row): %s", name, status.value, info._same_failures, error)
-            else:
-                log.error("%s: %s: %s", name, status.value, error)
-        elif status is not ServerStatus.CONNECTED:  # connected is logged with its counts
-            log.info("%s: %s", name, status.value)
-        self._changed.set()
-        self._changed = trio.Event()
-        self._emit(info, "status", previous=previous)
-
-    def _emit(self, info: ServerInfo, kind: EventKind, *, previous: ServerStatus | None = None, **extra: Any) -> None:
-        if not self._hub.wants(kind):
-            return
-        self._hub.emit(
-            HostEvent(
-                server=info.name,
-                kind=kind,
-                status=info.status.value,
-                previous=None if previous is None else previous.value,
-                error=info.error,
-                restart_count=info.restart_count,
-                tool_count=info.tool_count,
-                prompt_count=info.prompt_count,
-                resource_count=info.resource_count,
-                **extra,
-            )
-        )
-
-    def _record(self, record: AuditRecord) -> None:
-        """Writes one audit record to the host's sink and to event listeners."""
-        if self.audit is not None:
-            try:
-                self.audit.write(record)
-            except Exception as exc:  # a failing sink must not fail what it records
-                log.warning("audit sink %r cannot write: %s", self.audit, describe(exc))
-        info = self._servers.get(record.server)
-        if info is not None:
-            self._emit(info, "audit", record=record)
+    def __init__(
+        self,
+        state: HostState,
+        oversight: Oversight,
+        *,
+        backoff: Backoff,
+        health_interval: float,
+        connect_timeout: float,
+        client_factory: ClientFactory | None,
+        client_options: ClientOptions,
+    ) -> None:
+        self._state = state
+        self._oversight = oversight
+        self._backoff = backoff
+        self._health_interval = health_interval
+        self._connect_timeout = connect_timeout
+        self._client_factory = client_factory
+        self.client_options = client_options
+        self.client_options_for: Callable[[ServerConfig], Mapping[str, object]] | None = None
+        self.on_notification: Callable[[str, str, Mapping[str, object]], None] | None = None
+        self.nursery: trio.Nursery | None = None
 
     # -- starting and stopping --------------------------------------------------------------------
 
-    def _start(self, info: ServerInfo) -> None:
+    def start(self, info: ServerInfo) -> None:
+        """Hands an enabled server to a supervisor task (a disabled one is marked done)."""
         if not info.config.enabled:
             info._started.set()
             info._finished.set()
             return
-        assert self._nursery is not None
+        assert self.nursery is not None
         info._scope = trio.CancelScope()
         info._stopping = False
         info._started = trio.Event()
         info._finished = trio.Event()
-        self._nursery.start_soon(self._supervise, info)
+        self.nursery.start_soon(self._supervise, info)
 
-    async def _stop(self, info: ServerInfo) -> None:
+    async def stop(self, info: ServerInfo) -> None:
+        """Ends a server's supervision: its connection in order, else by cancellation (bounded by
+        ``STOP_TIMEOUT`` each); then it is ``disconnected``."""
         if info._scope is not None and not info._finished.is_set():
             info._stopping = True
             if info._lost is not None:
@@ -190,27 +127,27 @@ class Supervision:
             with trio.move_on_after(STOP_TIMEOUT):
                 await info._finished.wait()
         self._forget_connection(info)
-        if info.name in self._servers:
-            self.update_status(info.name, ServerStatus.DISCONNECTED, None)
+        if info.name in self._state.servers:
+            self._state.update_status(info.name, ServerStatus.DISCONNECTED, None)
 
     def _forget_connection(self, info: ServerInfo) -> None:
         info.client = None
         info.capabilities = None
-        self.registry.remove_server(info.name)
-        self.catalog.remove_server(info.name)
-        runtime = self._runtime.get(info.name)
+        self._state.registry.remove_server(info.name)
+        self._state.catalog.remove_server(info.name)
+        runtime = self._state.runtime.get(info.name)
         if runtime is not None:
             runtime.cache.clear()
         info._uris.clear()
         if info.tool_count:
             info.tool_count = 0
-            self._emit(info, "tools")
+            self._state.emit(info, "tools")
         if info.prompt_count:
             info.prompt_count = 0
-            self._emit(info, "prompts")
+            self._state.emit(info, "prompts")
         if info.resource_count or info.template_count:
             info.resource_count = info.template_count = 0
-            self._emit(info, "resources")
+            self._state.emit(info, "resources")
 
     # -- supervision ------------------------------------------------------------------------------
 
@@ -223,7 +160,7 @@ class Supervision:
             with info._scope:
                 while True:
                     if attempt == 0 or connected:
-                        self.update_status(info.name, ServerStatus.CONNECTING, None)
+                        self._state.update_status(info.name, ServerStatus.CONNECTING, None)
                     # else: a server that never got connected stays "error" (with its last error)
                     # while it retries, rather than flapping through "connecting"
                     info._end_reason = None
@@ -247,7 +184,7 @@ class Supervision:
                         return
                     stable = connected and trio.current_time() - began >= STABLE_AFTER
                     attempt = 0 if stable else attempt + 1
-                    self.update_status(info.name, ServerStatus.ERROR, error)
+                    self._state.update_status(info.name, ServerStatus.ERROR, error)
                     info._started.set()
                     delay = self._backoff.delay(attempt - 1 if attempt else 0)
                     log.info("%s: %s in %.2fs", info.name, verb, delay)
@@ -273,7 +210,7 @@ class Supervision:
             changes["era"] = config.era
         if config.protocol_version is not None:
             changes["protocol_version"] = config.protocol_version
-        return self._client_options.replace(**changes)
+        return self.client_options.replace(**changes)
 
     async def _run_once(self, info: ServerInfo) -> bool:
         """One connection's lifetime; returns True once it got connected."""
@@ -291,8 +228,8 @@ class Supervision:
                 connecting.deadline = math.inf
                 info.client = client
                 # a fresh connection starts with a closed circuit
-                self._runtime[info.name].breaker.success()
-                self.update_status(info.name, ServerStatus.CONNECTED, None)
+                self._state.runtime[info.name].breaker.success()
+                self._state.update_status(info.name, ServerStatus.CONNECTED, None)
                 log.info(
                     "%s: connected over %s (%s, %s): %d tools, %d prompts, %d resources",
                     info.name,
@@ -335,7 +272,7 @@ class Supervision:
     async def _listed(self, info: ServerInfo, method: str, fetch: Callable[[], Any]) -> Any:
         # listing is idempotent: a transient failure is retried under the server's policy
         ctx = CallContext(server=info.name, tool=method, arguments={}, kind="list")
-        return await self._runtime[info.name].stack.retry.run(ctx, fetch)
+        return await self._state.runtime[info.name].stack.retry.run(ctx, fetch)
 
     async def _refresh_tools(self, info: ServerInfo, client: Client) -> None:
         async with info._refresh_lock:
@@ -343,9 +280,9 @@ class Supervision:
                 tools: builtins.list[Tool] = []  # LC: list only what the server advertises
             else:
                 tools = await self._listed(info, "tools/list", client.list_tools)
-            quarantined = await self._check_pins(info, tools)
+            quarantined = await self._oversight.check_pins(info, tools)
             cfg = info.config
-            self.registry.set_tools(
+            self._state.registry.set_tools(
                 info.name,
                 tools,
                 prefix=cfg.prefix,
@@ -353,26 +290,26 @@ class Supervision:
                 disabled=cfg.disabled_tools,
                 quarantined=quarantined,
             )
-            info.tool_count = self.registry.count(info.name)
-        self._emit(info, "tools")
+            info.tool_count = self._state.registry.count(info.name)
+        self._state.emit(info, "tools")
 
     async def _refresh_prompts(self, info: ServerInfo, client: Client) -> None:
         if client.server_capabilities.prompts is None:
-            self.catalog.set_prompts(info.name, [])
+            self._state.catalog.set_prompts(info.name, [])
         else:
             try:
                 prompts = await self._listed(info, "prompts/list", client.list_prompts)
             except MCPWireError as exc:
                 log.warning("%s: cannot list prompts: %s", info.name, describe(exc))
                 return
-            self.catalog.set_prompts(info.name, prompts, prefix=info.config.prefix)
-        info.prompt_count = self.catalog.counts(info.name)[0]
-        self._emit(info, "prompts")
+            self._state.catalog.set_prompts(info.name, prompts, prefix=info.config.prefix)
+        info.prompt_count = self._state.catalog.counts(info.name)[0]
+        self._state.emit(info, "prompts")
 
     async def _refresh_resources(self, info: ServerInfo, client: Client) -> None:
         if client.server_capabilities.resources is None:
-            self.catalog.set_resources(info.name, [])
-            self.catalog.set_templates(info.name, [])
+            self._state.catalog.set_resources(info.name, [])
+            self._state.catalog.set_templates(info.name, [])
         else:
             prefix = info.config.prefix
             try:
@@ -380,7 +317,7 @@ class Supervision:
             except MCPWireError as exc:
                 log.warning("%s: cannot list resources: %s", info.name, describe(exc))
             else:
-                self.catalog.set_resources(info.name, resources, prefix=prefix)
+                self._state.catalog.set_resources(info.name, resources, prefix=prefix)
             try:
                 templates = await self._listed(info, "resources/templates/list", client.list_resource_templates)
             except RPCError as exc:
@@ -390,72 +327,9 @@ class Supervision:
             except MCPWireError as exc:
                 log.warning("%s: cannot list resource templates: %s", info.name, describe(exc))
                 templates = []
-            self.catalog.set_templates(info.name, templates, prefix=prefix)
-        _, info.resource_count, info.template_count = self.catalog.counts(info.name)
-        self._emit(info, "resources")
-
-    async def _check_pins(self, info: ServerInfo, tools: builtins.list[Tool]) -> set[str]:
-        """Pins first-seen tools and quarantines changed ones; returns the quarantined names.
-        Without pins, a changed definition is only logged."""
-        if self.pins is None:
-            # SEC-10: a tool whose description or schema changes under the same name deserves a look
-            before = {r.tool.name: r.tool for r in self.registry.tools(info.name, include_quarantined=True)}
-            for new in tools:
-                old = before.get(new.name)
-                if old is not None and (old.description, old.input_schema) != (new.description, new.input_schema):
-                    log.warning("%s: tool %r changed its description or inputSchema", info.name, new.name)
-            return set()
-        quarantined: set[str] = set()
-        for tool in tools:
-            pin, change = await check_pin(self.pins, info.name, tool)
-            if pin.quarantined:
-                quarantined.add(tool.name)
-            if change != "same" and change != "quarantined":
-                self._pin_changed(info, pin, change)
-        return quarantined
-
-    def _pin_changed(self, info: ServerInfo, pin: Pin, change: PinChange | str, *, by: str | None = None) -> None:
-        diff = None
-        if change == "changed" and pin.pending_definition is not None:
-            diff = definition_diff(pin.definition, pin.pending_definition, label=f"{info.name}/{pin.tool}")
-            log.warning(
-                "%s: tool %r changed its definition since it was pinned; quarantined until approved",
-                info.name,
-                pin.tool,
-            )
-        elif change == "reordered" and pin.reordered_definition is not None:
-            diff = definition_diff(pin.definition, pin.reordered_definition, label=f"{info.name}/{pin.tool}")
-            log.info(
-                "%s: tool %r lists the words of its definition in another order; still pinned", info.name, pin.tool
-            )
-        elif change in ("reverted", "approved"):
-            log.info(
-                "%s: tool %r is %s",
-                info.name,
-                pin.tool,
-                "back to its pinned definition" if change == "reverted" else "approved",
-            )
-        outcome = {
-            "pinned": "pinned",
-            "changed": "quarantined",
-            "reordered": "pinned",
-            "reverted": "pinned",
-            "approved": "pinned",
-        }[change]
-        self._emit(info, "pin", pin=pin, change=change, diff=diff)
-        self._record(
-            AuditRecord(
-                time=time.time(),
-                kind="pin",
-                server=info.name,
-                tool=pin.tool,
-                decision=change,
-                outcome=outcome,
-                diff=diff,
-                by=by,
-                arguments={"hash": pin.hash, "pending_hash": pin.pending_hash, "reordered_hash": pin.reordered_hash},
-            )
-        )
+            self._state.catalog.set_templates(info.name, templates, prefix=prefix)
+        _, info.resource_count, info.template_count = self._state.catalog.counts(info.name)
+        self._state.emit(info, "resources")
 
     # -- watching ---------------------------------------------------------------------------------
 
@@ -488,7 +362,7 @@ class Supervision:
     async def _handle(self, info: ServerInfo, client: Client, method: str, params: Mapping[str, object]) -> None:
         if self.on_notification is not None:
             self.on_notification(info.name, method, params)
-        cache = self._runtime[info.name].cache
+        cache = self._state.runtime[info.name].cache
         try:
             if method == "notifications/tools/list_changed":
                 dropped = cache.invalidate(info.name, kind="tool")

@@ -185,7 +185,7 @@ async def test_an_interrupt_while_stopping_servers_still_closes_every_connection
 
     with pytest.raises(BaseException) as raised:
         async with host:
-            monkeypatch.setattr(host, "_stop", interrupted_stop)
+            monkeypatch.setattr(host._supervisor, "stop", interrupted_stop)
     # the interrupt comes out (alone or grouped), after the host's nursery exited: no connection
     # outlives the block, though the stop of the first one was cut short
     grouped = isinstance(raised.value, BaseExceptionGroup)
@@ -428,12 +428,12 @@ async def test_a_listener_of_some_kinds_gets_only_those_and_unwanted_records_are
     server = FakeServer("a")
     async with _host(Factory(server), {"a": _entry()}) as host:
         lists = host.events(kinds=("tools",))
-        assert not host._audit_wanted()  # nobody reads audit records: none is built
+        assert not host._state.audit_wanted()  # nobody reads audit records: none is built
         await host.call_tool("a__get_thing")
         server.client.push("notifications/tools/list_changed")
         assert (await lists.__anext__()).kind == "tools"
         everything = host.events()
-        assert host._audit_wanted()
+        assert host._state.audit_wanted()
         await host.call_tool("a__get_thing")
         assert (await everything.__anext__()).kind == "audit"
         server.client.push("notifications/tools/list_changed")

@@ -102,4 +102,4 @@ def test_a_value_makes_no_warning() -> None:
         warnings.simplefilter("error")
         host = Host(client_options=ClientOptions(era="modern"))
         Host()
-    assert host._client_options == ClientOptions(era="modern")
+    assert host._supervisor.client_options == ClientOptions(era="modern")

@@ -14,7 +14,7 @@ from typing import Any, Final
 from ...errors import MCPWireError
 from ...host import ServerInfo, ServerStatus
 from ...host.calls import not_connected
-from ...host.supervisor import describe
+from ...host.state import describe
 from ...redaction import redact_argv, redact_url
 from ..identity import Role
 from ..problems import FieldError, ProblemError
