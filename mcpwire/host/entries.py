@@ -315,6 +315,7 @@ def parse_entry(
     if transport == "stdio":
         command, args = _command(e)
     else:
+        e.strings("args")  # unused without a command, but still checked for what it holds
         url = e.string("url", required=True)
         if url is not None and not _URL_OK.match(url):
             problems.append(f"{path}.url: expected an http:// or https:// URL, got {url!r}")

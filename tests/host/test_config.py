@@ -462,3 +462,10 @@ def test_a_url_the_http_client_cannot_use_is_refused_with_its_reason() -> None:
         "$.mcpServers.idna.url: invalid IDNA hostname: '\u0133', got 'http://\u0133/mcp'",
         "$.mcpServers.port.url: invalid port: 'abc', got 'http://h:abc/mcp'",
     )
+
+
+def test_a_remote_servers_args_are_checked_though_unused() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_server("remote", {"url": "https://api.example.com/mcp", "args": 5})
+    assert err.value.problems == ("$.remote.args: expected a list of strings, got a number",)
+    assert parse_server("remote", {"url": "https://api.example.com/mcp", "args": ["--x"]}).type == "http"
