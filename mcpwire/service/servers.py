@@ -26,6 +26,7 @@ import trio
 
 from ..errors import ConfigError, HostError
 from ..host import Host, HostConfig, PolicyConfig, ServerConfig, parse_server
+from ..host.entries import KNOWN_KEYS
 from ..protocol.types import JSONValue
 from .problems import FieldError, ProblemError, field_errors_from_problems
 from .store import ServerRow, Store
@@ -244,6 +245,8 @@ class ServerManager:
         info = self.host.get(name)
         edited = merge_patch(self.entry(name), patch)
         assert isinstance(edited, dict)
+        # a key no entry may have is refused even as null, which the merge would drop unseen
+        edited.update({key: None for key, value in patch.items() if value is None and key not in KNOWN_KEYS})
         if self.source(name) == "api":
             config = self.validate(name, edited)
             self.rows[name] = await self.store.put_server(name, edited)

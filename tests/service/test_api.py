@@ -153,6 +153,13 @@ async def test_post_server_says_what_the_config_loader_says(db: str, config: Pat
             ("$.timeout_seconds", "expected a positive number, got -1"),
             ("$.url", "expected an http:// or https:// URL, got 'ftp://x'"),
         ]
+        # null removes a key in a PATCH; in a new entry it is a mistake, named at its path
+        nulls = {"name": "x", "url": "https://example.com/mcp", "health_interval_seconds": None, "cwd": None}
+        body = problem(await c.post("/api/v1/servers", json=nulls), 422)
+        assert sorted(_errors(body)) == [
+            ("$.cwd", "expected a value; null removes a key only in a PATCH"),
+            ("$.health_interval_seconds", "expected a value; null removes a key only in a PATCH"),
+        ]
         body = problem(await c.post("/api/v1/servers", json=["not", "an", "object"]), 422)
         assert body["errors"][0]["path"] == "$"
         body = problem(await c.post("/api/v1/servers", json={"name": "demo", **demo_entry()}), 409)

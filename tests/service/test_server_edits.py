@@ -97,6 +97,12 @@ async def test_any_field_of_a_config_server_changes_and_the_file_stays_as_it_was
             ("$.tiemout", "unknown key; did you mean 'timeout'?"),
         ]
         assert svc.host.get("filed").config.description is None
+        # an unknown key is refused even as null (removing what cannot be there)
+        unknown = await c.patch("/api/v1/servers/filed", json={"tiemout": None, "allowed_tools": []})
+        assert unknown.status_code == 422, unknown.text
+        assert [(e["path"], e["message"]) for e in unknown.json()["errors"]] == [
+            ("$.tiemout", "unknown key; did you mean 'timeout'?")
+        ]
         name_change = await c.patch("/api/v1/servers/filed", json={"name": "other"})
         assert name_change.status_code == 422 and name_change.json()["errors"][0]["path"] == "$.name"
     assert await trio.Path(config).read_text() == before

@@ -120,6 +120,14 @@ async def add_server(ctx: Ctx) -> Reply:
         message = f"expected a server name of 1 to 64 letters, digits, '_', '-' or '.', {got}"
         error = FieldError(location="body", path="$.name", message=message)
         raise ProblemError(422, f"the server entry has a problem: $.name: {message}", errors=[error])
+    nulls = [
+        FieldError(location="body", path=f"$.{key}", message="expected a value; null removes a key only in a PATCH")
+        for key, value in entry.items()
+        if value is None
+    ]
+    if nulls:
+        shown = "; ".join(f"{e.path}: {e.message}" for e in nulls)
+        raise ProblemError(422, f"the server entry has a problem: {shown}", errors=nulls)
     service = service_of(ctx)
     await service.servers.add(name, entry)
     info = service.host.get(name)
