@@ -192,6 +192,9 @@ class _Entry:
 
 def _transport(e: _Entry) -> Transport | None:
     declared = e.entry.get("type", e.entry.get("transport"))
+    shadowed = e.entry.get("transport") if "type" in e.entry else None
+    if shadowed is not None and not (shadowed in _STDIO_TYPES or shadowed in _HTTP_TYPES or shadowed == "sse"):
+        e.problems.append(f"{e.path}.transport: expected a transport such as 'stdio' or 'http', got {shadowed!r}")
     if declared is not None:
         if declared in _STDIO_TYPES:
             return "stdio"
@@ -272,6 +275,8 @@ def _enabled(e: _Entry) -> bool:
     if "disabled" in e.entry and "enabled" not in e.entry:
         disabled = e.entry["disabled"]
         enabled = not disabled if isinstance(disabled, bool) else disabled
+    elif "disabled" in e.entry and not isinstance(e.entry["disabled"], bool):  # overridden, still checked
+        e.problems.append(f"{e.path}.disabled: expected true or false, got {kind(e.entry['disabled'])}")
     if not isinstance(enabled, bool):
         e.problems.append(f"{e.path}.enabled: expected true or false, got {kind(enabled)}")
         return True
@@ -286,6 +291,8 @@ def _call_timeout(e: _Entry, policy: PolicyConfig) -> PolicyConfig:
         ms = e.entry["timeout"]
         timeout = ms / 1000 if _number(ms) else ms  # type: ignore[operator]
         key = "timeout"
+    elif e.entry.get("timeout") is not None and not (_number(e.entry["timeout"]) and e.entry["timeout"] > 0):  # type: ignore[operator]
+        e.problems.append(f"{e.path}.timeout: expected a positive number, got {e.entry['timeout']!r}")
     if timeout is None:
         return policy
     if not _number(timeout) or timeout <= 0:  # type: ignore[operator]
@@ -315,7 +322,11 @@ def parse_entry(
     if transport == "stdio":
         command, args = _command(e)
     else:
-        e.strings("args")  # unused without a command, but still checked for what it holds
+        # a command and args are unused by a URL server, but still checked for what they hold
+        if "command" in e.entry:
+            _command(e)
+        else:
+            e.strings("args")
         url = e.string("url", required=True)
         if url is not None and not _URL_OK.match(url):
             problems.append(f"{path}.url: expected an http:// or https:// URL, got {url!r}")
@@ -330,6 +341,8 @@ def parse_entry(
         health = None
     connect_key = "connect_timeout_seconds" if "connect_timeout_seconds" in entry else "startup_timeout_seconds"
     connect = e.positive(connect_key)
+    if connect_key == "connect_timeout_seconds":
+        e.positive("startup_timeout_seconds")  # overridden, but still checked for what it holds
     era = entry.get("era")
     if era is not None and era not in ("auto", "legacy", "modern"):
         problems.append(f"{path}.era: expected 'auto', 'legacy' or 'modern', got {era!r}")

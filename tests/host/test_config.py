@@ -469,3 +469,21 @@ def test_a_remote_servers_args_are_checked_though_unused() -> None:
         parse_server("remote", {"url": "https://api.example.com/mcp", "args": 5})
     assert err.value.problems == ("$.remote.args: expected a list of strings, got a number",)
     assert parse_server("remote", {"url": "https://api.example.com/mcp", "args": ["--x"]}).type == "http"
+    with pytest.raises(ConfigError) as err:
+        parse_server("remote", {"type": "http", "url": "https://api.example.com/mcp", "command": [{"a": 1}]})
+    assert err.value.problems == ("$.remote.command: expected a string or a non-empty list of strings, got a list",)
+
+
+def test_a_key_another_overrides_is_still_checked() -> None:
+    entry = {
+        "command": "python", "type": "stdio", "transport": 5, "enabled": True, "disabled": 5,
+        "timeout_seconds": 3, "timeout": False, "connect_timeout_seconds": 3, "startup_timeout_seconds": False,
+    }  # fmt: skip
+    with pytest.raises(ConfigError) as err:
+        parse_server("x", entry)
+    assert sorted(err.value.problems) == [
+        "$.x.disabled: expected true or false, got a number",
+        "$.x.startup_timeout_seconds: expected a positive number of seconds, got False",
+        "$.x.timeout: expected a positive number, got False",
+        "$.x.transport: expected a transport such as 'stdio' or 'http', got 5",
+    ]
