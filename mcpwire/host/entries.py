@@ -270,6 +270,15 @@ def _auth(e: _Entry) -> tuple[Literal["bearer", "api_key"] | None, str | None, s
     return a_type, e.expand(f"{path}.token", token), header
 
 
+def _url(e: _Entry) -> str | None:
+    url = e.string("url", required=True)
+    if url is not None and not _URL_OK.match(url):
+        e.problems.append(f"{e.path}.url: expected an http:// or https:// URL, got {url!r}")
+    elif url is not None and (why := _unusable_url(url)) is not None:
+        e.problems.append(f"{e.path}.url: {why}, got {url!r}")
+    return url
+
+
 def _enabled(e: _Entry) -> bool:
     enabled = e.entry.get("enabled", True)
     if "disabled" in e.entry and "enabled" not in e.entry:
@@ -319,19 +328,17 @@ def parse_entry(
     command: str | None = None
     args: tuple[str, ...] = ()
     url: str | None = None
+    # what the other transport would use is unused, but still checked for what it holds
     if transport == "stdio":
         command, args = _command(e)
+        if "url" in entry:
+            _url(e)
     else:
-        # a command and args are unused by a URL server, but still checked for what they hold
-        if "command" in e.entry:
+        if "command" in entry:
             _command(e)
         else:
             e.strings("args")
-        url = e.string("url", required=True)
-        if url is not None and not _URL_OK.match(url):
-            problems.append(f"{path}.url: expected an http:// or https:// URL, got {url!r}")
-        elif url is not None and (why := _unusable_url(url)) is not None:
-            problems.append(f"{path}.url: {why}, got {url!r}")
+        url = _url(e)
     auth_type, auth_token, auth_header = _auth(e)
     enabled = _enabled(e)
     policy = _call_timeout(e, parse_policy(f"{path}.policy", entry.get("policy"), problems, strict=strict))

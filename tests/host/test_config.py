@@ -472,6 +472,9 @@ def test_a_remote_servers_args_are_checked_though_unused() -> None:
     with pytest.raises(ConfigError) as err:
         parse_server("remote", {"type": "http", "url": "https://api.example.com/mcp", "command": [{"a": 1}]})
     assert err.value.problems == ("$.remote.command: expected a string or a non-empty list of strings, got a list",)
+    with pytest.raises(ConfigError) as err:
+        parse_server("local", {"command": "python", "url": "\x07"})
+    assert err.value.problems == ("$.local.url: expected an http:// or https:// URL, got '\\x07'",)
 
 
 def test_a_key_another_overrides_is_still_checked() -> None:
