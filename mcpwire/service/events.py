@@ -99,6 +99,13 @@ class EventHub:
     def subscribers(self) -> int:
         return len(self._subscribers)
 
+    @property
+    def position(self) -> str:
+        """The id of the latest event (``<boot>-0`` before the first): a page made now subscribes
+        after it, so that what changes between the page being made and its stream opening is
+        not lost."""
+        return f"{self.boot}-{self._next - 1}"
+
     def publish(self, kind: str, data: dict[str, JSONValue]) -> ServiceEvent:
         event = ServiceEvent(id=f"{self.boot}-{self._next}", kind=kind, time=time.time(), data=data)
         self._next += 1

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 from _harness import demo_entry, running_service, write_config
@@ -114,3 +115,30 @@ async def test_with_a_token_the_console_asks_to_sign_in(db: str, config: Path) -
         # logging out ended the session on the service: the old cookie is dead at once
         browser.cookies.set("mcpwire_console", value)
         assert (await browser.get("/tools?q=echo")).status_code == 303
+
+
+async def test_a_page_hears_what_changed_while_it_was_made(db: str, config: Path) -> None:
+    """A page names the event stream's position it was made at: a change published before its
+    stream opens still reaches its live parts (else a quarantine or an approval that comes in
+    while the page loads would never show until a reload)."""
+    async with running_service(db, config) as svc:
+        page = (await svc.client.get("/")).text
+        found = re.search(r'data-events="(/console/events\?after=[^"]+)"', page)
+        assert found, "the page names no position in the event stream"
+        source = found.group(1).replace("&amp;", "&")
+        # a change after the page was made, before its stream opens
+        assert (await svc.client.patch("/api/v1/servers/demo", json={"enabled": False})).is_success
+        kinds: list[str] = []
+        with trio.move_on_after(10):
+            async with svc.client.stream("GET", source) as stream:
+                async for line in stream.aiter_lines():
+                    if line.startswith("event: "):
+                        kinds.append(line.removeprefix("event: "))
+                    if "status" in kinds:
+                        break
+        assert "status" in kinds and "reset" not in kinds, kinds
+        # a stream opened without a position hears only what comes after it
+        async with svc.client.stream("GET", "/console/events") as stream:
+            with trio.move_on_after(1):
+                async for line in stream.aiter_lines():
+                    assert not line.startswith("event: "), line

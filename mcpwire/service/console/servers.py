@@ -195,8 +195,9 @@ async def server_action(view: View) -> Response:
 
 async def events(view: View) -> Response:
     """The service's event stream for the console's pages (the session cookie stands for the
-    bearer token an ``/events`` client sends)."""
-    last = view.request.headers.get("last-event-id")
+    bearer token an ``/events`` client sends). A page names the position it was made at
+    (``?after=``); a reconnecting browser's ``Last-Event-ID`` comes after it."""
+    last = view.request.headers.get("last-event-id") or view.request.query_params.get("after")
     return StreamingResponse(
         sse_stream(view.service.hub, last),
         media_type="text/event-stream",

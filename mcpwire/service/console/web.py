@@ -244,6 +244,9 @@ class View:
     lang: str = i18n.DEFAULT
     #: what needs the operator's attention (for the navigation; full pages only)
     attention: Any = None
+    #: the service's event stream's position when the request came in: the page's live parts
+    #: hear every event after it, none published while the page was made is lost
+    events_after: str = ""
 
     @property
     def translations(self) -> Any:
@@ -297,6 +300,7 @@ class View:
                 "admin": self.may(Role.ADMIN),
             },
             attention=self.attention,
+            events_after=self.events_after,
             **context,
         )
 
@@ -402,6 +406,7 @@ def page(
                     stale = view.gettext("The form's CSRF token is missing or stale; reload the page and try again.")
                     raise Refusal(403, stale)
             elif not view.htmx:
+                view.events_after = view.service.hub.position
                 view.attention = await attention_of(view.service)
             response = await handler(view)
         except ProblemError as exc:
