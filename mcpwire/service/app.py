@@ -175,7 +175,8 @@ def build_app(
         mcp = _Asgi(_gateway_missing)
     console = _console()
     legacy = [Route(SSE_PATH, mcp, methods=["GET"]), Route(MESSAGES_PATH, mcp, methods=["POST"])]
-    routes: list[BaseRoute] = [*API.routes(service, map_error), Route(MCP_PATH, mcp), *legacy, *extra_routes]
+    # the gateway first: the router tries routes in order, and most requests are the gateway's
+    routes: list[BaseRoute] = [Route(MCP_PATH, mcp), *API.routes(service, map_error), *legacy, *extra_routes]
     metadata_paths = provider.metadata_paths() if provider is not None else ()
     if provider is not None:
         routes += [Route(path, _resource_metadata(provider), methods=["GET"]) for path in metadata_paths]

@@ -1,11 +1,15 @@
 """Audit records into the store by group commit, and a barrier that makes acknowledgements honest.
 
 Theory of operation: the host writes a record synchronously (:meth:`AuditWriter.add`, a list
-append). One writer task takes everything queued, appends it in one transaction, and then
-publishes the stored records as ``audit`` events. :meth:`AuditWriter.barrier` waits until every
-record queued before it was called is committed; the middleware awaits it before a response
-starts (and before each later chunk of a streamed one), so a caller never sees an answer whose
-audit record could still be lost. When nothing is queued the barrier costs two integer compares.
+append). Everything queued is appended in one transaction, and the stored records are then
+published as ``audit`` events. :meth:`AuditWriter.barrier` waits until every record queued before
+it was called is committed; the middleware awaits it before a response starts (and before each
+later chunk of a streamed one), so a caller never sees an answer whose audit record could still be
+lost. When nothing is queued the barrier costs two integer compares. A barrier that finds records
+queued and no commit under way makes the commit itself (of everything queued, its own record
+among them) instead of waking the writer task and waiting for it; calls that finish while a commit
+runs wait for the next one, which takes them all. The writer task commits what no barrier asks
+for, and retries with backoff when the store fails.
 
 When the store fails, the batch stays queued and is retried with backoff; barriers wait at most
 ``timeout`` seconds and then report failure (the response becomes a 503). The queue is bounded:
@@ -57,9 +61,15 @@ class AuditWriter:
         self._wake = trio.Event()
         self._progress = trio.Event()
         self._failing = False
+        self._committing = False
         self.dropped = 0
         self.batches = 0
         self.failures = 0
+
+    @property
+    def committed(self) -> int:
+        """Records committed since the start."""
+        return self._committed
 
     @property
     def pending(self) -> int:
@@ -84,6 +94,10 @@ class AuditWriter:
         target = self._queued
         if self._committed >= target:
             return True
+        if not self._committing and not self._failing:
+            await self._commit_batch()
+            if self._committed >= target:
+                return True
         with trio.move_on_after(self._timeout):
             while self._committed < target:
                 await self._progress.wait()
@@ -117,7 +131,14 @@ class AuditWriter:
         return True
 
     async def _commit_batch(self) -> bool:
+        """Commits the oldest queued records (one commit at a time: a second caller waits for
+        the first to end); False when the store failed."""
+        while self._committing:
+            await self._progress.wait()
         batch = self._queue[:MAX_BATCH]
+        if not batch:
+            return True
+        self._committing = True
         try:
             ids = await self._store.append_audit(batch)
         except StoreError as exc:
@@ -126,14 +147,17 @@ class AuditWriter:
                 log.error("cannot store %d audit records (will retry): %s", len(batch), exc)
             self._failing = True
             return False
+        finally:
+            # (whoever waits runs after this task's next checkpoint: the counts below are set by then)
+            self._committing = False
+            progress, self._progress = self._progress, trio.Event()
+            progress.set()
         if self._failing:
             log.warning("audit records are stored again")
             self._failing = False
         del self._queue[: len(batch)]
         self._committed += len(batch)
         self.batches += 1
-        progress, self._progress = self._progress, trio.Event()
-        progress.set()
         for record_id, record in zip(ids, batch, strict=True):
             row = AuditRow(id=record_id, **msgspec.structs.asdict(record))
             if self.hub is not None:

@@ -136,6 +136,8 @@ class Api:
         self.version = version
         self.description = description
         self.operations: list[Operation] = []
+        #: the public operations' (method, path), as of how many operations there were
+        self._public: tuple[int, frozenset[tuple[str, str]]] | None = None
 
     def operation(
         self,
@@ -191,7 +193,10 @@ class Api:
         return routes
 
     def is_public(self, method: str, path: str) -> bool:
-        return any(op.public and op.method == method and op.path == path for op in self.operations)
+        if self._public is None or self._public[0] != len(self.operations):  # (operations registered since)
+            found = frozenset((op.method, op.path) for op in self.operations if op.public)
+            self._public = (len(self.operations), found)
+        return (method, path) in self._public[1]
 
     # -- OpenAPI ---------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import trio
 
 from ..._version import install_hint
 from ...redaction import redact_url
-from .base import Transaction
+from .base import Transaction, insert_sql, rows_per_insert
 from .schema import Dialect
 from .types import StoreError
 
@@ -52,6 +52,18 @@ class _Tx:
     def run(self, sql: str, params: Sequence[object] = ()) -> int:
         self._cur.execute(sql.replace("?", "%s"), params)
         return self._cur.rowcount
+
+    def insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[int]:
+        # one round trip per chunk; identity values are drawn in the rows' order, so the ids
+        # returned, sorted, are the rows' ids in order
+        ids: list[int] = []
+        step = rows_per_insert(columns)
+        for start in range(0, len(rows), step):
+            chunk = rows[start : start + step]
+            sql = insert_sql(table, tuple(columns), len(chunk)).replace("?", "%s") + " RETURNING id"
+            self._cur.execute(sql, [v for r in chunk for v in r])
+            ids.extend(sorted(int(row[0]) for row in self._cur.fetchall()))
+        return ids
 
 
 class PostgresDriver:
@@ -112,7 +124,8 @@ class PostgresDriver:
         except Exception:  # pragma: no cover - closing a broken connection
             pass
 
-    async def call(self, fn: Callable[[Transaction], T], *, write: bool) -> T:
+    async def call(self, fn: Callable[[Transaction], T], *, write: bool, quick: bool = False) -> T:
+        # (``quick`` changes nothing here: every statement is a round trip to the server)
         if self._closed:
             raise StoreError(f"the database {self.location} is closed")
         async with self._limiter:

@@ -27,7 +27,7 @@ from typing import Any, Final, Literal, TypeVar
 import trio
 
 from ..localfiles import data_folder, private_file, private_folder
-from .base import Transaction
+from .base import Transaction, insert_sql, rows_per_insert
 from .schema import Dialect
 from .types import StoreError
 
@@ -41,6 +41,13 @@ T = TypeVar("T")
 
 #: seconds a write waits for another process's write lock before failing
 BUSY_TIMEOUT: Final = 10.0
+#: commits after which the next write goes to a worker thread and checkpoints the log (the
+#: connection's own automatic checkpoint is off: it would sync the file during a quick commit)
+CHECKPOINT_EVERY: Final = 200
+
+
+class _Busy(Exception):
+    """A quick transaction would have to wait for another process's lock."""
 
 
 class _Tx:
@@ -58,6 +65,22 @@ class _Tx:
 
     def run(self, sql: str, params: Sequence[object] = ()) -> int:
         return self._conn.execute(sql, params).rowcount
+
+    def insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[int]:
+        # One statement per chunk and no RETURNING: each step of a statement gives up the GIL and
+        # has to win it back from the event loop's thread, so a row per step is slow under load.
+        # Rows inserted by one statement while this transaction holds the write lock get
+        # consecutive ids, the last of which is the cursor's lastrowid.
+        ids: list[int] = []
+        step = rows_per_insert(columns)
+        for start in range(0, len(rows), step):
+            chunk = rows[start : start + step]
+            cursor = self._conn.execute(insert_sql(table, tuple(columns), len(chunk)), [v for r in chunk for v in r])
+            last = cursor.lastrowid
+            if last is None or cursor.rowcount != len(chunk):
+                raise sqlite3.OperationalError(f"inserted {cursor.rowcount} of {len(chunk)} rows into {table}")
+            ids.extend(range(last - len(chunk) + 1, last + 1))
+        return ids
 
 
 def _private_database(path: Path) -> None:
@@ -92,6 +115,8 @@ class SqliteDriver:
         self._limiter = trio.CapacityLimiter(1)
         self._closed = False
         self._guard = threading.Lock()
+        #: commits since the log was last checkpointed
+        self._since_checkpoint = 0
 
     async def open(self) -> None:
         await trio.to_thread.run_sync(self._connect, limiter=self._limiter)
@@ -107,15 +132,55 @@ class SqliteDriver:
                     private_file(Path(self.path + suffix))
             conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'full' else 'NORMAL'}")
             conn.execute("PRAGMA foreign_keys=ON")
+            # checkpoints (which sync the file) run on a worker thread, never at a quick commit
+            conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the database {self.location}: {exc}") from exc
         self._conn = conn
 
-    async def call(self, fn: Callable[[Transaction], T], *, write: bool) -> T:
+    async def call(self, fn: Callable[[Transaction], T], *, write: bool, quick: bool = False) -> T:
         if self._closed or self._conn is None:
             raise StoreError(f"the database {self.location} is closed")
+        if quick and self.synchronous == "normal" and self._since_checkpoint < CHECKPOINT_EVERY:
+            try:
+                self._limiter.acquire_nowait()
+            except trio.WouldBlock:
+                pass  # a worker thread has the connection: wait for it there
+            else:
+                try:
+                    return self._run_now(fn, write)
+                except _Busy:
+                    pass  # another process is writing: wait for its lock on a worker thread
+                finally:
+                    self._limiter.release()
         return await trio.to_thread.run_sync(self._run, fn, write, limiter=self._limiter)
+
+    def _run_now(self, fn: Callable[[Transaction], T], write: bool) -> T:
+        """Runs a quick transaction on this thread, unless that would mean waiting for another
+        process's write lock (:class:`_Busy` then, and nothing was done). A commit in WAL mode
+        with ``synchronous=NORMAL`` writes to the log without syncing it, so nothing here waits
+        for the disk; the log is checkpointed (which syncs) by a worker thread (:meth:`_run`)."""
+        conn = self._conn
+        if conn is None or not self._guard.acquire(blocking=False):
+            raise _Busy
+        try:
+            conn.execute("PRAGMA busy_timeout=0")
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.OperationalError as exc:
+                raise _Busy from exc
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+            result = self._finish(conn, fn)
+            self._since_checkpoint += write
+            return result
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(f"the database {self.location} failed: {exc}") from exc
+        finally:
+            self._guard.release()
 
     def _run(self, fn: Callable[[Transaction], T], write: bool) -> T:
         conn = self._conn
@@ -124,17 +189,27 @@ class SqliteDriver:
         with self._guard:
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    result = fn(_Tx(conn))
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
+                result = self._finish(conn, fn)
+                self._since_checkpoint += write
+                if self._since_checkpoint >= CHECKPOINT_EVERY:
+                    self._since_checkpoint = 0
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 return result
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise StoreError(f"the database {self.location} failed: {exc}") from exc
+
+    @staticmethod
+    def _finish(conn: sqlite3.Connection, fn: Callable[[Transaction], T]) -> T:
+        """Runs ``fn`` in the transaction just begun and commits; rolls back when it fails."""
+        try:
+            result = fn(_Tx(conn))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
 
     async def aclose(self) -> None:
         if self._closed:

@@ -1,0 +1,104 @@
+"""The audit writer's group commit: a barrier returns only once its record is committed, calls
+finishing together share a transaction, and a failing store holds answers back (bounded) without
+losing records."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcpwire.service.audit import AuditWriter
+from mcpwire.service.events import EventHub
+from mcpwire.service.store import AuditIn, Store, StoreError, open_store
+
+
+def _record(i: int) -> AuditIn:
+    return AuditIn(time=1000.0 + i, server="everything", tool="echo", outcome="ok", trace_id=f"t-{i}")
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    opened = await open_store(f"sqlite:///{tmp_path / 'audit.db'}")
+    yield opened
+    await opened.aclose()
+
+
+async def test_a_barrier_commits_what_is_queued_itself(store: Store) -> None:
+    """No writer task runs: the barrier makes the commit, and the records are published once stored."""
+    hub = EventHub()
+    sub, _ = hub.subscribe()
+    writer = AuditWriter(store, hub)
+    writer.add(_record(1))
+    writer.add(_record(2))
+    with trio.fail_after(10):
+        assert await writer.barrier() is True
+    assert writer.pending == 0 and writer.committed == 2 and writer.batches == 1
+    stored = (await store.audit()).items
+    assert [r.trace_id for r in stored] == ["t-2", "t-1"]
+    published = [await sub.receive(1) for _ in range(2)]
+    assert all(e is not None and e.kind == "audit" for e in published)
+    assert [e.data["trace_id"] for e in published if e] == ["t-1", "t-2"]
+    assert [e.data["id"] for e in published if e] == sorted(r.id for r in stored)
+
+
+async def test_calls_finishing_together_share_commits_and_wait_for_their_own(store: Store) -> None:
+    writer = AuditWriter(store)
+    seen_at_return: dict[int, bool] = {}
+
+    async def call(i: int) -> None:
+        await trio.sleep(0.001 * (i % 5))
+        writer.add(_record(i))
+        assert await writer.barrier() is True
+        found = (await store.audit(trace_id=f"t-{i}")).items
+        seen_at_return[i] = len(found) == 1
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        with trio.fail_after(30):
+            async with trio.open_nursery() as calls:
+                for i in range(200):
+                    calls.start_soon(call, i)
+        nursery.cancel_scope.cancel()
+    assert seen_at_return == {i: True for i in range(200)}
+    assert writer.committed == 200
+    assert writer.batches < 200  # grouped: fewer transactions than records
+
+
+class _Failing:
+    """A store whose appends fail until it is told to work."""
+
+    location = "sqlite:///failing.db"
+
+    def __init__(self, real: Store) -> None:
+        self.real = real
+        self.working = False
+        self.failures = 0
+
+    async def append_audit(self, records: Sequence[AuditIn]) -> list[int]:
+        if not self.working:
+            self.failures += 1
+            raise StoreError("the database sqlite:///failing.db failed: disk I/O error")
+        return await self.real.append_audit(records)
+
+
+async def test_a_failing_store_holds_answers_back_for_a_bounded_time_and_loses_nothing(store: Store) -> None:
+    failing = _Failing(store)
+    writer = AuditWriter(failing, timeout=0.5)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        writer.add(_record(1))
+        with trio.fail_after(10):
+            assert await writer.barrier() is False  # not committed within its bound
+        assert writer.pending == 1 and failing.failures >= 1
+        failing.working = True
+        with trio.fail_after(10):
+            while not await writer.barrier():  # the writer's next retry commits it
+                pass
+            assert writer.pending == 0
+            writer.add(_record(2))
+            assert await writer.barrier() is True
+        nursery.cancel_scope.cancel()
+    assert sorted(r.trace_id or "" for r in (await store.audit()).items) == ["t-1", "t-2"]
