@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import typing
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -20,6 +21,7 @@ import trio
 
 from .._version import __version__
 from ..host import Approval, ApprovalQueue, Host, ServerStatus
+from ..host.events import EventKind
 from .audit import AuditWriter
 from .changes import ChangeFeed
 from .events import EventHub
@@ -159,11 +161,11 @@ class Service:
                 self.tried.add(name)
 
     async def _pump(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with self.host.events(buffer=1000) as events:
+        # every kind but audit records, which the audit writer publishes once stored, with their ids
+        kinds = [kind for kind in typing.get_args(EventKind) if kind != "audit"]
+        async with self.host.events(buffer=1000, kinds=kinds) as events:
             task_status.started()
             async for event in events:
-                if event.kind == "audit":
-                    continue  # published by the audit writer once stored, with its id
                 if event.kind == "status":
                     self._observe(event.server, ServerStatus(event.status), event.restart_count)
                 data = msgspec.to_builtins(event)
