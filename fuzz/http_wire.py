@@ -47,8 +47,8 @@ import trio
 
 from mcpwire.actors.legacy_sse import check_endpoint
 from mcpwire.errors import ConnectError, FrameTooLarge
-from mcpwire.protocol.http import HeaderSpec, mirrored_headers, tool_header_spec
-from mcpwire.protocol.sse import SSEDecoder, is_event_stream
+from mcpwire.protocol.http import HeaderSpec, is_event_stream, mirrored_headers, tool_header_spec
+from mcpwire.protocol.sse import SSEDecoder
 from mcpwire.redaction import clean_terminal, redact_argv, redact_url, shorten
 
 from .wire import MAX_LINE_BYTES, STDERR_TAIL_BYTES, Entry, Trace, end_process_group, server_environment, spawn

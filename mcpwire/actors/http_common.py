@@ -108,7 +108,8 @@ def make_sender(url: str, http: httpx.AsyncClient | None) -> Sender:
 # -- the environment's proxies, as httpx reads them ---------------------------------------------
 
 _PORTS: Final = {"http": 80, "https": 443}
-_PATTERN: Final = re.compile(r"(?:(?P<scheme>[a-z][a-z0-9+.-]*)://)?(?P<host>\[[^\]]*\]|[^:/]*)(?::(?P<port>[0-9]+))?")
+# a NO_PROXY entry as a pattern (compiled on the first one, through the re module's cache)
+_PATTERN: Final = r"(?:(?P<scheme>[a-z][a-z0-9+.-]*)://)?(?P<host>\[[^\]]*\]|[^:/]*)(?::(?P<port>[0-9]+))?"
 
 
 def _environment_settings() -> dict[str, str]:
@@ -121,17 +122,18 @@ def _environment_settings() -> dict[str, str]:
 
         return dict(urllib.request.getproxies())
     environ = os.environ
+    names = [name for name in environ if name.lower()[-6:] == "_proxy"]  # only their values are read
     proxies: dict[str, str] = {}
-    for name, value in environ.items():
-        lowered = name.lower()
-        if value and lowered[-6:] == "_proxy":
-            proxies[lowered[:-6]] = value
+    for name in names:
+        value = environ[name]
+        if value:
+            proxies[name.lower()[:-6]] = value
     if "REQUEST_METHOD" in environ:
         proxies.pop("http", None)
-    for name, value in environ.items():
+    for name in names:
         if name[-6:] == "_proxy":
-            if value:
-                proxies[name[:-6]] = value
+            if environ[name]:
+                proxies[name[:-6]] = environ[name]
             else:
                 proxies.pop(name[:-6], None)
     return proxies
@@ -173,7 +175,7 @@ def environment_proxy(url: str) -> str | None:
             pattern = f"all://[{entry}]"
         else:
             pattern = f"all://*{entry}"
-        match = _PATTERN.match(pattern.lower())
+        match = re.match(_PATTERN, pattern.lower())
         if match is None:  # pragma: no cover - the pattern matches any text
             continue
         scheme = match["scheme"] or ""

@@ -31,12 +31,14 @@ A response that arrives while its request is still being written (a server answe
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator, Mapping
-from typing import Final, NamedTuple, Protocol, overload
+from typing import Final, Protocol, overload
+
+import msgspec
 
 __all__ = ["DEFAULT_TIMEOUTS", "Headers", "Response", "Sender", "Timeouts"]
 
 
-class Timeouts(NamedTuple):
+class Timeouts(msgspec.Struct, frozen=True):
     """Seconds each step of an exchange may take (None: no bound).
 
     Attributes:

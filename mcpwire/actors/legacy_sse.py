@@ -25,10 +25,11 @@ import trio
 
 from ..errors import ConnectError, ConnectionBroken, FrameTooLarge, HTTPStatusError, ServerGone
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.http import is_event_stream
 from ..protocol.http1 import retry_after_seconds
 from ..protocol.jsonrpc import RequestId
 from ..protocol.resend import status_resend
-from ..protocol.sse import SSEDecoder, is_event_stream
+from ..protocol.sse import SSEDecoder
 from ..transports import HttpServer
 from .base import MessageSink
 from .http_common import HttpActor, auth_error, backoff, close_response, describe_error, in_context, read_body

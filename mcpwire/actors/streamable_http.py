@@ -52,10 +52,10 @@ from ..errors import (
     TransportError,
 )
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..protocol.http import is_event_stream, media_type
 from ..protocol.http1 import retry_after_seconds
 from ..protocol.jsonrpc import ErrorResponse, Message, NotProtocol, RequestId, Response
 from ..protocol.resend import MAX_RETRY_AFTER, STATUS_RESEND, status_resend
-from ..protocol.sse import SSEDecoder, is_event_stream, media_type
 from ..redaction import redact_url
 from ..transports import HttpServer
 from .base import MessageSink
@@ -64,6 +64,8 @@ from .http_sender import Response as HttpResponse
 
 if TYPE_CHECKING:
     import httpx
+
+    from ..protocol.sse import SSEDecoder
 
 __all__ = ["StreamableHTTPTransport"]
 
@@ -434,8 +436,15 @@ class StreamableHTTPTransport(HttpActor):
 
     # -- SSE streams ----------------------------------------------------------------------------
 
+    def _sse_decoder(self) -> SSEDecoder:
+        """A decoder for an event stream, imported on the first one: a server that answers in JSON
+        never needs it."""
+        from ..protocol.sse import SSEDecoder
+
+        return SSEDecoder(self._max)
+
     async def _consume_stream(self, response: HttpResponse, answered: _Answered, *, resumable: bool) -> None:
-        decoder = SSEDecoder(self._max)
+        decoder = self._sse_decoder()
         try:
             async with aclosing(response.chunks()) as pieces:  # closed on any early exit
                 async for chunk in pieces:
@@ -466,7 +475,7 @@ class StreamableHTTPTransport(HttpActor):
         for attempt in range(RESUME_ATTEMPTS):
             await trio.sleep(delay if attempt == 0 else max(delay, backoff(attempt)))
             headers = self._session_headers({"Accept": "text/event-stream", "Last-Event-ID": last_id})
-            decoder = SSEDecoder(self._max)
+            decoder = self._sse_decoder()
             try:
                 async with self._open_stream("GET", self.url, headers) as response:
                     if response.status != 200:
@@ -523,7 +532,7 @@ class StreamableHTTPTransport(HttpActor):
             headers = self._session_headers({"Accept": "text/event-stream"})
             if last_id is not None:
                 headers["Last-Event-ID"] = last_id
-            decoder = SSEDecoder(self._max)
+            decoder: SSEDecoder | None = None  # made once the server opens the stream
             try:
                 async with self._open_stream("GET", self.url, headers) as response:
                     ready.set()
@@ -536,6 +545,7 @@ class StreamableHTTPTransport(HttpActor):
                         failures += 1
                     else:
                         failures = 0
+                        decoder = self._sse_decoder()
                         async with aclosing(response.chunks()) as pieces:  # closed on any early exit
                             async for chunk in pieces:
                                 self.bytes_received += len(chunk)
@@ -548,8 +558,10 @@ class StreamableHTTPTransport(HttpActor):
             except FrameTooLarge as exc:
                 failures += 1
                 log.warning("%s: GET stream: %s", self.label, exc)
-            last_id = decoder.last_event_id or last_id
             if self._closing:
                 return
-            retry = decoder.retry / 1000 if decoder.retry is not None else None
+            retry = None
+            if decoder is not None:
+                last_id = decoder.last_event_id or last_id
+                retry = decoder.retry / 1000 if decoder.retry is not None else None
             await trio.sleep(retry if retry is not None else backoff(failures))

@@ -25,6 +25,8 @@ from typing import Final
 __all__ = [
     "HeaderSpec",
     "encode_header_value",
+    "is_event_stream",
+    "media_type",
     "mirrored_headers",
     "tool_header_spec",
 ]
@@ -36,6 +38,17 @@ _NAMED_METHODS: Final = {"tools/call": "name", "prompts/get": "name", "resources
 
 #: ``(path of properties keys, header name)`` pairs of one tool.
 HeaderSpec = tuple[tuple[tuple[str, ...], str], ...]
+
+
+def media_type(content_type: str) -> str:
+    """The media type of a ``Content-Type`` value, lower-cased (RFC 9110 8.3.1: the type and
+    subtype are case-insensitive), without parameters."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def is_event_stream(content_type: str) -> bool:
+    """Whether a ``Content-Type`` value names ``text/event-stream`` (HT-05), in any case."""
+    return media_type(content_type) == "text/event-stream"
 
 
 def encode_header_value(value: str) -> str:

@@ -37,8 +37,10 @@ from __future__ import annotations
 import math
 import re
 import time
-from typing import Final, NamedTuple
+from typing import Final
 from urllib.parse import unquote, urlsplit
+
+import msgspec
 
 from ..errors import ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
 
@@ -46,7 +48,6 @@ __all__ = [
     "END",
     "NEED_DATA",
     "Head",
-    "TOKEN",
     "ResponseReader",
     "Target",
     "encode_request",
@@ -54,15 +55,26 @@ __all__ = [
     "retry_after_seconds",
 ]
 
-#: a header name or method (RFC 9110 token)
-TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
-_BAD_VALUE: Final = re.compile(rb"[\x00\r\n]")
-_BAD_TARGET: Final = re.compile(rb"[\x00-\x20\x7f]")
-# h11's grammar (h11/_abnf.py): a header line is ``token ":" OWS field-value OWS``, a field value
-# is runs of any byte but NUL and whitespace separated by blanks, a target is visible ASCII
-_VALUE: Final = rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?"
-# RFC 9110 section 10.2.3: delay-seconds = 1*DIGIT (a decimal fraction is read too)
-_DELAY_SECONDS: Final = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,6})?")
+# The checks are str and bytes methods, not regular expressions: compiling a dozen patterns took
+# most of the default client's import of this module, paid by every first connect of a process.
+# The rare paths (a URL with a control character or an unsafe byte) use the re module's cache.
+
+#: the bytes of a token (RFC 9110 section 5.6.2): a method or a header name
+_TOKEN_BYTES: Final = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: what a request target may not hold: control bytes and blanks (h11/_abnf.py: it is visible bytes)
+_NOT_IN_TARGET: Final = bytes(range(0x21)) + b"\x7f"
+#: what a header value the client sends may not hold
+_NOT_IN_SENT_VALUE: Final = b"\x00\r\n"
+
+
+def _is_token(data: bytes) -> bool:
+    """Whether ``data`` is an RFC 9110 token (one or more token bytes)."""
+    return bool(data) and not data.translate(None, _TOKEN_BYTES)
+
+
+def _holds_any(data: bytes, forbidden: bytes) -> bool:
+    """Whether ``data`` holds any of the bytes of ``forbidden``."""
+    return len(data.translate(None, forbidden)) != len(data)
 
 
 class _Marker:
@@ -79,7 +91,7 @@ NEED_DATA: Final = _Marker("NEED_DATA")
 END: Final = _Marker("END")
 
 
-class Head(NamedTuple):
+class Head(msgspec.Struct, frozen=True):
     """A response's status line and headers (names as sent; values without surrounding blanks)."""
 
     status: int
@@ -89,12 +101,11 @@ class Head(NamedTuple):
 
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
-_IPV4_STYLE: Final = re.compile(r"[0-9.]+")
-_UNSAFE_IN_TARGET: Final = re.compile(r"[^\x21-\x7e]+")
+_CONTROL: Final = r"[\x00-\x1f\x7f]"
+_UNSAFE_IN_TARGET: Final = r"[^\x21-\x7e]+"
 
 
-class Target(NamedTuple):
+class Target(msgspec.Struct, frozen=True):
     """What a request needs from its URL.
 
     Attributes:
@@ -126,7 +137,7 @@ def parse_url(url: str) -> Target:
         ValueError: not an ``http://`` or ``https://`` URL, or one with a control character, an
             invalid port, IP literal or host name, or no host; the message says which.
     """
-    control = _CONTROL.search(url)
+    control = None if url.isprintable() else re.search(_CONTROL, url)  # a control character is not printable
     if control is not None:
         raise ValueError(
             f"invalid non-printable ASCII character in URL, {control.group()!r} at position {control.start()}"
@@ -156,7 +167,7 @@ def parse_url(url: str) -> Target:
     path = parts.path or "/"
     if parts.query or url.endswith("?"):
         path += "?" + parts.query
-    path = _UNSAFE_IN_TARGET.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), path)
+    path = _percent_encoded(path)
     credentials = None
     if at:
         user, _, password = userinfo.partition(":")
@@ -166,9 +177,16 @@ def parse_url(url: str) -> Target:
     return Target(scheme, host, port, authority.encode("ascii"), path.encode("ascii"), credentials)
 
 
+def _percent_encoded(text: str) -> str:
+    """``text`` with each run of characters outside visible ASCII percent-encoded (in UTF-8)."""
+    if text.isascii() and text.isprintable() and " " not in text:  # visible ASCII: nothing to do
+        return text
+    return re.sub(_UNSAFE_IN_TARGET, lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
+
+
 def _encode_host(host: str) -> str:
     """A URL's host as a connection needs it, checked as ``httpx`` checks it."""
-    if _IPV4_STYLE.fullmatch(host):
+    if host and not host.strip("0123456789."):  # only ASCII digits and dots: an IPv4 address
         # four decimal numbers up to 255 without leading zeros, as ipaddress.IPv4Address reads them
         numbers = host.split(".")
         if len(numbers) != 4 or not all(n and n.isdigit() and str(int(n)) == n and int(n) < 256 for n in numbers):
@@ -183,7 +201,7 @@ def _encode_host(host: str) -> str:
             raise ValueError(f"invalid IPv6 address: {host!r}") from None
         return host[1:-1]
     if host.isascii():
-        return _UNSAFE_IN_TARGET.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), host.lower())
+        return _percent_encoded(host.lower())
     import idna  # IDNA 2008, as httpx; trio depends on it, and only such a name needs it
 
     try:
@@ -200,15 +218,15 @@ def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]
         LocalProtocolError: the method, target, a header name or a value is not valid.
     """
     verb = method.encode("ascii", "replace")
-    if not TOKEN.fullmatch(verb):
+    if not _is_token(verb):
         raise LocalProtocolError(f"illegal HTTP method {method!r}")
-    if not target or _BAD_TARGET.search(target):
+    if not target or _holds_any(target, _NOT_IN_TARGET):
         raise LocalProtocolError(f"illegal request target {target[:100]!r}")
     parts = [verb, b" ", target, b" HTTP/1.1\r\n"]
     for name, value in headers:
-        if not TOKEN.fullmatch(name):
+        if not _is_token(name):
             raise LocalProtocolError(f"illegal header name {name[:100]!r}")
-        if _BAD_VALUE.search(value):
+        if _holds_any(value, _NOT_IN_SENT_VALUE):
             # the value is not shown: it may be a credential
             raise LocalProtocolError(f"illegal value of header {name.decode('ascii')!r} (NUL, CR or LF)")
         parts += (name, b": ", value.strip(b" \t"), b"\r\n")
@@ -229,7 +247,14 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     if value is None:
         return None
     text = value.strip()
-    if _DELAY_SECONDS.fullmatch(text):
+    # RFC 9110 section 10.2.3: delay-seconds = 1*DIGIT (up to 10 digits; a fraction of up to 6 is read too)
+    whole, dot, fraction = text.partition(".")
+    if (
+        whole.isascii()
+        and whole.isdigit()
+        and len(whole) <= 10
+        and (not dot or (fraction.isascii() and fraction.isdigit() and len(fraction) <= 6))
+    ):
         return float(text)
     import datetime  # only for an HTTP-date: the default client's start-up does without them
     import email.utils
@@ -250,16 +275,12 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
 
 # -- responses (the client's one parser; h11's client side is the reference) -------------------
 
-# h11's grammar (h11/_abnf.py): a status line is ``HTTP/d.d SP 3DIGIT [SP reason]``, the reason any
-# run of blanks, visible bytes and obs-text, which leaves out only NUL, CR, LF, VT and FF
-_STATUS_LINE: Final = re.compile(rb"HTTP/([0-9]\.[0-9]) ([0-9]{3})(?: ([^\x00\n\r\x0b\x0c]*))?")
-_HEADER_LINE: Final = re.compile(rb"(%s):[ \t]*(%s)[ \t]*" % (TOKEN.pattern, _VALUE))
-#: the end of a head or trailer section: an empty line, after CRLF or a bare LF
-_SECTION_END: Final = re.compile(rb"\n\r?\n")
-# chunk-size [chunk-ext] OWS CRLF; an extension is anything up to the CRLF but a LF
-_CHUNK_HEADER: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*\r\n")
-_DIGITS: Final = re.compile(rb"[0-9]+")
-#: the most digits a Content-Length may have (h11's bound)
+# h11's grammar (h11/_abnf.py): a reason phrase is any run of blanks, visible bytes and obs-text,
+# a field value runs of any byte but NUL and whitespace (``\s``: blank, CR, LF, VT, FF) separated
+# by blanks: both leave out only NUL, CR, LF, VT and FF
+_NOT_IN_VALUE: Final = b"\x00\n\r\x0b\x0c"
+_HEX_DIGITS: Final = b"0123456789ABCDEFabcdef"
+#: the most digits a Content-Length may have (h11's bound), and a chunk size
 MAX_LENGTH_DIGITS: Final = 20
 
 _HEAD, _LENGTH, _CHUNK_HEADER_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _UNTIL_EOF, _DONE = range(8)
@@ -268,6 +289,63 @@ _HEAD, _LENGTH, _CHUNK_HEADER_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _UNTIL_E
 def _shown(data: bytes | bytearray) -> str:
     """A piece of a hostile answer for an error message: at most 100 bytes, escaped."""
     return repr(bytes(data[:100]))
+
+
+def _status_line(line: bytes) -> tuple[bytes, int, bytes] | None:
+    """The version, status code and reason phrase of ``HTTP/d.d SP 3DIGIT [SP reason]`` (h11's
+    grammar); None when ``line`` is not one."""
+    if (
+        len(line) < 12
+        or line[:5] != b"HTTP/"
+        or not line[5:6].isdigit()  # bytes.isdigit: ASCII digits only
+        or line[6:7] != b"."
+        or not line[7:8].isdigit()
+        or line[8:9] != b" "
+        or not line[9:12].isdigit()
+    ):
+        return None
+    reason = line[13:]
+    if len(line) > 12 and (line[12:13] != b" " or _holds_any(reason, _NOT_IN_VALUE)):
+        return None
+    return line[5:8], int(line[9:12]), reason
+
+
+def _header_line(line: bytes) -> tuple[bytes, bytes] | None:
+    """The name and value of ``token ":" OWS field-value OWS`` (h11's grammar); None when
+    ``line`` is not one."""
+    colon = line.find(b":")
+    name = line[:colon]
+    if colon < 1 or not _is_token(name):
+        return None
+    value = line[colon + 1 :].strip(b" \t")
+    if _holds_any(value, _NOT_IN_VALUE):
+        return None
+    return name, value
+
+
+def _chunk_size(line: bytes) -> int | None:
+    """The size of ``chunk-size [chunk-ext] OWS`` (the line without its CRLF; an extension is
+    anything but a LF); None when ``line`` is not one."""
+    rest = line.lstrip(_HEX_DIGITS)
+    digits = len(line) - len(rest)
+    if not 1 <= digits <= MAX_LENGTH_DIGITS:
+        return None
+    if rest[:1] == b";":  # an extension: anything but a LF
+        if b"\n" in rest:
+            return None
+    elif rest.strip(b" \t"):  # else only blanks
+        return None
+    return int(line[:digits], 16)
+
+
+def _section_end(buffer: bytearray, start: int) -> int:
+    """Where the head or trailer section at the start of ``buffer`` ends (after its empty line,
+    which follows a CRLF or a bare LF), looking from ``start``; -1 when it does not yet."""
+    crlf = buffer.find(b"\n\r\n", start)
+    bare = buffer.find(b"\n\n", start, len(buffer) if crlf < 0 else crlf + 1)  # only one that comes first
+    if bare >= 0:
+        return bare + 2
+    return crlf + 3 if crlf >= 0 else -1
 
 
 def _section_lines(raw: bytes) -> list[bytes]:
@@ -302,15 +380,15 @@ def _fields(lines: list[bytes], what: str) -> tuple[list[tuple[bytes, bytes]], b
     length: bytes | None = None
     chunked = False
     for line in unfolded:
-        match = _HEADER_LINE.fullmatch(line)
-        if match is None:
+        field = _header_line(line)
+        if field is None:
             raise InvalidHTTPResponse(f"illegal header line in the {what}: {_shown(line)}")
-        name, value = match.groups()
+        name, value = field
         lowered = name.lower()
         if lowered == b"content-length":
             values = {piece.strip() for piece in value.split(b",")}
             number = values.pop()
-            if values or not _DIGITS.fullmatch(number) or len(number) > MAX_LENGTH_DIGITS:
+            if values or not number.isdigit() or len(number) > MAX_LENGTH_DIGITS:
                 raise InvalidHTTPResponse(f"illegal Content-Length in the {what}: {_shown(value)}")
             if length is None:
                 length = number
@@ -425,13 +503,12 @@ class ResponseReader:
         """The raw bytes of the head or trailer section at the start of the buffer, through its
         empty line, taken from the buffer; None when it is not complete yet."""
         buffer = self._buffer
-        match = _SECTION_END.search(buffer, self._searched)
-        if match is None:
+        end = _section_end(buffer, self._searched)
+        if end < 0:
             self._searched = max(0, len(buffer) - 2)
             if len(buffer) > self._max_head:
                 raise InvalidHTTPResponse(f"the {what} is over {self._max_head} bytes")
             return None
-        end = match.end()
         self._searched = 0
         raw = bytes(buffer[:end])
         del buffer[:end]
@@ -451,17 +528,16 @@ class ResponseReader:
                 raise InvalidHTTPResponse(f"illegal status line: {_shown(buffer)}")
             return NEED_DATA
         lines = _section_lines(raw)
-        match = _STATUS_LINE.fullmatch(lines[0])
-        if match is None:
+        status_line = _status_line(lines[0])
+        if status_line is None:
             raise InvalidHTTPResponse(f"illegal status line: {_shown(lines[0])}")
-        version, code, reason = match.groups()
-        status = int(code)
+        version, status, reason = status_line
         if status < 100:
             raise InvalidHTTPResponse(f"illegal status code {status:03d}")
         if status == 101:
             raise InvalidHTTPResponse("the server switched protocols, which was not asked for")
         fields, length, chunked = _fields(lines[1:], "response head")
-        head = Head(status, reason or b"", version, fields)
+        head = Head(status, reason, version, fields)
         if status >= 200:
             self._frame(head, length, chunked)
         return head  # an informational (1xx) head: the real one follows
@@ -554,10 +630,10 @@ class ResponseReader:
                     if len(buffer) > self._max_head:
                         raise InvalidHTTPResponse(f"a chunk-size line is over {self._max_head} bytes")
                     break
-                match = _CHUNK_HEADER.fullmatch(buffer, 0, end + 2)
-                if match is None:
+                size = _chunk_size(bytes(buffer[:end]))
+                if size is None:
                     raise InvalidHTTPResponse(f"illegal chunk-size line: {_shown(buffer[: end + 2])}")
-                self._remaining = int(match.group(1), 16)
+                self._remaining = size
                 del buffer[: end + 2]
                 self._state = _CHUNK_DATA if self._remaining else _TRAILERS
             elif state == _CHUNK_END:

@@ -17,17 +17,17 @@ may be the first half of a CRLF split across chunks; the decoder remembers that.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import msgspec
 
 from ..errors import FrameTooLarge
 from .framing import DEFAULT_MAX_MESSAGE_BYTES
 
-__all__ = ["SSEDecoder", "SSEEvent", "is_event_stream", "media_type"]
+__all__ = ["SSEDecoder", "SSEEvent"]
 
 _BOM = b"\xef\xbb\xbf"
 
 
-class SSEEvent(NamedTuple):
+class SSEEvent(msgspec.Struct, frozen=True):
     """One dispatched event. ``id`` is the stream's last event id after this event."""
 
     event: str
@@ -141,14 +141,3 @@ class SSEDecoder:
         self._data_size = 0
         self._event = ""
         return event
-
-
-def media_type(content_type: str) -> str:
-    """The media type of a ``Content-Type`` value, lower-cased (RFC 9110 8.3.1: the type and
-    subtype are case-insensitive), without parameters."""
-    return content_type.split(";", 1)[0].strip().lower()
-
-
-def is_event_stream(content_type: str) -> bool:
-    """Whether a ``Content-Type`` value names ``text/event-stream`` (HT-05), in any case."""
-    return media_type(content_type) == "text/event-stream"

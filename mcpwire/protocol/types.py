@@ -11,7 +11,10 @@ block of a type newer than this library), decoding falls back item by item: see
 :func:`decode_tools` and :func:`decode_content`.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: msgspec reads a Struct's annotations when its
+# first decoder is built, and a string annotation costs it a compile() and an eval() each (some
+# 40 on a first connect, more than half of building the decoders); evaluated when the class is
+# made, each costs a fraction of that.
 
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -289,7 +292,7 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
                 parts.append(block.resource.text)
         return separator.join(parts)
 
-    def raise_for_error(self) -> ToolResult:
+    def raise_for_error(self) -> "ToolResult":
         """Raises :class:`~mcpwire.errors.ToolError` if the tool reported failure; else self."""
         if self.is_error:
             detail = self.text() or "the tool reported an error without text"

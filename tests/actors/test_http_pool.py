@@ -75,12 +75,12 @@ async def echo(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
 
 @asynccontextmanager
 async def serving(
-    reply: Reply, tls: ssl.SSLContext | None = None, *, read_body: bool = True
+    reply: Reply, tls: ssl.SSLContext | None = None, *, read_body: bool = True, host: str = "127.0.0.1"
 ) -> AsyncIterator[tuple[Server, str]]:
     server = Server(reply, read_body=read_body)
     async with trio.open_nursery() as nursery:
         if tls is None:
-            (listener,) = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1"))
+            (listener,) = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host=host))
             scheme = "http"
         else:
             listeners = await nursery.start(
@@ -89,7 +89,7 @@ async def serving(
             listener = listeners[0].transport_listener
             scheme = "https"
         port = listener.socket.getsockname()[1]
-        yield server, f"{scheme}://127.0.0.1:{port}/mcp"
+        yield server, f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/mcp"
         nursery.cancel_scope.cancel()
 
 
@@ -347,6 +347,21 @@ async def test_timeouts_bound_every_wait() -> None:
             with pytest.raises(ConnectError, match=r"^no free connection within 0\.05 s \(all 1 in use\)$"):
                 await fetch(sender, url, method="GET", timeouts=Timeouts(pool=0.05))
             nursery.cancel_scope.cancel()
+
+
+async def test_an_address_of_either_family_and_a_name_are_reached() -> None:
+    """An IP address is connected to directly, a name through trio's resolution."""
+    async with serving(echo) as (_, url), pool() as sender:
+        assert await fetch(sender, url, b"by address") == (200, b"1:by address")
+        assert await fetch(sender, url.replace("127.0.0.1", "localhost"), b"by name") == (200, b"2:by name")
+    try:
+        with trio.socket.socket(trio.socket.AF_INET6) as probe:
+            await probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    async with serving(echo, host="::1") as (_, url), pool() as sender:
+        assert url.startswith("http://[::1]:")
+        assert await fetch(sender, url, b"by IPv6 address") == (200, b"1:by IPv6 address")
 
 
 async def test_a_refused_connection_is_a_connect_error() -> None:

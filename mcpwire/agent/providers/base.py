@@ -34,8 +34,9 @@ import httpx
 import trio
 
 from ...errors import FrameTooLarge
+from ...protocol.http import is_event_stream, media_type
 from ...protocol.http1 import retry_after_seconds
-from ...protocol.sse import SSEDecoder, SSEEvent, is_event_stream, media_type
+from ...protocol.sse import SSEDecoder, SSEEvent
 from ...redaction import SecretValues, clean_terminal, redact_url, shorten
 from ..errors import PresetError, ProviderError
 from ..messages import Completion, Message, ModelRequest, StopReason, TextPart, ToolCall, Usage
