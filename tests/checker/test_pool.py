@@ -159,3 +159,11 @@ async def test_notifications_of_the_handshake_do_not_prevent_reuse_and_reach_eve
     assert (sv11.status, sv11.message) == ("fail", expected)
     assert outcome.sessions_reused == 1  # the probe's process
     assert any("its handshake is shown first" in (e.text or "") for e in sv11.exchanges)
+
+
+async def test_the_2026_07_28_checks_share_processes_too() -> None:
+    # no handshake, every request with its own _meta: a process that only answered reads serves on
+    target = Target(tuple(reference_argv()))
+    outcome = await run(target, revisions=["2026-07-28"], only=["SV-13", "SV-16", "SV-36", "CA-01"], jobs=1)
+    assert {r.status for r in outcome.results} == {"pass"}
+    assert (outcome.processes_started, outcome.sessions_reused) == (5, 4)
