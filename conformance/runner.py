@@ -248,9 +248,15 @@ def _schedule(tested: Sequence[Probe], checks: Sequence[Check]) -> list[tuple[in
     """The order checks start in (workers take them in turn, so a run is reproducible): checks
     that call tools and wait on them first, across revisions (they are the long ones, and should not
     be left for the end), then the others revision by revision (a pooled process then serves
-    consecutive checks of its revision)."""
+    consecutive checks of its revision), those that end their process last (they take a process the
+    others of the revision left, not a new one)."""
     pairs = [(i, j) for i, p in enumerate(tested) if p.violation is None for j in range(len(checks))]
-    return sorted(pairs, key=lambda pair: (not (checks[pair[1]].tags & _SLOW_TAGS), pair))
+
+    def order(pair: tuple[int, int]) -> tuple[bool, int, bool, int]:
+        check = checks[pair[1]]
+        return (not (check.tags & _SLOW_TAGS), pair[0], check.ends_session, pair[1])
+
+    return sorted(pairs, key=order)
 
 
 #: a result that could not be judged for want of an answer (see :func:`_second_chance`)

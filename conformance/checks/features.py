@@ -273,6 +273,7 @@ async def prompts_shape(ctx: Context) -> None:
     eras=("legacy",),
     needs=("logging",),
     tags=("logging",),
+    ends_session=True,
 )
 async def set_level(ctx: Context) -> None:
     async with ctx.session() as wire:

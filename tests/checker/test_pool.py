@@ -11,6 +11,7 @@ from _targets import fixture_argv, fixture_target, reference_argv
 from mcpwire.conformance.context import CLIENT_INFO, Target
 from mcpwire.conformance.pool import WirePool
 from mcpwire.conformance.runner import run
+from mcpwire.conformance.targets import reference_tool_policy
 
 HOSTILE = Path(__file__).parent / "hostile"
 LISTS = ["SV-29", "PR-01", "RS-03", "SV-12"]  # they list, read or ping, nothing else
@@ -37,13 +38,25 @@ async def test_a_server_that_sends_anything_unasked_never_serves_a_second_check(
 
 
 async def test_a_check_that_changes_state_gets_a_process_no_later_check_uses() -> None:
-    # checks start in catalogue order: SV-12 (ping) on the probe's process, LG-01 (logging/setLevel)
-    # on it too, and PR-02 on a new one: the level LG-01 set must not reach it
+    # SV-31b calls a tool (checks that call tools start first): it takes the probe's process, and
+    # SV-12 a new one, for the call may have changed the first
     target = Target(tuple(reference_argv()))
-    outcome = await run(target, revisions=["2025-11-25"], only=["SV-12", "LG-01", "PR-02"], jobs=1)
-    assert [r.id for r in outcome.results] == ["SV-12", "LG-01", "PR-02"]
+    tools = reference_tool_policy()
+    outcome = await run(target, revisions=["2025-11-25"], only=["SV-31b", "SV-12"], jobs=1, tools=tools)
     assert {r.status for r in outcome.results} == {"pass"}
-    assert (outcome.processes_started, outcome.sessions_reused) == (6, 2)
+    assert (outcome.processes_started, outcome.sessions_reused) == (6, 1)
+
+
+async def test_a_check_that_ends_its_session_starts_after_the_others_of_its_revision() -> None:
+    # LG-01 (logging/setLevel) and SV-08 (stdin closed) leave their process to no later check: they
+    # start after SV-12 and PR-02, on the process those left (the probe's), one after the other;
+    # the level LG-01 set reaches no other check, and SV-08 ends a process that served before
+    target = Target(tuple(reference_argv()))
+    only = ["SV-08", "SV-12", "LG-01", "PR-02"]
+    outcome = await run(target, revisions=["2025-11-25"], only=only, jobs=1)
+    assert {r.status for r in outcome.results} == {"pass"}
+    # the probe's process: SV-12, PR-02, then the first of LG-01 and SV-08; a new one for the second
+    assert (outcome.processes_started, outcome.sessions_reused) == (6, 3)
 
 
 async def test_a_request_the_server_sends_unasked_is_answered_and_the_process_serves_on() -> None:
