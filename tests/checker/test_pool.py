@@ -9,8 +9,10 @@ from pathlib import Path
 import trio
 from _targets import fixture_argv, fixture_target, reference_argv
 from mcpwire.conformance.context import CLIENT_INFO, Target
+from mcpwire.conformance.model import Probe
 from mcpwire.conformance.pool import WirePool
-from mcpwire.conformance.runner import run
+from mcpwire.conformance.registry import CATALOGUE
+from mcpwire.conformance.runner import _schedule, run
 from mcpwire.conformance.targets import reference_tool_policy
 
 HOSTILE = Path(__file__).parent / "hostile"
@@ -180,3 +182,33 @@ async def test_the_2026_07_28_checks_share_processes_too() -> None:
     outcome = await run(target, revisions=["2026-07-28"], only=["SV-13", "SV-16", "SV-36", "CA-01"], jobs=1)
     assert {r.status for r in outcome.results} == {"pass"}
     assert (outcome.processes_started, outcome.sessions_reused) == (5, 4)
+
+
+def test_over_stdio_checks_go_check_by_check_across_revisions_and_over_http_revision_by_revision() -> None:
+    # over stdio each revision then has a check or two at a time, whose processes serve its next
+    # checks; over HTTP, where every check talks to the one server, a revision's sessions stay
+    # together. Either way checks that call tools come first, and those that end their process last
+    tested = [Probe("2025-11-25", True), Probe("2025-06-18", True)]
+    checks = [CATALOGUE[c] for c in ("SV-08", "SV-12", "SV-35", "PR-01")]
+    stdio = [(checks[j].id, tested[i].revision[:7]) for i, j in _schedule(tested, checks, stdio=True)]
+    http = [(checks[j].id, tested[i].revision[:7]) for i, j in _schedule(tested, checks, stdio=False)]
+    assert stdio == [
+        ("SV-35", "2025-11"),
+        ("SV-35", "2025-06"),
+        ("SV-12", "2025-11"),
+        ("SV-12", "2025-06"),
+        ("PR-01", "2025-11"),
+        ("PR-01", "2025-06"),
+        ("SV-08", "2025-11"),
+        ("SV-08", "2025-06"),
+    ]
+    assert http == [
+        ("SV-35", "2025-11"),
+        ("SV-35", "2025-06"),
+        ("SV-12", "2025-11"),
+        ("PR-01", "2025-11"),
+        ("SV-08", "2025-11"),
+        ("SV-12", "2025-06"),
+        ("PR-01", "2025-06"),
+        ("SV-08", "2025-06"),
+    ]
