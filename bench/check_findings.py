@@ -460,7 +460,8 @@ def _serving(server: Server, scratch: Path) -> Iterator[str]:
 
 
 def check_one(server: Server, *, jobs: int, timeout: float) -> dict[str, Any]:
-    """``mcpwire check`` on ``server``; its JSON report (saved), with the wall time added."""
+    """``mcpwire check`` on ``server``; its JSON report (saved), with the wall time of the command
+    added (an HTTP server's own start-up, before the command, is not part of it)."""
     SAVED.mkdir(parents=True, exist_ok=True)
     out = SAVED / f"{server.name}.json"
     base = [sys.executable, "-m", "mcpwire", "check", "--call-tools", "read-only", "--jobs", str(jobs), "-q"]
@@ -468,13 +469,11 @@ def check_one(server: Server, *, jobs: int, timeout: float) -> dict[str, Any]:
     base += ["--json", str(out)]
     with tempfile.TemporaryDirectory(prefix=f"check-{server.name}-") as tmp:
         scratch = Path(tmp)
-        began = time.monotonic()
         if server.http is None:
-            status = _run([*base, "--", *server.argv(scratch)], scratch)
+            status, took = _run([*base, "--", *server.argv(scratch)], scratch)
         else:
             with _serving(server, scratch) as url:
-                status = _run([*base, url], scratch)
-        took = time.monotonic() - began
+                status, took = _run([*base, url], scratch)
     if status == 2 or not out.exists():
         raise RuntimeError(f"mcpwire check could not check {server.name} (exit {status})")
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -483,10 +482,12 @@ def check_one(server: Server, *, jobs: int, timeout: float) -> dict[str, Any]:
     return dict(report)
 
 
-def _run(argv: list[str], cwd: Path) -> int:
+def _run(argv: list[str], cwd: Path) -> tuple[int, float]:
+    """Run ``argv``; its exit status and wall seconds."""
+    began = time.monotonic()
     process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, start_new_session=True)
     try:
-        return process.wait(RUN_DEADLINE_S)
+        return process.wait(RUN_DEADLINE_S), time.monotonic() - began
     except subprocess.TimeoutExpired:
         _stop(process)
         raise RuntimeError(f"{' '.join(argv[:6])} ... did not finish within {RUN_DEADLINE_S:g} s") from None

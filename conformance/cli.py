@@ -142,7 +142,8 @@ def _parser() -> argparse.ArgumentParser:
         "--jobs",
         type=int,
         default=None,
-        help=f"checks run at once (default {DEFAULT_JOBS}); with several servers, servers checked at once (default 2)",
+        help=f"checks run at once (default {DEFAULT_JOBS}; over stdio, as many more that call tools, each on a server "
+        "process of its own); with several servers, servers checked at once (default 2)",
     )
     p.add_argument(
         "--no-reuse",

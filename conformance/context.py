@@ -277,7 +277,8 @@ class Context:
 
     @asynccontextmanager
     async def _lent(self, lease: Lease) -> AsyncIterator[Any]:
-        """Lend ``lease``'s wire to the check; give it back (clean only if the block ended normally)."""
+        """Lend ``lease``'s wire to the check; give it back (clean when the block ended normally or with
+        the check's verdict: the pool then judges the record)."""
         assert self.pool is not None
         self._watch(lease.wire)
         self.wires.append(lease.wire)
@@ -285,6 +286,11 @@ class Context:
         try:
             yield lease.wire
             clean = True
+        except CheckEnded as ended:
+            # a verdict changes nothing in the process: the record decides, as after a pass; a
+            # check that could not judge leaves a server that may still be busy with it
+            clean = ended.status != "error"
+            raise
         finally:
             record = self.pool.give_back(lease, clean=clean)
             at = next(i for i, w in enumerate(self.wires) if w is lease.wire)

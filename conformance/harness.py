@@ -49,6 +49,7 @@ __all__ = [
     "NoAnswer",
     "Wire",
     "WireBase",
+    "canned_answer",
     "leaves",
     "lone_errors",
     "open_wire",
@@ -88,6 +89,29 @@ class NoAnswer(Exception):
     def __init__(self, message: str, *, timed_out: bool = True) -> None:
         super().__init__(message)
         self.timed_out = timed_out
+
+
+def canned_answer(request: dict[str, Any]) -> dict[str, Any] | None:
+    """A harmless answer to a server request: decline, a short text, no roots, an empty ping; an
+    error for any other method (the checker serves none)."""
+    method = request.get("method")
+    result: dict[str, Any]
+    if method == "elicitation/create":
+        result = {"action": "decline"}
+    elif method == "sampling/createMessage":
+        result = {
+            "role": "assistant",
+            "content": {"type": "text", "text": "mcpwire check"},
+            "model": "mcpwire-check",
+            "stopReason": "endTurn",
+        }
+    elif method == "roots/list":
+        result = {"roots": []}
+    elif method == "ping":
+        result = {}
+    else:
+        return {"jsonrpc": "2.0", "id": request.get("id"), "error": {"code": -32601, "message": "Method not found"}}
+    return {"jsonrpc": "2.0", "id": request.get("id"), "result": result}
 
 
 @dataclass(slots=True, frozen=True)

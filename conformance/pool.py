@@ -11,25 +11,42 @@ A *session* lease (``Context.session()`` with no special capabilities) may get a
 served earlier checks of the same revision. A process goes back to the pool only when what the
 check did cannot have changed it, judged from the record, never from the check's name:
 
-- the check ended normally and the process is alive, its stdout open;
+- the check ended normally or with its verdict (a failure changes nothing in the process; a check
+  that could not judge may leave a server busy with its request, so its process is not reused),
+  and the process is alive, its stdout open;
 - everything sent was a single JSON-RPC request (no batch, no raw bytes) for a method that only
-  reads (:data:`READ_ONLY`), or one the server refused before doing anything ("method not found",
-  "invalid params"), every one with an id this pool chose; the only notifications sent were the
-  handshake's ``notifications/initialized`` and ``notifications/cancelled`` (every request was
-  answered by then, so it cancels nothing);
+  reads (:data:`READ_ONLY`), one the server refused before doing anything ("method not found",
+  "invalid params"), or one in the checker's own namespace (a method ``mcpwire/...``, a
+  ``tools/call`` of a tool ``mcpwire-check...``: no server defines one, so nothing ran, whatever
+  the answer), each with an id never sent before in the process's session (the pool's, or a
+  check's own: SV-02 sends ids of every JSON type, SV-05 a string); the only notifications sent
+  were the handshake's ``notifications/initialized``, ``notifications/cancelled`` (every request
+  was answered by then, so it cancels nothing) and ``notifications/mcpwire/...`` (SV-04);
 - everything received was the response to one of those requests, exactly one each (a server that
-  sends anything unasked, a notification, a request or a stray line, is never reused), except
-  JSON-RPC notifications the server sent during its handshake (server-everything announces
-  ``notifications/tools/list_changed`` before answering ``initialize``): a later lease finds them
-  in its wire's ``frames`` as a fresh process's handshake would have left them, so a check that
-  judges what came during the handshake sees the same; and, at any time, a
-  ``notifications/{tools,prompts,resources}/list_changed`` of a kind whose ``listChanged`` the
-  server advertised (a server may send one whenever it likes, and no check judges an advertised
-  one; server-everything sends one just after its handshake);
-- nothing else arrived while the process waited in the pool.
+  sends an unasked notification or a stray line is never reused), except:
 
-A reused process gets request ids far above those it has seen (no id is used twice in a
-session), and its lease's evidence starts with the process's handshake, so a report shows the
+  - JSON-RPC notifications the server sent during its handshake (server-everything announces
+    ``notifications/tools/list_changed`` before answering ``initialize``): a later lease finds them
+    in its wire's ``frames`` as a fresh process's handshake would have left them, so a check that
+    judges what came during the handshake sees the same;
+  - at any time, a ``notifications/{tools,prompts,resources}/list_changed`` of a kind whose
+    ``listChanged`` the server advertised (a server may send one whenever it likes, and no check
+    judges an advertised one; server-everything sends one just after its handshake);
+  - at any time, a JSON-RPC request the check left unanswered (FastMCP's proxy relays its
+    backend's ``roots/list`` a moment after every handshake): before the process is lent again
+    the pool answers it as the checks answer the server's requests (:func:`.harness.canned_answer`:
+    no roots, decline, a short text; -32601 for anything else), and every later lease finds the
+    request in its ``frames``, after the handshake's notifications, as a fresh process would have
+    sent it to that lease; its evidence shows the request and the answer after the handshake. A
+    check that judges what the server asks unasked (SV-11) thus judges a reused process as a fresh
+    one, and the server is never left waiting for an answer it would time out;
+
+- nothing else arrived while the process waited in the pool (but the same two kinds).
+
+A reused process gets request ids far above those it has seen; a check's own ids are its own
+(each check runs once per revision on a pooled process: one that could not judge runs again, but
+its process was not reused), and a lease that sends an id the session saw before ends the
+process's reuse. Its lease's evidence starts with the process's handshake, so a report shows the
 same story as for a fresh process. ``reuse=False`` gives every lease a new process.
 
 A server that is a Python module run as ``python ... -m MODULE`` (``fork_module``, the bundled
@@ -55,7 +72,17 @@ import trio
 
 from . import forkserver
 from .evidence import WireRecord
-from .harness import Exchange, Frame, Wire, new_exchanges, new_frames, new_sent, open_wire
+from .harness import (
+    Exchange,
+    Frame,
+    Wire,
+    canned_answer,
+    new_exchanges,
+    new_frames,
+    new_sent,
+    open_wire,
+    recorded,
+)
 
 __all__ = ["READ_ONLY", "Lease", "WirePool"]
 
@@ -79,6 +106,10 @@ READ_ONLY: Final = frozenset(
 REFUSED: Final = frozenset({-32601, -32602})
 #: notifications a check may send without changing the session (see the module docstring)
 HARMLESS_NOTIFICATIONS: Final = frozenset({"notifications/cancelled"})
+#: the checker's own namespace: no server defines a method, notification or tool named so, so a
+#: request for one runs nothing, whatever the answer (SV-03, SV-04, SV-05 and SV-31 ask for them)
+OWN_METHOD_PREFIXES: Final = ("mcpwire/", "notifications/mcpwire/")
+OWN_TOOL_PREFIXES: Final = ("mcpwire-check", "mcpwire_check")
 #: request ids of the n-th reuse of a process start at n times this
 ID_STRIDE: Final = 1_000_000
 #: seconds the fork server gets to import the server's module and listen
@@ -92,14 +123,21 @@ class _Process:
     wire: Wire
     revision: str | None
     close: trio.Event
-    #: the exchanges of the handshake, shown first in the evidence of later leases
-    handshake: tuple[Exchange, ...] | None = None
-    #: the notifications the server sent during the handshake, in the frames of every later lease
+    #: the exchanges of the handshake, then the server's unasked requests and the pool's answers:
+    #: shown first in the evidence of later leases (None: the process is never lent again)
+    history: tuple[Exchange, ...] | None = None
+    #: the notifications the server sent during the handshake, then its unasked requests: in the
+    #: frames of every later lease
     announced: tuple[Frame, ...] = ()
+    #: unasked requests the pool answers before it lends the process again, and their exchanges
+    unanswered: tuple[Frame, ...] = ()
+    unanswered_exchanges: tuple[Exchange, ...] = ()
     #: the list_changed notifications the server may send at any time (it advertised them)
     may_announce: frozenset[str] = frozenset()
     #: leases served so far
     uses: int = 0
+    #: every request id the leases given back sent (with its JSON type): none is sent again
+    ids: set[tuple[type, Any]] = field(default_factory=set)
 
 
 @dataclass(slots=True, eq=False)
@@ -123,12 +161,12 @@ class Lease:
         stderr = bytes(wire.stderr[-new_stderr:]) if new_stderr > 0 else b""
         exchanges: Sequence[Exchange] = wire.exchanges
         preface = None
-        if not self.fresh and process.handshake is not None:
-            exchanges = [*process.handshake, *wire.exchanges]
+        if not self.fresh and process.history is not None:
+            exchanges = [*process.history, *wire.exchanges]
             preface = (
                 f"this server process was used {process.uses - 1} time(s) before (by the probe, or by checks that "
-                "only listed or read, with nothing unasked from the server after its handshake); its handshake is "
-                "shown first"
+                "only listed or read); its handshake is shown first, then any request the server sent unasked since "
+                "and the answer it was given"
             )
         return WireRecord(exchanges, dropped=wire.exchanges.dropped, stderr=stderr, preface=preface)
 
@@ -285,10 +323,33 @@ class WirePool:
         while idle:
             process = idle.pop()
             if _quiet_while_idle(process):
+                await self._answer_unasked(process)
+                # what is queued was recorded and judged above: the check reads only what the
+                # server sends from now on (a leftover is not the first answer to its request)
+                process.wire.discard_queued()
                 self.reused += 1
                 return self._lend(process, fresh=False)
             process.close.set()
         return self._lend(await self._start(revision), fresh=True)
+
+    async def _answer_unasked(self, process: _Process) -> None:
+        """Answer the requests the server sent unasked (during the last lease, or since, while the
+        process waited) before the process is lent again; they and the answers join the history
+        every later lease shows first, and the requests the frames every later lease finds."""
+        wire = process.wire
+        arrived = [frame for frame in list(wire.frames)[len(process.announced) :] if _server_request(frame)]
+        requests = [*process.unanswered, *arrived]
+        if not requests:
+            return
+        for frame in requests:
+            answer = canned_answer(dict(frame.value))
+            if answer is not None:
+                await wire.send(answer)
+        assert process.history is not None  # only a process with a history waits in the pool
+        process.history = (*process.history, *process.unanswered_exchanges, *wire.exchanges)
+        process.announced = (*process.announced, *requests)
+        process.unanswered, process.unanswered_exchanges = (), ()
+        _reset(wire, process.announced)
 
     def _lend(self, process: _Process, *, fresh: bool) -> Lease:
         wire = process.wire
@@ -299,13 +360,14 @@ class WirePool:
 
     def handshake_done(self, lease: Lease) -> None:
         """The lease's check completed the handshake: later leases show these exchanges first, and
-        find the notifications it brought in their frames. A process whose handshake brought
-        anything else unasked (a request, a line that is no JSON-RPC message) is never reused."""
+        find the notifications it brought in their frames (a request it brought is answered before
+        the process is lent again, see the module docstring). A process whose handshake brought
+        anything else unasked (a line that is no JSON-RPC message) is never reused."""
         process, wire = lease._process, lease.wire
         unasked = [frame for frame in wire.frames if not frame.is_response]
-        if all(frame.is_notification and frame.value.get("jsonrpc") == "2.0" for frame in unasked):
-            process.handshake = tuple(wire.exchanges)
-            process.announced = tuple(unasked)
+        if all(_notification(frame) or _server_request(frame) for frame in unasked):
+            process.history = tuple(wire.exchanges)
+            process.announced = tuple(frame for frame in unasked if _notification(frame))
             process.may_announce = _advertised_list_changes(wire)
 
     def give_back(self, lease: Lease, *, clean: bool) -> WireRecord:
@@ -317,60 +379,76 @@ class WirePool:
         lease._given_back = True
         lease._record = record
         process = lease._process
-        if self.reuse and clean and process.revision is not None and self._reusable(lease):
+        found = self._reusable(lease) if self.reuse and clean and process.revision is not None else None
+        if found is not None and process.revision is not None:
+            unasked, ids = found
+            process.ids |= ids
             wire = process.wire
-            wire.exchanges, wire.frames, wire.sent = new_exchanges(), new_frames(), new_sent()
-            for frame in process.announced:
-                wire.frames.append(frame)
+            assert process.history is not None  # a reusable lease's process has its history
+            # the requests to answer before the next lease, and their exchanges (those of the
+            # handshake are in the history already)
+            process.unanswered = tuple(unasked)
+            process.unanswered_exchanges = tuple(e for e in _exchanges_of(wire, unasked) if e not in process.history)
+            _reset(wire, process.announced)
             wire.responder = None
             self._idle.setdefault(process.revision, []).append(process)
         else:
             process.close.set()
         return record
 
-    def _reusable(self, lease: Lease) -> bool:
+    def _reusable(self, lease: Lease) -> tuple[list[Frame], set[tuple[type, Any]]] | None:
+        """When the process may serve another session (see the module docstring): the requests the
+        server sent unasked during ``lease`` (to be answered) and the ids of the lease's requests;
+        else None."""
         wire, process = lease.wire, lease._process
-        if process.handshake is None or wire.process.returncode is not None:
-            return False
+        if process.history is None or wire.process.returncode is not None:
+            return None
         if wire.stdout_closed or wire.closing or wire.exit_step is not None or wire.tainted or wire.unqueued:
-            return False
+            return None
         if wire.frames.dropped or wire.sent.dropped or wire.exchanges.dropped:
-            return False
-        asked: dict[int, str] = {}
+            return None
+        # every request of the lease by its id (with the id's JSON type: 1 and "1" are two ids),
+        # and the method of each that might change something ("" when it only reads)
+        asked: dict[tuple[type, Any], str] = {}
         handshake = {"initialize", "notifications/initialized"} if lease.fresh else set()
         for message in wire.sent:
             if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-                return False
+                return None
             method = message["method"]
             if "id" not in message:
-                if method not in handshake and method not in HARMLESS_NOTIFICATIONS:
-                    return False
+                if method not in handshake and method not in HARMLESS_NOTIFICATIONS and not _own(method):
+                    return None
                 continue
-            rid = message["id"]
-            if type(rid) is not int or rid <= lease._first_id or rid in asked:
-                return False
-            if method not in READ_ONLY and method not in handshake:
-                asked[rid] = method
-            else:
-                asked[rid] = ""
-        answered: set[int] = set()
+            key = _id_key(message["id"])
+            # an id used twice in the process's session, by this check or an earlier one
+            if key is None or key in asked or key in process.ids:
+                return None
+            harmless = method in READ_ONLY or method in handshake or _own(method) or _own_tool(message)
+            asked[key] = "" if harmless else method
+        answered: set[tuple[type, Any]] = set()
+        unasked: list[Frame] = []
         announced = {id(frame) for frame in lease._process.announced}
         for frame in wire.frames:
             if id(frame) in announced or _announcement(frame, lease._process):
                 continue
+            if _server_request(frame):
+                unasked.append(frame)
+                continue
             value = frame.value
             if not frame.is_response or "jsonrpc" not in value:
-                return False
-            rid = value.get("id")
-            if type(rid) is not int or rid not in asked or rid in answered:
-                return False
-            answered.add(rid)
-            if asked[rid]:  # a method that might change something: harmless only when refused outright
+                return None
+            key = _id_key(value.get("id"))
+            if key is None or key not in asked or key in answered:
+                return None
+            answered.add(key)
+            if asked[key]:  # a method that might change something: harmless only when refused outright
                 error = value.get("error")
                 code = error.get("code") if isinstance(error, dict) else None
                 if type(code) is not int or code not in REFUSED:
-                    return False
-        return answered == set(asked)
+                    return None
+        if answered != set(asked):
+            return None
+        return unasked, set(asked)
 
     def close_idle(self) -> None:
         """Shut down every process waiting in the pool (in the background)."""
@@ -434,12 +512,54 @@ def _fork_prefix(argv: tuple[str, ...], module: str | None) -> tuple[str, ...] |
 
 
 def _quiet_while_idle(process: _Process) -> bool:
-    """Nothing arrived (but advertised list_changed notifications), and the process lives, since
-    the process went back to the pool."""
+    """Nothing arrived (but advertised list_changed notifications and requests, which the pool
+    answers), and the process lives, since the process went back to the pool."""
     wire = process.wire
     if wire.stdout_closed or wire.process.returncode is not None:
         return False
-    return all(_announcement(frame, process) for frame in list(wire.frames)[len(process.announced) :])
+    arrived = list(wire.frames)[len(process.announced) :]
+    return all(_announcement(frame, process) or _server_request(frame) for frame in arrived)
+
+
+def _reset(wire: Wire, announced: Sequence[Frame]) -> None:
+    """New records for the next lease; its frames start with what every later lease finds."""
+    wire.exchanges, wire.frames, wire.sent = new_exchanges(), new_frames(), new_sent()
+    for frame in announced:
+        wire.frames.append(frame)
+
+
+def _notification(frame: Frame) -> bool:
+    return frame.is_notification and frame.value.get("jsonrpc") == "2.0"
+
+
+def _server_request(frame: Frame) -> bool:
+    """``frame`` is a JSON-RPC request from the server (the pool can answer it)."""
+    if not frame.is_request:
+        return False
+    value = frame.value
+    return value.get("jsonrpc") == "2.0" and isinstance(value.get("method"), str) and type(value["id"]) in (int, str)
+
+
+def _id_key(rid: Any) -> tuple[type, Any] | None:
+    """A request id with its JSON type (None: not an integer or a string)."""
+    return (type(rid), rid) if type(rid) in (int, str) else None
+
+
+def _own(method: str) -> bool:
+    return method.startswith(OWN_METHOD_PREFIXES)
+
+
+def _own_tool(message: dict[str, Any]) -> bool:
+    """A ``tools/call`` of a tool named in the checker's own namespace (no server offers one)."""
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return message.get("method") == "tools/call" and isinstance(name, str) and name.startswith(OWN_TOOL_PREFIXES)
+
+
+def _exchanges_of(wire: Wire, frames: Sequence[Frame]) -> list[Exchange]:
+    """The recorded exchanges of ``frames`` (received), in the wire's order."""
+    texts = {recorded(frame.text) for frame in frames}
+    return [e for e in wire.exchanges if e.direction == "<" and e.text in texts]
 
 
 def _announcement(frame: Frame, process: _Process) -> bool:

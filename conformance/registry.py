@@ -10,7 +10,10 @@ capabilities that must be advertised). Transports are ``stdio``, ``http`` (Strea
 ``quotes``: ``(first revision, spec reference, quote)`` entries; a result shows the one in force
 for its revision. A rule whose BCP 14 level changed carries ``levels`` the same way (SV-11: SHOULD
 before 2025-06-18, MUST from it). A check with ``on_counter_offer`` also runs in a legacy revision
-the server answered with another version (the version negotiation checks judge that answer).
+the server answered with another version (the version negotiation checks judge that answer). A
+check marked ``ends_session`` leaves its server process to no later check (it ends it, or sends
+what may change it): the runner starts it after the other checks of its revision, so that it takes
+a process they left (see :mod:`.pool`) rather than a new one.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ class Check:
     levels: tuple[tuple[str, Level], ...] = ()
     #: also run in a legacy revision the server refused by counter-offering another version
     on_counter_offer: bool = False
+    #: leaves its process to no later check: started after the other checks of its revision
+    ends_session: bool = False
 
     def level_at(self, revision: str) -> Level:
         """The level of the rule in ``revision`` (``level`` is the one in the newest revision)."""
@@ -94,6 +99,7 @@ def check(
     quotes: tuple[tuple[str, str, str], ...] = (),
     levels: tuple[tuple[str, Level | str], ...] = (),
     on_counter_offer: bool = False,
+    ends_session: bool = False,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register ``fn`` as the check ``id``; ids are unique."""
 
@@ -118,6 +124,7 @@ def check(
             quotes=tuple(sorted(quotes)),
             levels=table,
             on_counter_offer=on_counter_offer,
+            ends_session=ends_session,
         )
         return fn
 

@@ -2,7 +2,9 @@
 
 Theory of operation: :func:`run` finds the transport of a URL and probes every revision
 (:mod:`.handshake`), then runs every selected check for each revision under test, at most ``jobs``
-at a time (revisions side by side), each in its own :class:`Context` and under a hard deadline.
+at a time (revisions side by side; over stdio, checks that call tools run besides, up to ``jobs``
+more, each waiting on its own server process), each in its own :class:`Context` and under a hard
+deadline, in the order :func:`_schedule` gives.
 The revisions under test are the accepted ones, every legacy revision the server counter-offered
 another version for (there only the version negotiation checks run, ``on_counter_offer``), and
 every revision whose handshake broke a rule (there that rule's failure is reported and the other
@@ -244,13 +246,30 @@ def _violation_results(
     return out
 
 
-def _schedule(tested: Sequence[Probe], checks: Sequence[Check]) -> list[tuple[int, int]]:
+def _slow(check: Check) -> bool:
+    return bool(check.tags & _SLOW_TAGS)
+
+
+def _schedule(tested: Sequence[Probe], checks: Sequence[Check], *, stdio: bool) -> list[tuple[int, int]]:
     """The order checks start in (workers take them in turn, so a run is reproducible): checks
     that call tools and wait on them first, across revisions (they are the long ones, and should not
-    be left for the end), then the others revision by revision (a pooled process then serves
-    consecutive checks of its revision)."""
+    be left for the end), then the others, those that end their process after the rest (they take
+    a process the others left, not a new one, see :mod:`.pool`).
+
+    Over stdio the others go check by check across the revisions: each revision then has a check
+    or two running at a time, whose processes serve its next checks, instead of a worker per check
+    each starting a process of its own when its revision's turn comes. Over HTTP every check talks
+    to the one server and they go revision by revision, each revision's sessions together: a server
+    that serves one era at a time (FastMCP 4.1.2's proxy refuses a legacy session while a 2026-07-28
+    request holds its backend) meets no more sessions of the other era than it always did."""
     pairs = [(i, j) for i, p in enumerate(tested) if p.violation is None for j in range(len(checks))]
-    return sorted(pairs, key=lambda pair: (not (checks[pair[1]].tags & _SLOW_TAGS), pair))
+
+    def order(pair: tuple[int, int]) -> tuple[int, int, int, int]:
+        i, j = pair
+        later, last = not _slow(checks[j]), checks[j].ends_session
+        return (later, last, j, i) if stdio else (later, i, last, j)
+
+    return sorted(pairs, key=order)
 
 
 #: a result that could not be judged for want of an answer (see :func:`_second_chance`)
@@ -436,15 +455,24 @@ async def _run(
         if on_result is not None:
             on_result(r)
 
-    queue = _schedule(tested, checks)
+    queue = _schedule(tested, checks, stdio=pool is not None)
 
     async def worker() -> None:
         while queue:
             await one(*queue.pop(0))
 
+    async def tool_worker() -> None:
+        while queue and _slow(checks[queue[0][1]]):
+            await one(*queue.pop(0))
+
     async with trio.open_nursery() as nursery:
         for _ in range(max(1, jobs)):
             nursery.start_soon(worker)
+        if pool is not None:
+            # over stdio a check that calls tools mostly waits for its own process's tools (a call
+            # left unanswered holds it for a whole window): as many again run besides the others
+            for _ in range(max(1, jobs)):
+                nursery.start_soon(tool_worker)
     await _second_chance(tested, checks, rows, target, supported, settings)
     _schema_findings(tested, checks, rows, settings)
     results = [r for row in rows for r in row if r is not None]

@@ -359,7 +359,7 @@ def _log_level(frame: Any) -> str | None:
 )
 async def modern_log_filter(ctx: Context) -> None:
     ctx.require_tool_calls()
-    async with ctx.raw() as wire:
+    async with ctx.session() as wire:
         tools = await ctx.callable_tools(wire)
         start = len(wire.frames)
         await call_each(ctx, wire, tools)
@@ -406,7 +406,7 @@ def _input_answer(request: Any) -> Any:
 )
 async def mrtr(ctx: Context) -> None:
     ctx.require_tool_calls()
-    async with ctx.raw() as wire:
+    async with ctx.session() as wire:
         tools = await ctx.callable_tools(wire)
         calls = await call_each(ctx, wire, tools, capabilities=FULL_CAPS)
         asked = [(t, a["result"]) for t, a in calls if (a.get("result") or {}).get("resultType") == "input_required"]
@@ -456,7 +456,7 @@ async def mrtr(ctx: Context) -> None:
 )
 async def capability_errors(ctx: Context) -> None:
     ctx.require_tool_calls()
-    async with ctx.raw() as wire:
+    async with ctx.session() as wire:
         tools = await ctx.callable_tools(wire)
         observed = 0
         for tool, answer in await call_each(ctx, wire, tools, capabilities={}):

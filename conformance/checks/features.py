@@ -273,6 +273,7 @@ async def prompts_shape(ctx: Context) -> None:
     eras=("legacy",),
     needs=("logging",),
     tags=("logging",),
+    ends_session=True,
 )
 async def set_level(ctx: Context) -> None:
     async with ctx.session() as wire:
@@ -484,7 +485,11 @@ async def schema_valid(ctx: Context) -> None:
             ctx.revision, "JSONRPCNotification"
         )
         request = message_validator(ctx.revision, "ServerRequest")
-        for frame in wire.frames[start:]:
+        # every request the server sent in the session (on a reused process, one it sent before this
+        # check is found among the frames the handshake left: see conformance/pool.py), and every
+        # notification since the lists began
+        frames = [f for f in wire.frames[:start] if f.is_request] + list(wire.frames[start:])
+        for frame in frames:
             validator = notification if frame.is_notification else request if frame.is_request else None
             if validator is None:
                 continue

@@ -327,6 +327,7 @@ async def unadvertised_method(ctx: Context) -> None:
     quote="Remove support for JSON-RPC batching.",
     revisions=("2025-06-18", "9999-12-31"),
     tags=("framing", "jsonrpc"),
+    ends_session=True,
 )
 async def no_batches(ctx: Context) -> None:
     async with ctx.session() as wire:
@@ -347,6 +348,7 @@ async def no_batches(ctx: Context) -> None:
     eras=("legacy",),
     revisions=("2025-03-26", "2025-03-26"),
     tags=("framing", "jsonrpc"),
+    ends_session=True,
 )
 async def batch_2025_03_26(ctx: Context) -> None:
     # JSON-RPC 2.0 §6 answers a batch with one array (stdio, and the HTTP+SSE transport, whose
@@ -432,6 +434,7 @@ async def _batch_over_streamable_http(ctx: Context, wire: Any, batch: list[dict[
     ),
     transports=("stdio",),
     tags=("lifecycle", "stdio"),
+    ends_session=True,
 )
 async def exit_on_eof(ctx: Context) -> None:
     async with ctx.session() as wire:
@@ -458,6 +461,7 @@ async def exit_on_eof(ctx: Context) -> None:
     spec="JSON-RPC 2.0 §5.1",
     quote="Parse error: Invalid JSON was received by the server.",
     tags=("framing", "jsonrpc"),
+    ends_session=True,
 )
 async def parse_error(ctx: Context) -> None:
     async with ctx.session() as wire:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..context import CLIENT_INFO, Context
+from ..harness import Frame
 from ..registry import check
 
 LIFECYCLE = "basic/lifecycle.mdx"
@@ -162,23 +164,31 @@ async def capability_honesty(ctx: Context) -> None:
         for capability, method in LISTS:
             if ctx.has(capability):
                 await ctx.call(wire, method)
+        # what the session brought so far is judged first: a violation seen needs no more watching
+        # (on a reused process, a request the server sent unasked earlier is among the frames)
+        _unnegotiated(ctx, wire.frames)
         # what a server sends on its own comes when it likes: a proxy relays its backend's requests
         # once the backend is up, seconds after the handshake on a busy machine (FastMCP's proxy
         # sends roots/list then), so the session is watched for as long as a start-up takes
         await wire.watch(SV11_WATCH_S if ctx.pace is None else ctx.pace.watch_window(SV11_WATCH_S, ctx.timeout))
-        for frame in wire.frames:
-            v = frame.value
-            if frame.is_request and v.get("method") in ("sampling/createMessage", "elicitation/create", "roots/list"):
-                ctx.fail(f"sent {v['method']} to a client that declared no capabilities")
-            if frame.is_notification and str(v.get("method")).endswith("/list_changed"):
-                kind = str(v["method"]).split("/")[1]
-                if not (ctx.capabilities.get(kind) or {}).get("listChanged"):
-                    ctx.fail(f"sent {v['method']} without advertising {kind}.listChanged")
-            if frame.is_notification and v.get("method") == "notifications/message" and not ctx.has("logging"):
-                ctx.fail("sent notifications/message without advertising the logging capability")
-            subscribe = (ctx.capabilities.get("resources") or {}).get("subscribe")
-            if frame.is_notification and v.get("method") == "notifications/resources/updated" and not subscribe:
-                ctx.fail("sent notifications/resources/updated without advertising resources.subscribe")
+        _unnegotiated(ctx, wire.frames)
+
+
+def _unnegotiated(ctx: Context, frames: Iterable[Frame]) -> None:
+    """Fails SV-11 at the first of ``frames`` that uses a capability not negotiated."""
+    for frame in frames:
+        v = frame.value
+        if frame.is_request and v.get("method") in ("sampling/createMessage", "elicitation/create", "roots/list"):
+            ctx.fail(f"sent {v['method']} to a client that declared no capabilities")
+        if frame.is_notification and str(v.get("method")).endswith("/list_changed"):
+            kind = str(v["method"]).split("/")[1]
+            if not (ctx.capabilities.get(kind) or {}).get("listChanged"):
+                ctx.fail(f"sent {v['method']} without advertising {kind}.listChanged")
+        if frame.is_notification and v.get("method") == "notifications/message" and not ctx.has("logging"):
+            ctx.fail("sent notifications/message without advertising the logging capability")
+        subscribe = (ctx.capabilities.get("resources") or {}).get("subscribe")
+        if frame.is_notification and v.get("method") == "notifications/resources/updated" and not subscribe:
+            ctx.fail("sent notifications/resources/updated without advertising resources.subscribe")
 
 
 @check(

@@ -12,34 +12,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..context import Context, example_arguments
-from ..harness import NoAnswer, WireBase
+from ..harness import NoAnswer, WireBase, canned_answer
 
 __all__ = ["MAX_CALLS", "call_each", "canned_answer"]
 
 #: tools one check calls at most
 MAX_CALLS: Final = 25
-
-
-def canned_answer(request: dict[str, Any]) -> dict[str, Any] | None:
-    """A harmless answer to a server request: decline, a short text, no roots, an empty ping."""
-    method = request.get("method")
-    result: dict[str, Any]
-    if method == "elicitation/create":
-        result = {"action": "decline"}
-    elif method == "sampling/createMessage":
-        result = {
-            "role": "assistant",
-            "content": {"type": "text", "text": "mcpwire check"},
-            "model": "mcpwire-check",
-            "stopReason": "endTurn",
-        }
-    elif method == "roots/list":
-        result = {"roots": []}
-    elif method == "ping":
-        result = {}
-    else:
-        return {"jsonrpc": "2.0", "id": request.get("id"), "error": {"code": -32601, "message": "Method not found"}}
-    return {"jsonrpc": "2.0", "id": request.get("id"), "result": result}
 
 
 async def call_each(
