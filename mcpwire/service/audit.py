@@ -7,9 +7,15 @@ it was called is committed; the middleware awaits it before a response starts (a
 later chunk of a streamed one), so a caller never sees an answer whose audit record could still be
 lost. When nothing is queued the barrier costs two integer compares. A barrier that finds records
 queued and no commit under way makes the commit itself (of everything queued, its own record
-among them) instead of waking the writer task and waiting for it; calls that finish while a commit
-runs wait for the next one, which takes them all. The writer task commits what no barrier asks
-for, and retries with backoff when the store fails.
+among them) instead of handing it to the writer task and waiting for it; calls that finish while a
+commit runs wait for the next one, which takes them all.
+
+The writer task is not woken per record: a record arms its deadline (``linger`` seconds after the
+first record it has not seen), so a call whose barrier commits its record costs no task switch.
+At the deadline the writer commits what no barrier asked for (records of callers that do not wait
+for durability, such as a library host's), and publishes what barriers committed: events leave
+at most ``linger`` after their commit, and never delay an answer. It retries with backoff when the
+store fails.
 
 When the store fails, the batch stays queued and is retried with backoff; barriers wait at most
 ``timeout`` seconds and then report failure (the response becomes a 503). The queue is bounded:
@@ -19,6 +25,7 @@ past ``max_queued`` records new ones are dropped and counted, and logged once pe
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import Final
 
@@ -28,13 +35,15 @@ import trio
 from .events import EventHub
 from .store import AuditIn, AuditRow, Store, StoreError
 
-__all__ = ["BARRIER_TIMEOUT", "AuditWriter"]
+__all__ = ["BARRIER_TIMEOUT", "LINGER", "AuditWriter"]
 
 log = logging.getLogger("mcpwire.service.audit")
 
 BARRIER_TIMEOUT: Final = 10.0
 MAX_BATCH: Final = 1000
 MAX_QUEUED: Final = 100_000
+#: seconds a record (or a committed record's event) waits at most for the writer task
+LINGER: Final = 0.02
 
 
 class AuditWriter:
@@ -47,6 +56,7 @@ class AuditWriter:
         *,
         timeout: float = BARRIER_TIMEOUT,
         max_queued: int = MAX_QUEUED,
+        linger: float = LINGER,
         on_stored: Callable[[AuditRow], None] | None = None,
     ) -> None:
         self._store = store
@@ -55,10 +65,14 @@ class AuditWriter:
         self._timeout = timeout
         self._max_queued = max_queued
         self._on_stored = on_stored
+        self._linger = linger
         self._queue: list[AuditIn] = []
         self._queued = 0  # records ever accepted
         self._committed = 0  # records ever committed (a prefix of the accepted ones)
-        self._wake = trio.Event()
+        #: committed records not yet published, with their ids
+        self._unpublished: list[tuple[int, AuditIn]] = []
+        #: the writer task's wait, whose deadline a record arms (None while no writer task runs)
+        self._park: trio.CancelScope | None = None
         self._progress = trio.Event()
         self._failing = False
         self._committing = False
@@ -84,7 +98,13 @@ class AuditWriter:
             return
         self._queue.append(record)
         self._queued += 1
-        self._wake.set()
+        self._arm()
+
+    def _arm(self) -> None:
+        """Makes the writer task look within ``linger`` seconds (a deadline, not a wake-up)."""
+        park = self._park
+        if park is not None and park.deadline == math.inf:
+            park.deadline = trio.current_time() + self._linger
 
     async def barrier(self) -> bool:
         """Waits until every record queued so far is committed; False after ``timeout`` seconds.
@@ -104,30 +124,37 @@ class AuditWriter:
         return self._committed >= target
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Commits batches until cancelled; on cancellation, one last bounded flush runs."""
+        """Commits and publishes until cancelled; on cancellation, one last bounded flush runs."""
         task_status.started()
         delay = 0.05
         try:
             while True:
+                with trio.CancelScope() as self._park:
+                    if not self._queue and not self._unpublished:
+                        await trio.sleep_forever()
+                self._park = None
+                self._publish()
                 if not self._queue:
-                    await self._wake.wait()
-                    self._wake = trio.Event()
                     continue
                 if await self._commit_batch():
                     delay = 0.05
+                    self._publish()
                 else:
                     await trio.sleep(delay)
                     delay = min(delay * 2, 2.0)
         finally:
+            self._park = None
             with trio.CancelScope(shield=True), trio.move_on_after(self._timeout):
                 while self._queue and await self._commit_batch():
                     pass
+            self._publish()
 
     async def flush(self) -> bool:
         """Commits what is queued now (for shutdown and tests); False when the store failed."""
         while self._queue:
             if not await self._commit_batch():
                 return False
+        self._publish()
         return True
 
     async def _commit_batch(self) -> bool:
@@ -158,10 +185,19 @@ class AuditWriter:
         del self._queue[: len(batch)]
         self._committed += len(batch)
         self.batches += 1
-        for record_id, record in zip(ids, batch, strict=True):
+        self._unpublished.extend(zip(ids, batch, strict=True))
+        if self._park is None:
+            self._publish()  # no writer task to leave it to
+        else:
+            self._arm()
+        return True
+
+    def _publish(self) -> None:
+        """Publishes the records committed so far (as events and to ``on_stored``)."""
+        done, self._unpublished = self._unpublished, []
+        for record_id, record in done:
             row = AuditRow(id=record_id, **msgspec.structs.asdict(record))
             if self.hub is not None:
                 self.hub.publish("audit", msgspec.to_builtins(row))
             if self._on_stored is not None:
                 self._on_stored(row)
-        return True

@@ -102,3 +102,30 @@ async def test_a_failing_store_holds_answers_back_for_a_bounded_time_and_loses_n
             assert await writer.barrier() is True
         nursery.cancel_scope.cancel()
     assert sorted(r.trace_id or "" for r in (await store.audit()).items) == ["t-1", "t-2"]
+
+
+async def test_the_writer_commits_what_no_barrier_asks_for_and_publishes_within_its_linger(store: Store) -> None:
+    """A record nobody waits for (a library host's) is committed by the writer task at its
+    deadline; a record a barrier committed is published by the writer after the barrier returned,
+    so its event never delays an answer."""
+    hub = EventHub()
+    sub, _ = hub.subscribe()
+    writer = AuditWriter(store, hub, linger=0.5)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        writer.add(_record(1))
+        assert writer.pending == 1  # not committed at once: nothing woke the writer
+        first = await sub.receive(10)  # published once the writer committed it
+        assert first is not None and first.data["trace_id"] == "t-1"
+        assert writer.pending == 0
+
+        writer.add(_record(2))
+        with trio.fail_after(10):
+            assert await writer.barrier() is True
+        assert writer.committed == 2
+        assert await sub.receive(0.05) is None  # published by the writer, not before the answer
+        with trio.fail_after(10):
+            second = await sub.receive(5)
+        assert second is not None and second.data["trace_id"] == "t-2"
+        nursery.cancel_scope.cancel()
+    assert [r.trace_id for r in (await store.audit()).items] == ["t-2", "t-1"]

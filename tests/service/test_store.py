@@ -228,6 +228,34 @@ async def test_forward_migration_keeps_data(db_url: str) -> None:
         await new.aclose()
 
 
+async def test_the_audit_moves_to_one_index_keeping_its_ids(db_url: str) -> None:
+    """Migration 5 leaves the audit one index (by server) and, on SQLite, no AUTOINCREMENT: the
+    records and their ids stay, new ids follow the largest, and every filter still finds its
+    records (reading newest first where no index serves it)."""
+    old = await open_store(db_url, migrations=tuple(MIGRATIONS[:4]))
+    ids = await old.append_audit([_audit(i) for i in range(1, 9)])
+    await old.aclose()
+    new = await open_store(db_url)
+    try:
+        assert await new.schema_version() == 5
+        assert [r.id for r in (await new.audit(limit=100)).items] == ids[::-1]
+        (later,) = await new.append_audit([_audit(9)])
+        assert later == max(ids) + 1
+        assert [r.id for r in (await new.audit(trace_id="trace-2")).items] == [ids[1]]
+        assert [r.id for r in (await new.audit(outcome="error")).items] == [later - 1, ids[3]]
+        assert {r.tool for r in (await new.audit(tool="add")).items} == {"add"}
+        if new.dialect == "sqlite":
+            indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit'"
+            sequences = await new._driver.call(lambda tx: tx.all("SELECT name FROM sqlite_sequence"), write=False)
+            assert ("audit",) not in sequences
+        else:
+            indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'audit' AND indexname <> 'audit_pkey'"
+        found = await new._driver.call(lambda tx: tx.all(indexes), write=False)
+        assert [name for (name,) in found] == ["audit_by_server"]
+    finally:
+        await new.aclose()
+
+
 async def test_a_newer_database_is_refused(db_url: str) -> None:
     await (await open_store(db_url)).aclose()
     newest = MIGRATIONS[-1].version

@@ -22,7 +22,7 @@ from typing import Any, Final, Protocol, TypeVar
 import msgspec
 
 from .access import AccessStore
-from .schema import MIGRATIONS, Dialect, Migration, render
+from .schema import MIGRATIONS, Dialect, Migration
 from .types import (
     ApprovalRow,
     AuditIn,
@@ -187,8 +187,8 @@ class Store:
                 f"cannot migrate {self.location} from schema version {current} to {migration.version}: "
                 f"migration {current + 1} is unknown"
             )
-        for statement in migration.statements:
-            tx.run(render(statement, self.dialect))
+        for statement in migration.statements_for(self.dialect):
+            tx.run(statement)
         if current == 0:
             tx.run("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(migration.version),))
         else:

@@ -1,16 +1,17 @@
 """The SQLite driver: the standard library's ``sqlite3``, off the trio thread, in WAL mode.
 
 Theory of operation: one connection, used by one worker thread at a time (a capacity limiter of
-one, which is fair, so calls run in arrival order). Write transactions start with ``BEGIN
+one, which is fair, so calls run in arrival order). Quick transactions (an audit commit) run on the
+event loop's thread instead, on a second connection that never waits for a lock: when another
+process holds it, they go to the worker thread like the rest. Write transactions start with ``BEGIN
 IMMEDIATE`` so two processes sharing the file queue on the lock (``busy_timeout``) instead of
 failing on upgrade. ``journal_mode=WAL`` lets readers in other processes run during a write;
 ``synchronous=NORMAL`` (the default) makes every commit durable before it returns against the
 process dying (a crash, SIGKILL): in WAL mode a committed transaction is in the write-ahead log,
 which the operating system keeps when the process is gone, and is synced at each checkpoint.
 ``synchronous=FULL`` (``?synchronous=full`` in the URL) also syncs the log at every commit, so a
-commit survives the machine losing power, at the cost of one fsync per commit (the service
-commits audit records in groups, so one per group of calls that finish together, not per
-record).
+commit survives the machine losing power, at the cost of one fsync per commit (the service commits
+audit records in groups, so one per group of calls that finish together, not per record).
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ class SqliteDriver:
         self.synchronous = synchronous
         self.location = f"sqlite:///{self.path}" if self.path != ":memory:" else "sqlite::memory:"
         self._conn: sqlite3.Connection | None = None
+        #: a second connection to the same file for quick transactions, which never wait for a
+        #: lock (``busy_timeout`` 0): switching one connection's timeout costs two statements
+        self._quick: sqlite3.Connection | None = None
         self._limiter = trio.CapacityLimiter(1)
         self._closed = False
         self._guard = threading.Lock()
@@ -130,19 +134,28 @@ class SqliteDriver:
             if self.path != ":memory:":
                 for suffix in ("-wal", "-shm"):  # SQLite makes them as open as the database; be sure
                     private_file(Path(self.path + suffix))
-            conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'full' else 'NORMAL'}")
-            conn.execute("PRAGMA foreign_keys=ON")
-            # checkpoints (which sync the file) run on a worker thread, never at a quick commit
-            conn.execute("PRAGMA wal_autocheckpoint=0")
-            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+            self._configure(conn, BUSY_TIMEOUT)
+            quick = None
+            if self.path != ":memory:" and self.synchronous == "normal":
+                # (a private in-memory database is one connection's own; a full sync is never quick)
+                quick = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+                self._configure(quick, 0)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the database {self.location}: {exc}") from exc
         self._conn = conn
+        self._quick = quick
+
+    def _configure(self, conn: sqlite3.Connection, busy_timeout: float) -> None:
+        conn.execute(f"PRAGMA synchronous={'FULL' if self.synchronous == 'full' else 'NORMAL'}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        # checkpoints (which sync the file) run on a worker thread, never at a quick commit
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
 
     async def call(self, fn: Callable[[Transaction], T], *, write: bool, quick: bool = False) -> T:
         if self._closed or self._conn is None:
             raise StoreError(f"the database {self.location} is closed")
-        if quick and self.synchronous == "normal" and self._since_checkpoint < CHECKPOINT_EVERY:
+        if quick and self._quick is not None and self._since_checkpoint < CHECKPOINT_EVERY:
             try:
                 self._limiter.acquire_nowait()
             except trio.WouldBlock:
@@ -157,21 +170,19 @@ class SqliteDriver:
         return await trio.to_thread.run_sync(self._run, fn, write, limiter=self._limiter)
 
     def _run_now(self, fn: Callable[[Transaction], T], write: bool) -> T:
-        """Runs a quick transaction on this thread, unless that would mean waiting for another
-        process's write lock (:class:`_Busy` then, and nothing was done). A commit in WAL mode
+        """Runs a quick transaction on this thread, on the quick connection (``busy_timeout`` 0),
+        unless that would mean waiting for another process's write lock (:class:`_Busy` then, and
+        nothing was done). A commit in WAL mode
         with ``synchronous=NORMAL`` writes to the log without syncing it, so nothing here waits
         for the disk; the log is checkpointed (which syncs) by a worker thread (:meth:`_run`)."""
-        conn = self._conn
+        conn = self._quick
         if conn is None or not self._guard.acquire(blocking=False):
             raise _Busy
         try:
-            conn.execute("PRAGMA busy_timeout=0")
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             except sqlite3.OperationalError as exc:
                 raise _Busy from exc
-            finally:
-                conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
             result = self._finish(conn, fn)
             self._since_checkpoint += write
             return result
@@ -216,9 +227,11 @@ class SqliteDriver:
             return
         self._closed = True
         conn, self._conn = self._conn, None
-        if conn is not None:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(conn.close, limiter=self._limiter)
+        quick, self._quick = self._quick, None
+        with trio.CancelScope(shield=True):
+            for each in (quick, conn):
+                if each is not None:
+                    await trio.to_thread.run_sync(each.close, limiter=self._limiter)
 
 
 def _set_wal(conn: sqlite3.Connection) -> None:
