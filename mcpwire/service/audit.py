@@ -8,7 +8,7 @@ later chunk of a streamed one), so a caller never sees an answer whose audit rec
 lost. When nothing is queued the barrier costs two integer compares. A barrier that finds records
 queued and no commit under way makes the commit itself (of everything queued, its own record
 among them) instead of handing it to the writer task and waiting for it; calls that finish while a
-commit runs wait for the next one, which takes them all.
+commit runs wait for it to end, and the first of them to run then commits for them all.
 
 The writer task is not woken per record: a record arms its deadline (``linger`` seconds after the
 first record it has not seen), so a call whose barrier commits its record costs no task switch.
@@ -114,13 +114,12 @@ class AuditWriter:
         target = self._queued
         if self._committed >= target:
             return True
-        if not self._committing and not self._failing:
-            await self._commit_batch()
-            if self._committed >= target:
-                return True
         with trio.move_on_after(self._timeout):
             while self._committed < target:
-                await self._progress.wait()
+                if self._committing or self._failing:
+                    await self._progress.wait()  # a commit under way, or the writer's retry
+                else:
+                    await self._commit_batch()
         return self._committed >= target
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

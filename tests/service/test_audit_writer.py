@@ -129,3 +129,24 @@ async def test_the_writer_commits_what_no_barrier_asks_for_and_publishes_within_
         assert second is not None and second.data["trace_id"] == "t-2"
         nursery.cancel_scope.cancel()
     assert [r.trace_id for r in (await store.audit()).items] == ["t-2", "t-1"]
+
+
+async def test_calls_finishing_during_a_commit_commit_next_without_waiting_for_the_writer(store: Store) -> None:
+    """Records queued while a commit runs are committed by the first of their barriers to run
+    after it, not at the writer's deadline (here far off): 64 calls in flight never stall."""
+    writer = AuditWriter(store, linger=60.0)
+
+    async def call(i: int) -> None:
+        writer.add(_record(i))
+        assert await writer.barrier() is True
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        with trio.fail_after(20):
+            for wave in range(5):
+                async with trio.open_nursery() as calls:
+                    for i in range(64):
+                        calls.start_soon(call, wave * 64 + i)
+        nursery.cancel_scope.cancel()
+    assert writer.committed == 320
+    assert 5 <= writer.batches < 320
