@@ -171,8 +171,10 @@ def build_app(
             messages_path=MESSAGES_PATH,
         )
         mcp = _Asgi(endpoint)
+        direct = {MCP_PATH: endpoint}  # every method of /mcp is the gateway's: no routing needed
     else:
         mcp = _Asgi(_gateway_missing)
+        direct = {}
     console = _console()
     legacy = [Route(SSE_PATH, mcp, methods=["GET"]), Route(MESSAGES_PATH, mcp, methods=["POST"])]
     # the gateway first: the router tries routes in order, and most requests are the gateway's
@@ -215,6 +217,7 @@ def build_app(
                 path_role=_path_role,
                 barrier=service.audit.barrier,
                 observe=service.http.observe,
+                direct=direct,
             )
         ],
         exception_handlers={HTTPException: _http_error, Exception: _server_error},

@@ -35,7 +35,7 @@ import secrets
 import time
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -184,6 +184,9 @@ class ServiceMiddleware:
             API's operations).
         barrier: waits until what was audited so far is durable; returns False when it cannot.
         observe: ``(method, path, status, seconds)`` once per response, for metrics.
+        direct: apps that answer every method of their path themselves (the MCP gateway), called
+            at once instead of through ``app``'s routing and exception handlers (an exception
+            they raise still reaches the outermost handler).
     """
 
     def __init__(
@@ -198,8 +201,10 @@ class ServiceMiddleware:
         path_role: Callable[[str, str], Role | None] | None = None,
         barrier: Callable[[], Awaitable[bool]] | None = None,
         observe: Callable[[str, str, int, float], None] | None = None,
+        direct: Mapping[str, ASGIApp] | None = None,
     ) -> None:
         self.app = app
+        self.direct = dict(direct or {})
         self.settings = settings
         self.is_public = is_public
         self.is_call = is_call
@@ -258,7 +263,8 @@ class ServiceMiddleware:
                 await self._preflight(response.send)
             else:
                 try:
-                    await self.app(scope, self._limited(receive), response.send)
+                    app = self.direct.get(scope["path"], self.app)
+                    await app(scope, self._limited(receive), response.send)
                 except BodyTooLarge as exc:
                     if response.started:
                         raise
