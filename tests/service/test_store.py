@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import msgspec
@@ -22,6 +23,7 @@ from mcpwire.service.store import (
     describe_url,
     open_store,
 )
+from mcpwire.service.store.base import Transaction
 
 
 async def test_a_new_database_is_at_the_latest_version(store: Store) -> None:
@@ -420,6 +422,33 @@ async def test_a_quick_sqlite_commit_waits_for_another_writer_instead_of_failing
         assert len(ids) == 1 and [r.id for r in (await store.audit()).items] == ids
     finally:
         other.close()
+        await store.aclose()
+
+
+async def test_a_long_read_does_not_hold_back_a_quick_commit(tmp_path: Path) -> None:
+    """An audit append (a call's answer waits for it) is not queued behind a slow read of the
+    store (a page of the audit that scans the table): it commits on its own connection."""
+    store = await open_store(f"sqlite:///{tmp_path / 'reads.db'}")
+    read_done = trio.Event()
+
+    def slow_read(tx: Transaction) -> list[tuple[object, ...]]:
+        rows = tx.all("SELECT id FROM audit")
+        time.sleep(1.5)  # a scan of a long log
+        return rows
+
+    async def read() -> None:
+        await store._driver.call(slow_read, write=False)
+        read_done.set()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read)
+            await trio.sleep(0.2)  # the read is under way on the worker thread
+            began = trio.current_time()
+            (record_id,) = await store.append_audit([_audit(1)])
+            assert trio.current_time() - began < 1.0 and not read_done.is_set()
+        assert [r.id for r in (await store.audit()).items] == [record_id]
+    finally:
         await store.aclose()
 
 

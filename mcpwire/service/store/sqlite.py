@@ -2,8 +2,9 @@
 
 Theory of operation: one connection, used by one worker thread at a time (a capacity limiter of
 one, which is fair, so calls run in arrival order). Quick transactions (an audit commit) run on the
-event loop's thread instead, on a second connection that never waits for a lock: when another
-process holds it, they go to the worker thread like the rest. Write transactions start with ``BEGIN
+event loop's thread instead, on a second connection that never waits for a lock, so a long read
+on the worker thread does not hold them back: when another writer (the worker thread, another
+process) holds the lock, they go to the worker thread like the rest. Write transactions start with ``BEGIN
 IMMEDIATE`` so two processes sharing the file queue on the lock (``busy_timeout``) instead of
 failing on upgrade. ``journal_mode=WAL`` lets readers in other processes run during a write;
 ``synchronous=NORMAL`` (the default) makes every commit durable before it returns against the
@@ -19,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -118,7 +118,6 @@ class SqliteDriver:
         self._quick: sqlite3.Connection | None = None
         self._limiter = trio.CapacityLimiter(1)
         self._closed = False
-        self._guard = threading.Lock()
         #: commits since the log was last checkpointed
         self._since_checkpoint = 0
 
@@ -156,27 +155,22 @@ class SqliteDriver:
         if self._closed or self._conn is None:
             raise StoreError(f"the database {self.location} is closed")
         if quick and self._quick is not None and self._since_checkpoint < CHECKPOINT_EVERY:
+            # (on its own connection: a worker thread's transaction on the other one, however
+            # long, does not hold it back unless it writes)
             try:
-                self._limiter.acquire_nowait()
-            except trio.WouldBlock:
-                pass  # a worker thread has the connection: wait for it there
-            else:
-                try:
-                    return self._run_now(fn, write)
-                except _Busy:
-                    pass  # another process is writing: wait for its lock on a worker thread
-                finally:
-                    self._limiter.release()
+                return self._run_now(fn, write)
+            except _Busy:
+                pass  # another writer holds the lock: wait for it on a worker thread
         return await trio.to_thread.run_sync(self._run, fn, write, limiter=self._limiter)
 
     def _run_now(self, fn: Callable[[Transaction], T], write: bool) -> T:
         """Runs a quick transaction on this thread, on the quick connection (``busy_timeout`` 0),
-        unless that would mean waiting for another process's write lock (:class:`_Busy` then, and
-        nothing was done). A commit in WAL mode
-        with ``synchronous=NORMAL`` writes to the log without syncing it, so nothing here waits
-        for the disk; the log is checkpointed (which syncs) by a worker thread (:meth:`_run`)."""
+        unless that would mean waiting for another writer's lock (this process's worker thread or
+        another process: :class:`_Busy` then, and nothing was done). A commit in WAL mode with
+        ``synchronous=NORMAL`` writes to the log without syncing it, so nothing here waits for the
+        disk; the log is checkpointed (which syncs) by a worker thread (:meth:`_run`)."""
         conn = self._quick
-        if conn is None or not self._guard.acquire(blocking=False):
+        if conn is None:
             raise _Busy
         try:
             try:
@@ -190,26 +184,23 @@ class SqliteDriver:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise StoreError(f"the database {self.location} failed: {exc}") from exc
-        finally:
-            self._guard.release()
 
     def _run(self, fn: Callable[[Transaction], T], write: bool) -> T:
         conn = self._conn
         if conn is None:
             raise StoreError(f"the database {self.location} is closed")
-        with self._guard:
-            try:
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                result = self._finish(conn, fn)
-                self._since_checkpoint += write
-                if self._since_checkpoint >= CHECKPOINT_EVERY:
-                    self._since_checkpoint = 0
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                return result
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise StoreError(f"the database {self.location} failed: {exc}") from exc
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            result = self._finish(conn, fn)
+            self._since_checkpoint += write
+            if self._since_checkpoint >= CHECKPOINT_EVERY:
+                self._since_checkpoint = 0
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            return result
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(f"the database {self.location} failed: {exc}") from exc
 
     @staticmethod
     def _finish(conn: sqlite3.Connection, fn: Callable[[Transaction], T]) -> T:
