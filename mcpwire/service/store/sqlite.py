@@ -2,9 +2,9 @@
 
 Theory of operation: one connection, used by one worker thread at a time (a capacity limiter of
 one, which is fair, so calls run in arrival order). Quick transactions (an audit commit) run on the
-event loop's thread instead, on a second connection that never waits for a lock, so a long read
-on the worker thread does not hold them back: when another writer (the worker thread, another
-process) holds the lock, they go to the worker thread like the rest. Write transactions start with ``BEGIN
+event loop's thread instead, on a second connection that never waits for a lock, so a long read on
+the worker thread does not hold them back: when another writer (the worker thread, another process)
+holds the lock, they go to the worker thread like the rest. Write transactions start with ``BEGIN
 IMMEDIATE`` so two processes sharing the file queue on the lock (``busy_timeout``) instead of
 failing on upgrade. ``journal_mode=WAL`` lets readers in other processes run during a write;
 ``synchronous=NORMAL`` (the default) makes every commit durable before it returns against the
@@ -113,8 +113,9 @@ class SqliteDriver:
         self.synchronous = synchronous
         self.location = f"sqlite:///{self.path}" if self.path != ":memory:" else "sqlite::memory:"
         self._conn: sqlite3.Connection | None = None
-        #: a second connection to the same file for quick transactions, which never wait for a
-        #: lock (``busy_timeout`` 0): switching one connection's timeout costs two statements
+        #: a second connection to the same file for quick transactions, used on the event loop's
+        #: thread only: it never waits for a lock (``busy_timeout`` 0), and a worker thread's
+        #: transaction on the other connection does not hold it back
         self._quick: sqlite3.Connection | None = None
         self._limiter = trio.CapacityLimiter(1)
         self._closed = False
@@ -125,10 +126,12 @@ class SqliteDriver:
         await trio.to_thread.run_sync(self._connect, limiter=self._limiter)
 
     def _connect(self) -> None:
+        opened: list[sqlite3.Connection] = []
         try:
             if self.path != ":memory:":
                 _private_database(Path(self.path))
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+            opened.append(conn)
             _set_wal(conn)
             if self.path != ":memory:":
                 for suffix in ("-wal", "-shm"):  # SQLite makes them as open as the database; be sure
@@ -138,8 +141,11 @@ class SqliteDriver:
             if self.path != ":memory:" and self.synchronous == "normal":
                 # (a private in-memory database is one connection's own; a full sync is never quick)
                 quick = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+                opened.append(quick)
                 self._configure(quick, 0)
         except (sqlite3.Error, OSError) as exc:
+            for each in opened:  # nothing half-open is left behind
+                each.close()
             raise StoreError(f"cannot open the database {self.location}: {exc}") from exc
         self._conn = conn
         self._quick = quick
