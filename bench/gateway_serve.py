@@ -4,8 +4,9 @@
 
 The host runs with its default policies (timeout, retry, breaker, approval of a read-only tool:
 allowed) but no result cache, so that every call reaches the backend as it does through the
-other proxies. No store, audit sink or service middleware: ``mcpwire serve`` adds those (the
-benchmark measures it too, as ``serve``).
+other proxies. The process's garbage collector is tuned as ``mcpwire serve`` tunes its own
+once started (:func:`~mcpwire.service.runner.settle_memory`). No store, audit sink or service
+middleware: ``mcpwire serve`` adds those (the benchmark measures it too, as ``serve``).
 
     python bench/gateway_serve.py [--port N] [--namespacing on|off] -- COMMAND [ARGS...]
 
@@ -24,6 +25,7 @@ from mcpwire.host import Host
 from mcpwire.host.config import HostConfig, parse_server
 from mcpwire.server.http import serve_http
 from mcpwire.service.gateway import Gateway
+from mcpwire.service.runner import keep_memory_settled
 
 
 async def main(command: list[str], port: int, namespacing: bool) -> None:
@@ -34,6 +36,7 @@ async def main(command: list[str], port: int, namespacing: bool) -> None:
         await nursery.start(gateway.run)
         binds = await nursery.start(partial(serve_http, gateway.asgi_app(), port=port))
         print(f"{binds[0]}/mcp", flush=True)
+        nursery.start_soon(keep_memory_settled, trio.Event())  # until the process is stopped
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ exit status is 0. A second signal cuts the drain short.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -46,6 +47,10 @@ log = logging.getLogger("mcpwire.service")
 
 #: seconds start-up waits for each server's first attempt before printing it as still connecting
 FIRST_ATTEMPT_TIMEOUT: Final = 30.0
+#: the youngest generation's collection threshold once serving (CPython's default: 700)
+GC_YOUNG_THRESHOLD: Final = 20_000
+#: seconds between two full collections of everything, frozen objects too (see settle_memory)
+GC_RESETTLE_S: Final = 600.0
 DEMO_NAME: Final = "demo"
 
 
@@ -113,6 +118,34 @@ def server_line(info: ServerInfo) -> str:
         error = clean_terminal(shorten(info.error or "failed", 160), newlines=False)
         return f"{head} error: {error} (retrying)"
     return f"{head} still connecting"
+
+
+def settle_memory() -> None:
+    """Collects everything (frozen objects too), then freezes what is left out of later
+    collections, and has the youngest generation collected every :data:`GC_YOUNG_THRESHOLD`
+    allocations instead of 700.
+
+    A call leaves few objects behind, so the collector's time went to walking objects that live
+    as long as the process: a full collection every thousand calls or so, over every object
+    start-up made (30-40 ms each), and a young one every few calls. That was about a fifth of
+    the service's time per call at 64 calls in flight. Cyclic garbage a call makes is still
+    collected, in fewer and larger batches (a few ms each, every thousand calls or so).
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, oldest)
+
+
+async def keep_memory_settled(stop: trio.Event, interval: float = GC_RESETTLE_S) -> None:
+    """:func:`settle_memory` now and every ``interval`` seconds until ``stop`` is set: a frozen
+    object that becomes cyclic garbage later (a server removed or restarted) is freed by the
+    next round."""
+    while not stop.is_set():
+        settle_memory()
+        with trio.move_on_after(interval):
+            await stop.wait()
 
 
 async def _first_attempts(host: Host, timeout: float) -> None:
@@ -227,6 +260,7 @@ async def _serve_http(
             else:
                 print("token     none: authentication is off (--no-auth)", file=out)
             print("Ctrl+C stops.", file=out, flush=True)
+            nursery.start_soon(keep_memory_settled, shutdown)
             if ready is not None:
                 ready(binds)
             await shutdown.wait()
@@ -251,6 +285,7 @@ async def _serve_stdio(
             await _first_attempts(host, options.first_attempt_timeout)
             for info in host.list():
                 print(server_line(info), file=out, flush=True)
+            await keep_memory_settled(shutdown)
 
         nursery.start_soon(report)
         await shutdown.wait()
