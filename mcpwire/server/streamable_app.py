@@ -29,6 +29,7 @@ basic/transports §Security Warning), unless the embedder checks them (``allowed
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import secrets
@@ -686,6 +687,7 @@ class _Discard:
 _DISCARD: Final = _Discard()
 
 
+@functools.lru_cache(maxsize=64)  # a client sends the same Accept with every request
 def prefers_sse(accept: str) -> bool:
     """Whether an ``Accept`` header asks for an SSE stream rather than one JSON body: JSON is not
     acceptable at all, or ``text/event-stream`` weighs more, or (weighed alike, as the q-values

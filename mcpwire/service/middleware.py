@@ -30,8 +30,8 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+import random
 import re
-import secrets
 import time
 import urllib.parse
 from collections import OrderedDict
@@ -113,7 +113,10 @@ def trace_id_from(headers: dict[bytes, bytes]) -> str:
         text = given.decode("latin-1").strip()
         if _TRACE_TOKEN.match(text):
             return text
-    return secrets.token_hex(16)
+    # a trace id names a request; it grants nothing, so the fast generator will do (the secrets
+    # module's costs a system call per request)
+    trace = random.getrandbits(128)
+    return f"{trace or 1:032x}"  # (W3C: never all zeros)
 
 
 @dataclass(slots=True)
@@ -184,9 +187,6 @@ class ServiceMiddleware:
             API's operations).
         barrier: waits until what was audited so far is durable; returns False when it cannot.
         observe: ``(method, path, status, seconds)`` once per response, for metrics.
-        direct: apps that answer every method of their path themselves (the MCP gateway), called
-            at once instead of through ``app``'s routing and exception handlers (an exception
-            they raise still reaches the outermost handler).
     """
 
     def __init__(
@@ -201,10 +201,8 @@ class ServiceMiddleware:
         path_role: Callable[[str, str], Role | None] | None = None,
         barrier: Callable[[], Awaitable[bool]] | None = None,
         observe: Callable[[str, str, int, float], None] | None = None,
-        direct: Mapping[str, ASGIApp] | None = None,
     ) -> None:
         self.app = app
-        self.direct = dict(direct or {})
         self.settings = settings
         self.is_public = is_public
         self.is_call = is_call
@@ -263,8 +261,7 @@ class ServiceMiddleware:
                 await self._preflight(response.send)
             else:
                 try:
-                    app = self.direct.get(scope["path"], self.app)
-                    await app(scope, self._limited(receive), response.send)
+                    await self.app(scope, self._limited(receive, headers), response.send)
                 except BodyTooLarge as exc:
                     if response.started:
                         raise
@@ -378,7 +375,12 @@ class ServiceMiddleware:
                 return 413, f"the request body is larger than {self.settings.max_body_bytes} bytes", {}
         return None
 
-    def _limited(self, receive: Receive) -> Receive:
+    def _limited(self, receive: Receive, headers: Mapping[bytes, bytes]) -> Receive:
+        """``receive``, counting the body when its size is not known to be within the limit: a
+        ``Content-Length`` (checked by :meth:`_refuse`) bounds it, as the HTTP server frames the
+        body by it, unless ``Transfer-Encoding`` is there too."""
+        if b"content-length" in headers and b"transfer-encoding" not in headers:
+            return receive
         limit = self.settings.max_body_bytes
         seen = 0
 

@@ -61,6 +61,15 @@ async def test_mcp_is_behind_the_services_middleware(db: str, config: Path) -> N
         assert rebound.status_code == 403
         assert "X-Trace-ID" in too_big.headers
 
+        async def chunks() -> object:  # no Content-Length: the body is counted as it is read
+            for _ in range(3):
+                yield b"x" * 2048
+
+        chunked = await svc.client.post("/mcp", content=chunks(), headers=headers)
+        assert chunked.status_code == 413
+        metrics = (await svc.client.get("/metrics")).text
+        assert 'mcpwire_http_requests_total{route="/mcp",method="POST",code="413"} 2' in metrics
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("era", ERAS, ids=lambda e: e.value)
