@@ -226,13 +226,13 @@ def build_app(
 
 
 class _ServiceApp(Starlette):
-    """The service's app: Starlette behind the service's middleware, except on :attr:`direct`
-    paths.
+    """The service's app: the service's middleware in front of Starlette or, on a
+    :attr:`direct` path, in front of that path's app alone.
 
     Every method of the gateway's path is the gateway's, and the gateway answers its own errors:
     an MCP request goes from the middleware straight to it, without Starlette's error handler,
-    router and route (about a tenth of the service's own time per call). An exception it lets
-    out reaches the HTTP server, which answers 500 or closes the connection."""
+    router and route. An exception it lets out reaches the HTTP server, which answers 500 or
+    closes the connection."""
 
     #: path -> the service's middleware in front of that path's app
     direct: Mapping[str, ServiceMiddleware] = {}
