@@ -1,4 +1,5 @@
-"""HTTP metrics of the service: requests and latency histograms per route, in Prometheus text.
+"""HTTP metrics of the service: requests and latency histograms per route, in Prometheus text;
+and the process's garbage collector (:func:`collector_lines`).
 
 Paths are reduced to their route templates (``/api/v1/servers/{name}``) so a caller cannot grow
 the label set; unknown paths count as ``other``.
@@ -6,6 +7,7 @@ the label set; unknown paths count as ``other``.
 
 from __future__ import annotations
 
+import gc
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -14,7 +16,7 @@ from typing import Final
 
 from ..host.policies.metrics import escape_label
 
-__all__ = ["BUCKETS", "MAX_SERIES", "CallMetrics", "HttpMetrics", "RouteNamer"]
+__all__ = ["BUCKETS", "MAX_SERIES", "CallMetrics", "HttpMetrics", "RouteNamer", "collector_lines"]
 
 #: (server, tool) series kept in the call histograms; later ones are counted under tool="other"
 MAX_SERIES: Final = 2000
@@ -177,3 +179,27 @@ class CallMetrics:
 
 
 _METHODS: Final = frozenset({"GET", "POST", "PATCH", "DELETE", "PUT", "OPTIONS", "HEAD"})
+
+
+def collector_lines() -> list[str]:
+    """The garbage collector's counts: collections and objects freed by generation, and the
+    objects frozen out of collections (``mcpwire serve`` freezes what lives once started)."""
+    stats = gc.get_stats()
+    collections = [
+        "# HELP mcpwire_python_gc_collections_total Garbage collections, by generation.",
+        "# TYPE mcpwire_python_gc_collections_total counter",
+    ]
+    collected = [
+        "# HELP mcpwire_python_gc_collected_total Objects the garbage collector freed, by generation.",
+        "# TYPE mcpwire_python_gc_collected_total counter",
+    ]
+    for generation, counts in enumerate(stats):
+        collections.append(f'mcpwire_python_gc_collections_total{{generation="{generation}"}} {counts["collections"]}')
+        collected.append(f'mcpwire_python_gc_collected_total{{generation="{generation}"}} {counts["collected"]}')
+    return [
+        *collections,
+        *collected,
+        "# HELP mcpwire_python_gc_frozen_objects Objects frozen out of garbage collections.",
+        "# TYPE mcpwire_python_gc_frozen_objects gauge",
+        f"mcpwire_python_gc_frozen_objects {gc.get_freeze_count()}",
+    ]

@@ -26,7 +26,7 @@ from .audit import AuditWriter
 from .changes import ChangeFeed
 from .events import EventHub
 from .identity import Authenticator
-from .metrics import CallMetrics, HttpMetrics
+from .metrics import CallMetrics, HttpMetrics, collector_lines
 from .middleware import RateLimiter
 from .problems import ProblemError
 from .servers import ServerManager
@@ -226,6 +226,7 @@ class Service:
             "# HELP mcpwire_store_up 1 while the database answers.",
             "# TYPE mcpwire_store_up gauge",
             f"mcpwire_store_up {int(self.store_ok)}",
+            *collector_lines(),
         ]
         if pending is not None:
             lines += [

@@ -243,6 +243,8 @@ async def test_metrics_and_probes(db: str, config: Path) -> None:
         text = (await c.get("/metrics")).text
         assert 'mcpwire_host_calls_total{server="demo",tool="echo"} 1' in text
         assert 'mcpwire_http_requests_total{route="/api/v1/tools/{name}/call",method="POST",code="200"} 1' in text
+        assert 'mcpwire_python_gc_collections_total{generation="0"} ' in text
+        assert "# TYPE mcpwire_python_gc_frozen_objects gauge" in text
         assert 'mcpwire_http_request_duration_seconds_bucket{route="/api/v1/tools/{name}/call",le="+Inf"} 1' in text
         assert 'mcpwire_host_server_up{server="demo"} 1' in text and "mcpwire_store_up 1" in text
         assert 'mcpwire_call_duration_seconds_count{server="demo",tool="echo"} 1' in text

@@ -13,6 +13,7 @@ import trio
 from trio.testing import MockClock
 
 from mcpwire.service import runner
+from mcpwire.service.metrics import collector_lines
 from mcpwire.service.runner import GC_YOUNG_THRESHOLD, keep_memory_settled, settle_memory
 
 
@@ -78,3 +79,13 @@ async def test_keep_memory_settled_rounds_until_stopped(
         stop.set()
     assert [round(t - start) for t in rounds] == [0, 600, 1200]
     assert trio.current_time() - start == pytest.approx(1500.0)
+
+
+def test_metrics_show_the_collector(collector: None) -> None:
+    settle_memory()
+    lines = collector_lines()
+    frozen = next(line for line in lines if line.startswith("mcpwire_python_gc_frozen_objects "))
+    assert int(frozen.split()[1]) == gc.get_freeze_count() > 0
+    collections = [line for line in lines if line.startswith("mcpwire_python_gc_collections_total{")]
+    assert [line.split('"')[1] for line in collections] == ["0", "1", "2"]
+    assert int(collections[2].split()[1]) >= 1  # settle_memory's own full collection at least
