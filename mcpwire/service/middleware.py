@@ -113,8 +113,8 @@ def trace_id_from(headers: dict[bytes, bytes]) -> str:
         text = given.decode("latin-1").strip()
         if _TRACE_TOKEN.match(text):
             return text
-    # a trace id names a request; it grants nothing, so the fast generator will do (the secrets
-    # module's costs a system call per request)
+    # a trace id names a request and grants nothing, so the fast generator will do (the secrets
+    # module's generator costs a system call per request)
     trace = random.getrandbits(128)
     return f"{trace or 1:032x}"  # (W3C: never all zeros)
 
