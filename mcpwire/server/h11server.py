@@ -20,7 +20,9 @@ else 408), then awaits the app directly with a ``receive``/``send`` pair bound t
 - ``send`` holds the response head until the first body message so head and body leave in one
   write. A response is complete only when its last write has returned: a write that does not
   finish (cancelled, failed, or past ``send_timeout_s`` on a client that stopped reading) leaves
-  the framing unknown, so the connection is closed, never reused.
+  the framing unknown, so the connection is closed, never reused. On a plain TCP connection
+  (:class:`~.tcp.TcpStream`) what the socket takes at once is written without a pass of the
+  scheduler; only the rest waits, under ``send_timeout_s``.
 
 When the app raises before its response starts, the client gets a 500; after, the connection is
 closed (the response cannot be finished honestly). A request that carries both
@@ -56,6 +58,7 @@ from .listen import (
     tls_context,
 )
 from .proxy import forwarded
+from .tcp import TcpStream
 
 __all__ = ["ServerOptions", "StartupFailed", "connection_handler", "serve_h11"]
 
@@ -334,11 +337,23 @@ class _Connection:
         finish leaves the framing unknown: the connection is then closed, never reused."""
         if self.gone:
             return
+        stream = self.stream
+        if type(stream) is TcpStream:
+            # what the socket takes at once needs no deadline, and no pass of the scheduler: the
+            # connection's next receive yields (a response nearly always goes whole)
+            try:
+                sent = stream.send_nowait(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.mark_gone()
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
         self.writing = True
         self.deadline = trio.current_time() + self.options.send_timeout_s
         done = False
         try:
-            await self.stream.send_all(data)
+            await stream.send_all(data)
             done = True
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.mark_gone()

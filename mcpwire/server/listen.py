@@ -12,7 +12,8 @@ binds with :func:`trio.open_tcp_listeners` (port 0 and IPv6 work), reports the b
   many clients, are exempt), so that one address holding idle or trickling connections cannot
   take the service from everyone else.
 
-A connection admitted is wrapped in a :class:`trio.SSLStream` when the server has a certificate,
+A connection admitted becomes a :class:`~.tcp.TcpStream` (trio's stream contract without its
+per-call layers), wrapped in a :class:`trio.SSLStream` when the server has a certificate,
 then handed to the server's own connection handler (the built-in h11 connection, or hypercorn's),
 which registers a :class:`Handle` for the sweeper and the drain. One sweeper task ends every
 connection whose wait on its client is past its deadline: a float per connection checked twice a
@@ -39,6 +40,7 @@ from typing import Any, Final, Protocol
 import trio
 
 from .lifespan import ASGIApp, Lifespan, StartupFailed
+from .tcp import TcpStream
 
 __all__ = [
     "Accepted",
@@ -221,7 +223,7 @@ async def close_gently(stream: trio.abc.Stream, *, drain: bool = True) -> None:
     flight. Shielded, bounded."""
     with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_LINGER_S):
         try:
-            if isinstance(stream, trio.SocketStream):
+            if isinstance(stream, TcpStream | trio.SocketStream):
                 await stream.send_eof()
             while drain and await stream.receive_some(65536):
                 pass
@@ -355,12 +357,14 @@ async def _admit_and_serve(
                     pass
         await trio.aclose_forcefully(stream)
         return
+    plain = TcpStream(stream)
     try:
-        served: trio.abc.Stream = stream
+        served: trio.abc.Stream = plain
         if tls is not None:
-            served = trio.SSLStream(stream, tls, server_side=True, https_compatible=True)
+            served = trio.SSLStream(plain, tls, server_side=True, https_compatible=True)
         await handler(Accepted(served, client, local, "https" if tls is not None else "http", connections))
     finally:
+        plain.close()
         connections.release(host)
 
 
