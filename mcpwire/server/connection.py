@@ -135,6 +135,14 @@ class Connection:
         is the request's lifetime: cancel the caller to cancel the request)."""
         await self._request(request, outlet, spawn=False, transport=transport)
 
+    async def serve_tracked(
+        self, request: InRequest, outlet: Outlet, *, transport: Mapping[str, str] | None = None
+    ) -> None:
+        """Serve one legacy request in the calling task, in flight as one :meth:`receive`
+        started: ``notifications/cancelled`` and :meth:`close` cancel it (an HTTP response that
+        waits for the request anyway saves a task)."""
+        await self._request(request, outlet, spawn=False, track=True, transport=transport)
+
     async def _batch(self, items: list[object], outlet: Outlet, transport: Mapping[str, str] | None) -> bool:
         # JSON-RPC batches exist in 2025-03-26 only (added by it, removed by 2025-06-18).
         if self.revision != V2025_03_26 or self.era == "modern":
@@ -188,7 +196,13 @@ class Connection:
     # -- admission --------------------------------------------------------------------------
 
     async def _request(
-        self, request: InRequest, outlet: Outlet, *, spawn: bool, transport: Mapping[str, str] | None
+        self,
+        request: InRequest,
+        outlet: Outlet,
+        *,
+        spawn: bool,
+        transport: Mapping[str, str] | None,
+        track: bool = False,
     ) -> None:
         try:
             context = self.admit(request, outlet, transport=transport)
@@ -197,13 +211,16 @@ class Connection:
             return
         if context.method in _AT_ONCE and context.era is Era.LEGACY:
             await self._run(context)
-        elif spawn:
+        elif spawn or track:
             if context.method == "subscriptions/listen" and context.id in self._inflight:
                 message = f"Invalid Request: subscription {context.id!r} is already open"
                 await outlet.send(error_message(context.id, INVALID_REQUEST, message), final=True)
                 return
             self._inflight[context.id] = context
-            self._nursery.start_soon(self._run, context)
+            if spawn:
+                self._nursery.start_soon(self._run, context)
+            else:
+                await self._run(context)
         else:
             await self._run(context)
 

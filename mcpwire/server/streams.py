@@ -11,11 +11,13 @@ disconnected"). At most :data:`MAX_EVENTS` are kept; older ones cannot be replay
 A stream is *done* after its final message (the request's answer). A resumable stream may be
 *kicked* (:meth:`EventStream.drop_connection`): the response that is writing it ends at once,
 leaving the stream open for a resuming GET (2025-11-25 basic/transports: the server "MAY close
-the connection ... without terminating the stream").
+the connection ... without terminating the stream"). A stream whose request runs in the task of
+the response writing it (*held*) is never kicked: that response could not end before the request.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Final
 
@@ -25,6 +27,8 @@ from ..protocol.serving import encode
 from .core import JSONObject
 
 __all__ = ["MAX_EVENTS", "EventStream"]
+
+log = logging.getLogger("mcpwire.server.streams")
 
 #: Events kept per stream for resumption.
 MAX_EVENTS: Final = 1000
@@ -46,6 +50,7 @@ class EventStream:
         "_next",
         "done",
         "events",
+        "held",
         "number",
         "on_message",
         "persistent",
@@ -71,6 +76,8 @@ class EventStream:
         self._changed = trio.Event()
         #: called after each message is kept (a response that writes only when needed)
         self.on_message: Callable[[], None] | None = None
+        #: the request runs in the task of the response writing it: a kick is refused
+        self.held = False
 
     # -- the Outlet side ------------------------------------------------------------------------
 
@@ -105,7 +112,11 @@ class EventStream:
         self._wake()
 
     def drop_connection(self) -> None:
-        """End the response writing this stream now; a primed stream stays resumable."""
+        """End the response writing this stream now; a primed stream stays resumable. Not for a
+        held stream (logged): its response ends with its request."""
+        if self.held:
+            log.warning("stream %d: its request runs in the task of its response, which cannot end first", self.number)
+            return
         if self.primed:
             self._kicked += 1
             self._wake()

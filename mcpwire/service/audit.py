@@ -8,7 +8,9 @@ later chunk of a streamed one), so a caller never sees an answer whose audit rec
 lost. When nothing is queued the barrier costs two integer compares. A barrier that finds records
 queued and no commit under way makes the commit itself (of everything queued, its own record
 among them) instead of handing it to the writer task and waiting for it; calls that finish while a
-commit runs wait for it to end, and the first of them to run then commits for them all.
+commit runs wait for it to end, and the first of them to run then commits for them all. When other
+calls are under way it first yields once, so that those finishing in the same pass of the
+scheduler queue their records and share its commit.
 
 The writer task is not woken per record: a record arms its deadline (``linger`` seconds after the
 first record it has not seen), so a call whose barrier commits its record costs no task switch.
@@ -106,14 +108,23 @@ class AuditWriter:
         if park is not None and park.deadline == math.inf:
             park.deadline = trio.current_time() + self._linger
 
-    async def barrier(self) -> bool:
+    async def barrier(self, others: bool = False) -> bool:
         """Waits until every record queued so far is committed; False after ``timeout`` seconds.
+
+        ``others``: other calls are under way, and some may finish in the same pass of the
+        scheduler; a barrier that would commit yields once first, so that their records are
+        queued too and one commit takes them all (a call that runs in the task of its HTTP
+        request reaches its barrier in the step that queued its record).
 
         Cancellation: returns to the caller's cancel scope at once (nothing is undone).
         """
         target = self._queued
         if self._committed >= target:
             return True
+        if others and not self._committing:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            if self._committed >= target:
+                return True
         with trio.move_on_after(self._timeout):
             while self._committed < target:
                 if self._committing or self._failing:

@@ -186,6 +186,7 @@ class ServiceMiddleware:
         path_role: the role ``(method, path)`` needs, or None where the handler checks it (the
             API's operations).
         barrier: waits until what was audited so far is durable; returns False when it cannot.
+            Told whether other requests are under way (their records may share its commit).
         observe: ``(method, path, status, seconds)`` once per response, for metrics.
     """
 
@@ -199,7 +200,7 @@ class ServiceMiddleware:
         limiter: RateLimiter,
         authenticator: Authenticator | None = None,
         path_role: Callable[[str, str], Role | None] | None = None,
-        barrier: Callable[[], Awaitable[bool]] | None = None,
+        barrier: Callable[[bool], Awaitable[bool]] | None = None,
         observe: Callable[[str, str, int, float], None] | None = None,
     ) -> None:
         self.app = app
@@ -210,6 +211,8 @@ class ServiceMiddleware:
         self.authenticator = authenticator or Authenticator(settings.token, None)
         self.path_role = path_role or (lambda method, path: None)
         self.barrier = barrier
+        #: HTTP requests under way
+        self.active = 0
         self.observe = observe
         self.loopback = is_loopback(settings.host)
         names = {h.lower() for h in settings.allowed_hosts}
@@ -229,6 +232,7 @@ class ServiceMiddleware:
             await send({"type": "websocket.close", "code": 1008})
             return
         began = time.perf_counter()
+        self.active += 1
         headers = dict(scope.get("headers") or [])
         trace_id = trace_id_from(headers)
         client = scope.get("client")
@@ -267,6 +271,7 @@ class ServiceMiddleware:
                         raise
                     await self._problem(response.send, scope, trace_id, began, exc.status, exc.detail)
         finally:
+            self.active -= 1
             self._done(scope, state["caller"], response.status, time.perf_counter() - began, trace_id)
             TRACE_ID.reset(token)
 
@@ -450,7 +455,7 @@ class _Response:
             return
         barrier = self.middleware.barrier
         if message["type"] == "http.response.start":
-            if barrier is not None and not await barrier():
+            if barrier is not None and not await barrier(self.middleware.active > 1):
                 self.swallow = True
                 process_time = f"{time.perf_counter() - self.began:.6f}"
                 await self.middleware._problem(
@@ -480,7 +485,7 @@ class _Response:
             message["type"] == "http.response.body"
             and barrier is not None
             and message.get("body")
-            and not await barrier()
+            and not await barrier(self.middleware.active > 1)
         ):
             raise RuntimeError("audit records could not be stored; the response is abandoned")
         await self._send(message)

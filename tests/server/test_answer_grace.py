@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 import httpx
+import pytest
 import trio
 from _server_support import ACCEPT_BOTH, INIT, MODERN, meta, sse_events, text, tools_server
 
@@ -20,11 +21,15 @@ from mcpwire.server.http import serve_http
 from mcpwire.server.streamable_app import prefers_sse
 
 BOTH = ACCEPT_BOTH
+#: the legacy tests run with requests served in the session's tasks and in the POST's own task
+HOLD = pytest.mark.parametrize("hold", [False, True], ids=["spawned", "held"])
 
 
 @asynccontextmanager
-async def served(server: Server, grace: float | None) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
-    app = StreamableHTTPApp(server, answer_grace_s=grace)
+async def served(
+    server: Server, grace: float | None, *, hold: bool = False
+) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    app = StreamableHTTPApp(server, answer_grace_s=grace, hold_requests=hold)
     async with trio.open_nursery() as nursery:
         [base] = await nursery.start(partial(serve_http, app, port=0))
         try:
@@ -52,8 +57,9 @@ async def _progress(ctx: RequestContext) -> Any:
     return text("done")
 
 
-async def test_an_answer_ready_within_the_grace_is_one_json_body() -> None:
-    async with served(tools_server(quick=_quick), grace=5.0) as (client, url):
+@HOLD
+async def test_an_answer_ready_within_the_grace_is_one_json_body(hold: bool) -> None:
+    async with served(tools_server(quick=_quick), grace=5.0, hold=hold) as (client, url):
         session = await session_of(client, url)
         reply = await client.post(url, json=call("quick"), headers={**BOTH, **session})
         assert (reply.status_code, reply.headers["content-type"]) == (200, "application/json")
@@ -66,11 +72,12 @@ async def test_an_answer_ready_within_the_grace_is_one_json_body() -> None:
         assert json.loads(got[1]["data"])["result"] == text("quick")
 
 
-async def test_a_client_that_lists_sse_first_gets_its_stream_at_once() -> None:
+@HOLD
+async def test_a_client_that_lists_sse_first_gets_its_stream_at_once(hold: bool) -> None:
     """The client's preference in ``Accept`` decides when it states one (a higher q, or the same q
     and listed first): the conformance runner's SSE polling requests list ``text/event-stream``
     first; the SDKs and mcpwire list ``application/json`` first and get one JSON body."""
-    async with served(tools_server(quick=_quick), grace=5.0) as (client, url):
+    async with served(tools_server(quick=_quick), grace=5.0, hold=hold) as (client, url):
         session = await session_of(client, url)
         streaming = ("text/event-stream, application/json", "application/json;q=0.5, text/event-stream")
         for rid, accept in enumerate(streaming):
@@ -110,8 +117,9 @@ async def test_without_a_grace_resumable_answers_are_sse_from_the_start() -> Non
         assert [e.get("id") for e in got] == ["1.0", "1.1"]
 
 
-async def test_messages_before_the_answer_make_sse_that_starts_with_its_priming_event() -> None:
-    async with served(tools_server(progress=_progress), grace=5.0) as (client, url):
+@HOLD
+async def test_messages_before_the_answer_make_sse_that_starts_with_its_priming_event(hold: bool) -> None:
+    async with served(tools_server(progress=_progress), grace=5.0, hold=hold) as (client, url):
         session = await session_of(client, url)
         body = call("progress", _meta={"progressToken": 7})
         async with client.stream("POST", url, json=body, headers={**BOTH, **session}) as streamed:
@@ -122,14 +130,15 @@ async def test_messages_before_the_answer_make_sse_that_starts_with_its_priming_
         assert [e["id"] for e in got[1:]] == ["1.1", "1.2"]
 
 
-async def test_an_answer_slower_than_the_grace_comes_on_a_primed_stream() -> None:
+@HOLD
+async def test_an_answer_slower_than_the_grace_comes_on_a_primed_stream(hold: bool) -> None:
     primed = trio.Event()
 
     async def slow(ctx: RequestContext) -> Any:
         await primed.wait()  # answered only once the client has seen the priming event
         return text("slow")
 
-    async with served(tools_server(slow=slow), grace=0.01) as (client, url):
+    async with served(tools_server(slow=slow), grace=0.01, hold=hold) as (client, url):
         session = await session_of(client, url)
         with trio.fail_after(5):
             async with client.stream("POST", url, json=call("slow"), headers={**BOTH, **session}) as streamed:
@@ -141,7 +150,8 @@ async def test_an_answer_slower_than_the_grace_comes_on_a_primed_stream() -> Non
         assert json.loads(got[1]["data"])["result"] == text("slow")
 
 
-async def test_graces_end_for_every_waiting_request_among_answered_ones() -> None:
+@HOLD
+async def test_graces_end_for_every_waiting_request_among_answered_ones(hold: bool) -> None:
     """One timer ends the graces: quick answers queued ahead of a slow one, or a queue that ran
     empty in between, do not keep a slow request waiting past its own grace."""
     primed = trio.Event()
@@ -162,7 +172,7 @@ async def test_graces_end_for_every_waiting_request_among_answered_ones() -> Non
         assert got[0]["data"] == ""  # the priming event: the grace ended before the answer
         return str(json.loads(got[1]["data"])["result"]["content"][0]["text"])
 
-    async with served(tools_server(quick=_quick, slow=slow), grace=0.05) as (client, url):
+    async with served(tools_server(quick=_quick, slow=slow), grace=0.05, hold=hold) as (client, url):
         session = await session_of(client, url)
         headers = {**BOTH, **session}
         with trio.fail_after(10):
@@ -197,6 +207,104 @@ async def test_a_connection_dropped_within_the_grace_is_resumed() -> None:
         assert rest == [{"jsonrpc": "2.0", "id": 2, "result": text("resumed")}]
 
 
+async def test_a_held_request_cannot_drop_its_connection(caplog: pytest.LogCaptureFixture) -> None:
+    """A request served in its POST's task cannot end its response first: drop_connection is
+    refused (logged), and the answer comes on the response as usual."""
+
+    async def reconnect(ctx: RequestContext) -> Any:
+        ctx.drop_connection()
+        return text("kept")
+
+    async with served(tools_server(reconnect=reconnect), grace=5.0, hold=True) as (client, url):
+        session = await session_of(client, url)
+        with trio.fail_after(5):
+            reply = await client.post(url, json=call("reconnect"), headers={**BOTH, **session})
+        assert reply.headers["content-type"] == "application/json"
+        assert reply.json()["result"] == text("kept")
+    assert any("cannot end first" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+
+
+def _hanging() -> tuple[Any, trio.Event, trio.Event]:
+    started, cancelled = trio.Event(), trio.Event()
+
+    async def hang(ctx: RequestContext) -> Any:
+        started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    return hang, started, cancelled
+
+
+async def test_a_held_request_is_cancelled_by_the_client_and_by_its_session_end() -> None:
+    hang, started, cancelled = _hanging()
+    async with served(tools_server(hang=hang), grace=0.05, hold=True) as (client, url):
+        session = await session_of(client, url)
+        headers = {**BOTH, **session}
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def post() -> None:
+                    async with client.stream("POST", url, json=call("hang", 41), headers=headers) as streamed:
+                        async for _ in sse_events(streamed):  # primed when the grace ends, then nothing
+                            pass
+
+                nursery.start_soon(post)
+                await started.wait()
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 41}}
+                assert (await client.post(url, json=cancel, headers=headers)).status_code == 202
+                await cancelled.wait()
+                nursery.cancel_scope.cancel()
+        hang, started, cancelled = _hanging()
+        async with served(tools_server(hang=hang), grace=5.0, hold=True) as (client2, url2):
+            session = await session_of(client2, url2)
+            with trio.fail_after(5):
+                async with trio.open_nursery() as nursery:
+
+                    async def post2() -> None:
+                        reply = await client2.post(url2, json=call("hang", 42), headers={**BOTH, **session})
+                        # the session ended: its streams end, with no answer (as a spawned request's)
+                        assert reply.headers["content-type"] == "text/event-stream"
+                        assert "jsonrpc" not in reply.text
+
+                    nursery.start_soon(post2)
+                    await started.wait()
+                    assert (await client2.delete(url2, headers=session)).status_code == 200
+                    await cancelled.wait()
+
+
+async def test_a_held_request_outlives_its_client_and_its_answer_is_resumed() -> None:
+    """Legacy: a closed connection is not a cancellation. The request served in the POST's task
+    goes on once its client has gone, and its answer waits for a resuming GET."""
+    started, release, finished = trio.Event(), trio.Event(), trio.Event()
+
+    async def waits(ctx: RequestContext) -> Any:
+        started.set()
+        await release.wait()
+        finished.set()
+        return text("after you left")
+
+    async with served(tools_server(waits=waits), grace=5.0, hold=True) as (client, url):
+        session = await session_of(client, url)
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def post() -> None:
+                    async with httpx.AsyncClient(timeout=5) as own:  # its own connection, closed below
+                        await own.post(url, json=call("waits", 43), headers={**BOTH, **session})
+
+                nursery.start_soon(post)
+                await started.wait()
+                nursery.cancel_scope.cancel()
+            release.set()
+            await finished.wait()
+            headers = {**BOTH, **session, "Last-Event-ID": "1.0"}
+            async with client.stream("GET", url, headers=headers) as again:
+                rest = [json.loads(e["data"]) async for e in sse_events(again) if e["data"]]
+        assert rest == [{"jsonrpc": "2.0", "id": 43, "result": text("after you left")}]
+
+
 def modern_call(name: str, **meta_extra: Any) -> tuple[dict[str, Any], dict[str, str]]:
     body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "_meta": meta() | meta_extra}}
     headers = {**BOTH, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": name}
@@ -218,15 +326,7 @@ async def test_modern_requests_answer_alone_in_json_and_stream_what_comes_before
 
 
 async def test_closing_a_modern_response_cancels_its_request_even_before_it_streams() -> None:
-    started, cancelled = trio.Event(), trio.Event()
-
-    async def hang(ctx: RequestContext) -> Any:
-        started.set()
-        try:
-            await trio.sleep_forever()
-        finally:
-            cancelled.set()
-
+    hang, started, cancelled = _hanging()
     async with served(tools_server(hang=hang), grace=None) as (client, url):
         body, headers = modern_call("hang")
         with trio.fail_after(5):

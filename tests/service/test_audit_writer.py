@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from mcpwire.service.audit import AuditWriter
 from mcpwire.service.events import EventHub
@@ -65,6 +66,36 @@ async def test_calls_finishing_together_share_commits_and_wait_for_their_own(sto
     assert seen_at_return == {i: True for i in range(200)}
     assert writer.committed == 200
     assert writer.batches < 200  # grouped: fewer transactions than records
+
+
+async def test_calls_that_reach_their_barrier_in_the_step_that_queued_share_a_commit_when_others_run(
+    store: Store,
+) -> None:
+    """A call served in its HTTP request's task queues its record and reaches its barrier in one
+    step: told that other calls are under way, the barrier yields once first, and the calls that
+    finish in the same pass of the scheduler share one commit; alone, each commits its own."""
+    writer = AuditWriter(store, linger=60.0)
+
+    async def wave(others: bool) -> int:
+        go = trio.Event()
+        before = writer.batches
+
+        async def call(i: int) -> None:
+            await go.wait()
+            writer.add(_record(i))
+            assert await writer.barrier(others) is True
+
+        async with trio.open_nursery() as calls:
+            for i in range(32):
+                calls.start_soon(call, i)
+            await trio.testing.wait_all_tasks_blocked()
+            go.set()  # every call runs in the next pass
+        return writer.batches - before
+
+    with trio.fail_after(20):
+        assert await wave(others=False) == 32
+        assert await wave(others=True) == 1
+    assert writer.committed == 64
 
 
 class _Failing:
