@@ -116,22 +116,21 @@ class _Graces:
 
     def __init__(self, grace: float) -> None:
         self.grace = grace
-        #: (when the grace ends, the stream waited on, what to do then), oldest first
-        self._queue: deque[tuple[float, EventStream, Callable[[], None]]] = deque()
+        #: (when the grace ends, the stream waited on), oldest first
+        self._queue: deque[tuple[float, EventStream]] = deque()
         self._idle: trio.Event | None = None
         self._running = False
 
-    def wake_later(self, stream: EventStream, nursery: trio.Nursery, action: Callable[[], None] | None = None) -> bool:
-        """Nudge ``stream`` (or call ``action``) when its grace from now ends, unless it has a
-        message by then. False when the nursery takes no task now (the app is closing): the
-        caller times its own wait."""
+    def wake_later(self, stream: EventStream, nursery: trio.Nursery) -> bool:
+        """Nudge ``stream`` when its grace from now ends, unless it has a message by then. False
+        when the nursery takes no task now (the app is closing): the caller times its own wait."""
         if not self._running:
             try:
                 nursery.start_soon(self._run)
             except RuntimeError:  # closed to new arrivals
                 return False
             self._running = True
-        self._queue.append((trio.current_time() + self.grace, stream, action or stream.nudge))
+        self._queue.append((trio.current_time() + self.grace, stream))
         if self._idle is not None:
             self._idle.set()
         return True
@@ -150,14 +149,14 @@ class _Graces:
                 await trio.sleep_until(queue[0][0])
                 now = trio.current_time()
                 while queue and queue[0][0] <= now:
-                    _, stream, action = queue.popleft()
+                    _, stream = queue.popleft()
                     if not _spoke(stream):
-                        action()
+                        stream.nudge()
         finally:
             self._running = False
             self._idle = None
             while queue:  # no one is left to time these waits: they end now
-                queue.popleft()[2]()
+                queue.popleft()[1].nudge()
 
 
 class _Writer:
@@ -586,7 +585,8 @@ class StreamableHTTPApp:
                 stream_it()
 
         stream.on_message = on_message
-        if self._nursery is None or not self._graces.wake_later(stream, self._nursery, stream_it):
+        stream.on_nudge = stream_it  # the end of the grace (what the timer holds is the stream alone)
+        if self._nursery is None or not self._graces.wake_later(stream, self._nursery):
             stream_it()  # the app is closing: no grace to time
         try:
             await connection.serve_tracked(item, stream, transport=request.origin)
@@ -602,7 +602,7 @@ class StreamableHTTPApp:
             else:
                 await writer.done.wait()
         finally:
-            stream.on_message = None
+            stream.on_message = stream.on_nudge = None
             if writer is not None and not writer.done.is_set():
                 writer.scope.cancel()  # this task is cancelled: the response ends with it
                 with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WAIT_S):

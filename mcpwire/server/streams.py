@@ -53,6 +53,7 @@ class EventStream:
         "held",
         "number",
         "on_message",
+        "on_nudge",
         "persistent",
         "primed",
         "readers",
@@ -78,6 +79,8 @@ class EventStream:
         self.on_message: Callable[[], None] | None = None
         #: the request runs in the task of the response writing it: a kick is refused
         self.held = False
+        #: called by :meth:`nudge` (the end of a wait that a request in flight must act on)
+        self.on_nudge: Callable[[], None] | None = None
 
     # -- the Outlet side ------------------------------------------------------------------------
 
@@ -126,6 +129,8 @@ class EventStream:
     def nudge(self) -> None:
         """Wake whoever waits for a change, with nothing changed (a wait whose time is up)."""
         self._wake()
+        if self.on_nudge is not None:
+            self.on_nudge()
 
     @property
     def kicks(self) -> int:
