@@ -134,6 +134,7 @@ def main() -> None:
             while view:
                 view = view[os.write(stdout, view) :]
 
+
 if __name__ == "__main__":
     try:
         main()

@@ -13,6 +13,8 @@ same calls (``echo`` with a short message):
   middleware, with a token, every call's audit record committed to its SQLite store before the
   answer: durable when the process dies), and ``serve[fsync]``: the same with the store synced to
   the disk at every commit (``?synchronous=full``: durable when the machine loses power too);
+  both in the legacy era, as the proxies are measured; and ``serve[2026]``: as shipped, with the
+  era mcpwire's client speaks to it by default (2026-07-28);
 - ``mcp-proxy`` (0.13, the Python SDK 1.x) and ``fastmcp`` (FastMCP 4.1.2's proxy), legacy era
   (FastMCP's proxy lists no tools in 2026-07-28, and mcp-proxy refuses its probe);
 - ``floor``: ``bench/gateway_floor.py``, a bare hypercorn+starlette endpoint answering the call
@@ -61,7 +63,17 @@ SERVERS = Path(os.environ.get("MCPWIRE_SERVERS_DIR", REPO / ".cache" / "servers"
 EVERYTHING = SERVERS / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
 MCP_PROXY = SERVERS / "proxy" / "bin" / "mcp-proxy"
 FASTMCP = SERVERS / "fastmcp" / "bin" / "fastmcp"
-TARGETS = ("direct", "floor", "gateway", "gateway[2026]", "serve", "serve[fsync]", "mcp-proxy", "fastmcp")
+TARGETS = (
+    "direct",
+    "floor",
+    "gateway",
+    "gateway[2026]",
+    "serve",
+    "serve[2026]",
+    "serve[fsync]",
+    "mcp-proxy",
+    "fastmcp",
+)
 #: the admin token the ``serve`` targets run with (they need one, as on every address)
 SERVE_TOKEN = "gateway-bench-token-0123456789"
 MESSAGE = "hello, gateway"
@@ -203,7 +215,7 @@ async def _target(name: str, folder: Path) -> AsyncIterator[tuple[StdioServer | 
         config = folder / "fastmcp.json"
         config.write_text(json.dumps({"mcpServers": {"everything": {"command": everything[0], "args": ["stdio"]}}}))
         argv = [str(FASTMCP), "run", str(config), "--no-banner", "--transport", "http", "--port", str(port)]
-    era: Era = "modern" if name == "gateway[2026]" else "legacy"
+    era: Era = "modern" if name.endswith("[2026]") else "legacy"
     if name.startswith("serve"):
         with _serve_process(folder, fsync=name == "serve[fsync]") as (url, pid):
             await _wait_listening(url, ready=url.removesuffix("/mcp") + "/readyz")
@@ -269,6 +281,7 @@ async def measure(name: str, folder: Path, calls: int, concurrent_calls: int, wa
 PROXY_TARGETS: Final[dict[str, tuple[float | None, float | None]]] = {
     "gateway": (0.6, 2.0),
     "serve": (0.6, 3.0),
+    "serve[2026]": (0.6, 3.0),
     "serve[fsync]": (None, None),
 }
 

@@ -158,12 +158,14 @@ class Exchange:
         """Cancel ``scope`` when the client closes the connection; cancel ``stop`` to stop watching
         (it ends this task quietly: nothing reaches the nursery to be sorted out)."""
         with stop:
-            while True:
-                message = await self.receive()
-                if message["type"] == "http.disconnect":
-                    self.gone = True
-                    scope.cancel()
-                    return
+            await self.until_gone()
+            scope.cancel()
+
+    async def until_gone(self) -> None:
+        """Returns once the client has closed the connection (:attr:`gone` is then set)."""
+        while (await self.receive())["type"] != "http.disconnect":
+            pass
+        self.gone = True
 
 
 def priming(stream: EventStream) -> bytes:

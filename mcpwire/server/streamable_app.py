@@ -38,7 +38,7 @@ import math
 import secrets
 import urllib.parse
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -159,29 +159,45 @@ class _Graces:
                 queue.popleft()[1].nudge()
 
 
-class _Writer:
-    """The SSE response of a request served in its POST's task (:meth:`StreamableHTTPApp._answer_held`):
-    it runs in the app's nursery, and the POST's task waits for :attr:`done` (or cancels it)."""
+class _Companion:
+    """A task in the app's nursery working for a request served in its POST's task (it writes
+    the response as SSE, or watches for the client closing the connection); the POST's task
+    waits for it, or ends it (:meth:`end`), before it returns. Started only when needed: most
+    calls are answered before they need one."""
 
-    __slots__ = ("done", "keepalive_s", "request", "scope", "stream")
+    __slots__ = ("done", "scope")
 
-    def __init__(self, request: Exchange, stream: EventStream, keepalive_s: float) -> None:
-        self.request = request
-        self.stream = stream
-        self.keepalive_s = keepalive_s
+    def __init__(self) -> None:
         self.scope = trio.CancelScope()
         self.done = trio.Event()
 
-    async def run(self) -> None:
+    @classmethod
+    def start(cls, nursery: trio.Nursery | None, work: Callable[[], Awaitable[None]]) -> _Companion | None:
+        """A companion running ``work``; None when the app's nursery takes no task (it is closing)."""
+        if nursery is None:
+            return None
+        companion = cls()
+        try:
+            nursery.start_soon(companion._run, work)
+        except RuntimeError:  # closed to new arrivals
+            return None
+        return companion
+
+    async def _run(self, work: Callable[[], Awaitable[None]]) -> None:
         try:
             with self.scope:
-                await self.request.watched(
-                    respond(self.request, self.stream, keepalive_s=self.keepalive_s, modern=False, sse=True)
-                )
+                await work()
         except Exception:  # (in the app's nursery: a failure here must not end the app)
-            log.exception("%s %s: writing the response failed", self.request.method, self.request.path)
+            log.exception("a response's companion task failed")
         finally:
             self.done.set()
+
+    async def end(self) -> None:
+        """Cancel it and wait (shielded, bounded) until it has stopped."""
+        if not self.done.is_set():
+            self.scope.cancel()
+            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WAIT_S):
+                await self.done.wait()
 
 
 def _spoke(stream: EventStream) -> bool:
@@ -209,7 +225,9 @@ class StreamableHTTPApp:
             rather than a task of its own in the session (one task and two task switches fewer
             per call). Only for servers whose handlers never end a response early
             (:meth:`~mcpwire.server.context.RequestContext.drop_connection` is refused and
-            logged): a response could not end while its request runs in the same task.
+            logged): a response could not end while its request runs in the same task. A
+            2026-07-28 request then gets its watcher of the client closing the connection (a
+            task) only when its response streams or its grace ends.
     """
 
     def __init__(
@@ -430,6 +448,9 @@ class StreamableHTTPApp:
             return
         connection = await self._modern_connection()
         stream = EventStream()
+        if self.hold_requests and self._graces is not None:
+            await self._serve_modern_held(request, connection, item, stream)
+            return
         async with trio.open_nursery() as nursery:
             # "Closing the SSE response stream MUST be treated by the server as cancellation of
             # that request": the watcher cancels this scope, and with it the request served here.
@@ -560,25 +581,23 @@ class StreamableHTTPApp:
     ) -> None:
         """Serve the request in this task (:attr:`hold_requests`): its answer alone is one JSON
         body, as :meth:`_answer_alone` writes it. A message before the answer, or the end of the
-        grace, starts a writer (a task in the app's nursery, bound to this one) that streams it
-        all as SSE, priming event first, while the request goes on here; a request that ends
-        unanswered (cancelled) is streamed the same way. No nursery of its own: leaving one is a
-        pass of the scheduler, and most calls never need the writer."""
-        assert self._graces is not None
+        grace, starts a writer (a :class:`_Companion`) that streams it all as SSE, priming event
+        first, while the request goes on here; a request that ends unanswered (cancelled) is
+        streamed the same way. No nursery of its own: leaving one is a pass of the scheduler, and
+        most calls never need the writer."""
         stream.held = True
-        writer: _Writer | None = None
+        writer: _Companion | None = None
+        streamed = False
+
+        async def write() -> None:
+            await request.watched(respond(request, stream, keepalive_s=self.keepalive_s, modern=False, sse=True))
 
         def stream_it() -> None:
-            nonlocal writer
-            if stream.on_message is None:
-                return  # streaming already, or answered
-            stream.on_message = None
-            if self._nursery is not None:
-                writer = _Writer(request, stream, self.keepalive_s)
-                try:
-                    self._nursery.start_soon(writer.run)
-                except RuntimeError:  # the app is closing: this task writes what is left
-                    writer = None
+            nonlocal writer, streamed
+            if not streamed:
+                streamed = True
+                stream.on_message = None
+                writer = _Companion.start(self._nursery, write)
 
         def on_message() -> None:
             if not (stream.done and len(stream.events) == 1):
@@ -586,27 +605,87 @@ class StreamableHTTPApp:
 
         stream.on_message = on_message
         stream.on_nudge = stream_it  # the end of the grace (what the timer holds is the stream alone)
-        if self._nursery is None or not self._graces.wake_later(stream, self._nursery):
+        if self._graces is None or self._nursery is None or not self._graces.wake_later(stream, self._nursery):
             stream_it()  # the app is closing: no grace to time
         try:
             await connection.serve_tracked(item, stream, transport=request.origin)
-            if stream.on_message is not None:
-                stream.on_message = None
+            stream.on_message = stream.on_nudge = None
+            if not streamed:
                 if stream.done and len(stream.events) == 1 and stream.events[0][0] == 1:
                     await request.json(200, stream.events[0][1])
                     return
-                stream.on_message = on_message
                 stream_it()
-            if writer is None:
-                await request.watched(respond(request, stream, keepalive_s=self.keepalive_s, modern=False, sse=True))
+            if writer is None:  # the app is closing: this task writes what is left
+                await write()
             else:
                 await writer.done.wait()
         finally:
             stream.on_message = stream.on_nudge = None
-            if writer is not None and not writer.done.is_set():
-                writer.scope.cancel()  # this task is cancelled: the response ends with it
-                with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WAIT_S):
+            if writer is not None:
+                await writer.end()  # (this task is cancelled: the response ends with it)
+
+    async def _serve_modern_held(
+        self, request: Exchange, connection: Connection, item: InRequest, stream: EventStream
+    ) -> None:
+        """A 2026-07-28 request with :attr:`hold_requests`: as the plain path serves it, without
+        a nursery and a watcher task per request. Its answer alone is one JSON body; a message
+        before it starts a writer (a :class:`_Companion`). The watcher of the client closing the
+        connection, which cancels the request, starts with the writer or at the end of the
+        answer grace: a request answered sooner needs none, and one whose client goes sooner
+        is cancelled then."""
+        cancel = trio.CancelScope()
+        writer: _Companion | None = None
+        watcher: _Companion | None = None
+        streamed = False
+
+        async def watch_work() -> None:
+            await request.until_gone()
+            cancel.cancel()
+
+        def watch() -> None:
+            nonlocal watcher
+            if watcher is None:
+                watcher = _Companion.start(self._nursery, watch_work)
+
+        async def write() -> None:
+            await respond(request, stream, keepalive_s=self.keepalive_s, modern=True)
+
+        def on_message() -> None:
+            # the request's answer alone is written once it is served (below); anything before
+            # it (progress, log messages) needs a writer while the request runs
+            nonlocal writer, streamed
+            if not streamed and not (stream.done and len(stream.events) == 1):
+                streamed = True
+                stream.on_message = None
+                writer = _Companion.start(self._nursery, write)
+                watch()
+
+        stream.on_message = on_message
+        stream.on_nudge = watch
+        if self._graces is None or self._nursery is None or not self._graces.wake_later(stream, self._nursery):
+            watch()
+        try:
+            with cancel:
+                await connection.serve(item, stream, transport=request.origin)
+            stream.on_message = stream.on_nudge = None
+            if streamed:  # the writer writes the rest
+                stream.finish()
+                if writer is None:  # the app is closing: this task writes what is left
+                    await write()
+                else:
                     await writer.done.wait()
+            elif request.gone:  # the client closed the connection: the request was cancelled
+                pass
+            elif stream.events:
+                _, data, code = stream.events[0]
+                await request.json(MODERN_STATUS.get(code, 200) if code is not None else 200, data)
+            else:  # cancelled (the server closes): no answer
+                await request.json(202, None)
+        finally:
+            stream.on_message = stream.on_nudge = None
+            for companion in (writer, watcher):
+                if companion is not None:
+                    await companion.end()
 
     async def _initialize(self, request: Exchange, message: JSONObject) -> None:
         if "mcp-session-id" in request.headers:

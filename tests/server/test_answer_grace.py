@@ -311,8 +311,10 @@ def modern_call(name: str, **meta_extra: Any) -> tuple[dict[str, Any], dict[str,
     return body, headers
 
 
-async def test_modern_requests_answer_alone_in_json_and_stream_what_comes_before() -> None:
-    async with served(tools_server(quick=_quick, progress=_progress), grace=None) as (client, url):
+@HOLD
+async def test_modern_requests_answer_alone_in_json_and_stream_what_comes_before(hold: bool) -> None:
+    grace = 0.05 if hold else None
+    async with served(tools_server(quick=_quick, progress=_progress), grace=grace, hold=hold) as (client, url):
         body, headers = modern_call("quick")
         reply = await client.post(url, json=body, headers=headers)
         assert (reply.status_code, reply.headers["content-type"]) == (200, "application/json")
@@ -325,9 +327,11 @@ async def test_modern_requests_answer_alone_in_json_and_stream_what_comes_before
         assert got[1]["result"]["content"] == text("done")["content"]
 
 
-async def test_closing_a_modern_response_cancels_its_request_even_before_it_streams() -> None:
+@HOLD
+async def test_closing_a_modern_response_cancels_its_request_even_before_it_streams(hold: bool) -> None:
+    """Held, the watcher starts at the end of the grace, and sees the client gone then."""
     hang, started, cancelled = _hanging()
-    async with served(tools_server(hang=hang), grace=None) as (client, url):
+    async with served(tools_server(hang=hang), grace=0.05 if hold else None, hold=hold) as (client, url):
         body, headers = modern_call("hang")
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
@@ -342,3 +346,33 @@ async def test_closing_a_modern_response_cancels_its_request_even_before_it_stre
                 await started.wait()
                 nursery.cancel_scope.cancel()  # the client goes away without reading anything
             await cancelled.wait()
+
+
+async def test_a_held_modern_request_slower_than_the_grace_is_watched_then_answered_alone() -> None:
+    """Past the grace the watcher runs; the answer is still one JSON body, and the watcher is gone
+    before the next request on the same connection is read."""
+    release = trio.Event()
+
+    async def slow(ctx: RequestContext) -> Any:
+        await release.wait()
+        return text("slow")
+
+    async with served(tools_server(slow=slow, quick=_quick), grace=0.01, hold=True) as (client, url):
+        body, headers = modern_call("slow")
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(partial(trio.sleep, 0.2))
+                replies: list[httpx.Response] = []
+
+                async def post() -> None:
+                    replies.append(await client.post(url, json=body, headers=headers))
+
+                nursery.start_soon(post)
+                await trio.sleep(0.1)  # the grace is over: the watcher reads the connection
+                release.set()
+            assert replies[0].headers["content-type"] == "application/json"
+            assert replies[0].json()["result"]["content"] == text("slow")["content"]
+            for _ in range(3):  # the same connection carries the next requests
+                body, headers = modern_call("quick")
+                reply = await client.post(url, json=body, headers=headers)
+                assert reply.json()["result"]["content"] == text("quick")["content"]
