@@ -345,11 +345,15 @@ class GatewayRelay:
                 f"the gateway has no client to ask '{method}' for: the call asking it did not come from "
                 "one of the gateway's MCP clients",
             )
-        return await self.ask(server, method, params, pending=self._only(server))
+        return await self.ask(server, method, params, pending=self._only(server), guessed=True)
 
-    async def ask(self, server: str, method: str, params: JSONObject, *, pending: Pending | None) -> JSONObject:
+    async def ask(
+        self, server: str, method: str, params: JSONObject, *, pending: Pending | None, guessed: bool = False
+    ) -> JSONObject:
         """Put a backend's question to the client of the call it belongs to (``pending``); its
-        answer.
+        answer. ``guessed``: the question is a legacy backend's, taken to belong to its one call
+        in flight; it may be the backend's own (``roots/list`` when it starts), so a client that
+        cannot answer it only refuses it, and its call is not failed for it.
 
         Raises:
             RPCError: nobody can answer it (the backend gets this error).
@@ -362,7 +366,7 @@ class GatewayRelay:
             )
         context = pending.context
         if not _can_ask(context, method):
-            if context.modern:
+            if context.modern and not guessed:
                 # 2026-07-28 basic: a request that needs a capability the client did not declare
                 # gets MissingRequiredClientCapabilityError; the backend's question fails meanwhile
                 capability = _NEEDS[method]

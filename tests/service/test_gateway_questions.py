@@ -72,6 +72,20 @@ async def test_a_client_that_cannot_answer_makes_the_question_fail_cleanly(era: 
                     assert refused.value.data == {"requiredCapabilities": {"sampling": {}}}
 
 
+async def test_a_legacy_backends_question_the_client_cannot_answer_does_not_fail_its_call_for_it() -> None:
+    """A legacy backend's question is taken to belong to its one call in flight, a guess: it may be
+    the backend's own (server-everything asks for roots when it starts, in the middle of whatever
+    call is running). A 2026-07-28 client that cannot answer it has the question refused; its call
+    is not failed with -32021 for it, and ends as the backend ends it."""
+    async with gateway({"ref": {**reference(), "era": "legacy"}}) as running:
+        with trio.fail_after(60):
+            async with mcpwire.open_client(running.url, era="modern", era_cache=False) as client:
+                answer = await client.call_tool("ref__roots", {})
+                assert answer.is_error
+                assert "cannot answer 'roots/list'" in answer.text()
+                assert (await client.call_tool("ref__echo", {"text": "still here"})).text() == "still here"
+
+
 @pytest.mark.parametrize("era", ERAS, ids=lambda e: e.value)
 async def test_ask_caller_opts_in_to_an_elicitation_to_the_calling_client(era: Era) -> None:
     asked: list[Any] = []
