@@ -290,7 +290,9 @@ class _Connection:
             else:
                 self.must_close = True
         else:
-            if not exchange.started:
+            if not exchange.started and self.gone:  # (an app that stops when its client leaves)
+                log.debug("%s: the client left before a response", clean(exchange.scope["raw_path"]))
+            elif not exchange.started:
                 log.error(
                     "%s %s: the application returned without a response",
                     clean(exchange.scope["method"]),
