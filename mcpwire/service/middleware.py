@@ -232,7 +232,6 @@ class ServiceMiddleware:
             await send({"type": "websocket.close", "code": 1008})
             return
         began = time.perf_counter()
-        self.active += 1
         headers = dict(scope.get("headers") or [])
         trace_id = trace_id_from(headers)
         client = scope.get("client")
@@ -243,6 +242,7 @@ class ServiceMiddleware:
         token = TRACE_ID.set(trace_id)
         origin = headers.get(b"origin", b"").decode("latin-1")
         response = _Response(self, scope, send, trace_id, began, origin if origin and origin in self.cors else None)
+        self.active += 1  # (taken back in the finally below: no count is left behind)
         try:
             if not scope.get("path", "").startswith("/"):
                 # RFC 9110 §9.3.7: "OPTIONS *" asks about the server itself; no other method has
