@@ -206,8 +206,8 @@ class AuditWriter:
         """Publishes the records committed so far (as events and to ``on_stored``)."""
         done, self._unpublished = self._unpublished, []
         for record_id, record in done:
-            row = AuditRow(id=record_id, **msgspec.structs.asdict(record))
             if self.hub is not None:
-                self.hub.publish("audit", msgspec.to_builtins(row))
+                # (an AuditRow's fields are the id, then the record's: the same mapping, built once)
+                self.hub.publish("audit", {"id": record_id, **msgspec.to_builtins(record)})
             if self._on_stored is not None:
-                self._on_stored(row)
+                self._on_stored(AuditRow(id=record_id, **msgspec.structs.asdict(record)))

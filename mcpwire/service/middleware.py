@@ -211,7 +211,7 @@ class ServiceMiddleware:
         self.authenticator = authenticator or Authenticator(settings.token, None)
         self.path_role = path_role or (lambda method, path: None)
         self.barrier = barrier
-        #: HTTP requests under way
+        #: HTTP requests under way, event streams (GET) aside
         self.active = 0
         self.observe = observe
         self.loopback = is_loopback(settings.host)
@@ -242,7 +242,10 @@ class ServiceMiddleware:
         token = TRACE_ID.set(trace_id)
         origin = headers.get(b"origin", b"").decode("latin-1")
         response = _Response(self, scope, send, trace_id, began, origin if origin and origin in self.cors else None)
-        self.active += 1  # (taken back in the finally below: no count is left behind)
+        # a GET is an event stream, open as long as its client likes: counted, it would make
+        # every barrier wait for other calls that are not there
+        counted = scope.get("method") != "GET"
+        self.active += counted  # (taken back in the finally below: no count is left behind)
         try:
             if not scope.get("path", "").startswith("/"):
                 # RFC 9110 §9.3.7: "OPTIONS *" asks about the server itself; no other method has
@@ -271,7 +274,7 @@ class ServiceMiddleware:
                         raise
                     await self._problem(response.send, scope, trace_id, began, exc.status, exc.detail)
         finally:
-            self.active -= 1
+            self.active -= counted
             self._done(scope, state["caller"], response.status, time.perf_counter() - began, trace_id)
             TRACE_ID.reset(token)
 

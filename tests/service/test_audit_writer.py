@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -43,6 +44,10 @@ async def test_a_barrier_commits_what_is_queued_itself(store: Store) -> None:
     assert all(e is not None and e.kind == "audit" for e in published)
     assert [e.data["trace_id"] for e in published if e] == ["t-1", "t-2"]
     assert [e.data["id"] for e in published if e] == sorted(r.id for r in stored)
+    # an event's data is the stored row as the API lists it (the same fields, in the same order)
+    rows = sorted(stored, key=lambda r: r.id)
+    expected = [list(msgspec.to_builtins(r).items()) for r in rows]
+    assert [list((e.data if e else {}).items()) for e in published] == expected
 
 
 async def test_calls_finishing_together_share_commits_and_wait_for_their_own(store: Store) -> None:
