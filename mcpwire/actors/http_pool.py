@@ -58,6 +58,8 @@ READ_SIZE: Final = 65536
 MAX_HEAD_BYTES: Final = 64 * 1024
 #: a request larger than this is written while its answer is awaited (an early answer is heard)
 WRITE_ALONE_BYTES: Final = 64 * 1024
+#: request heads a pool keeps made (a client sends a few, again and again)
+MAX_KEPT_HEADS: Final = 64
 #: seconds an answer is still awaited after the request could not be written whole
 EARLY_ANSWER_TIMEOUT: Final = 5.0
 USER_AGENT: Final = b"mcpwire/" + __version__.encode("ascii")
@@ -66,6 +68,7 @@ MAX_COOKIES: Final = 50
 MAX_COOKIE_BYTES: Final = 4096
 
 Origin = tuple[str, str, int]  # scheme, host, port
+_HeadKey = tuple[str, str, tuple[tuple[str, str], ...]]  # method, URL, headers
 
 
 def _parse(url: str) -> http1.Target:
@@ -374,6 +377,8 @@ class PoolSender:
         self._idle: dict[Origin, list[_Connection]] = {}
         self._idle_count = 0
         self._targets: dict[str, http1.Target] = {}
+        #: request heads made (see :meth:`_head`), by method, URL and headers
+        self._heads: dict[_HeadKey, bytes] = {}
         self._cookies = _Cookies()
         self._closed = False
 
@@ -384,6 +389,35 @@ class PoolSender:
                 self._targets.clear()
             target = self._targets[url] = _parse(url)
         return target
+
+    def _head(self, key: _HeadKey, target: http1.Target, headers: Mapping[str, str]) -> bytes:
+        """The request's head but its ``Content-Length`` and the empty line; kept for the next
+        request with the same method, URL and headers unless a cookie went in it (a client sends
+        the same few heads again and again: each is checked and encoded once)."""
+        fields = [(b"Host", target.authority), (b"User-Agent", USER_AGENT)]
+        given = {name.lower() for name in headers}
+        if "user-agent" in given:
+            del fields[1]
+        if target.credentials is not None and "authorization" not in given:
+            fields.append((b"Authorization", target.credentials))
+        cookie = None
+        if self._cookies and "cookie" not in given:
+            cookie = self._cookies.header(target.host, target.path, target.scheme == "https")
+            if cookie is not None:
+                fields.append((b"Cookie", cookie))
+        for name, value in headers.items():
+            try:
+                fields.append((name.encode("ascii"), value.encode("latin-1")))
+            except UnicodeEncodeError as exc:
+                raise LocalProtocolError(
+                    f"header {name!r} cannot be sent: HTTP/1.1 header names are ASCII and values Latin-1"
+                ) from exc
+        head = http1.encode_head(key[0], target.path, fields)
+        if cookie is None and not self._cookies:
+            if len(self._heads) >= MAX_KEPT_HEADS:  # bounded whatever the caller sends
+                self._heads.clear()
+            self._heads[key] = head
+        return head
 
     async def send(
         self,
@@ -398,26 +432,12 @@ class PoolSender:
             raise ConnectError("the HTTP connection pool is closed")
         limits = timeouts or self._timeouts
         target = self._target(url)
-        fields = [(b"Host", target.authority), (b"User-Agent", USER_AGENT)]
-        given = {name.lower() for name in headers}
-        if "user-agent" in given:
-            del fields[1]
-        if target.credentials is not None and "authorization" not in given:
-            fields.append((b"Authorization", target.credentials))
-        if self._cookies and "cookie" not in given:
-            cookie = self._cookies.header(target.host, target.path, target.scheme == "https")
-            if cookie is not None:
-                fields.append((b"Cookie", cookie))
-        for name, value in headers.items():
-            try:
-                fields.append((name.encode("ascii"), value.encode("latin-1")))
-            except UnicodeEncodeError as exc:
-                raise LocalProtocolError(
-                    f"header {name!r} cannot be sent: HTTP/1.1 header names are ASCII and values Latin-1"
-                ) from exc
-        if body is not None:
-            fields.append((b"Content-Length", b"%d" % len(body)))
-        data = http1.encode_request(method, target.path, fields, body)
+        key = (method, url, tuple(headers.items()))
+        made = self._heads.get(key)
+        if made is None:
+            made = self._head(key, target, headers)
+        length = b"" if body is None else b"Content-Length: %d\r\n" % len(body)
+        data = b"".join((made, length, b"\r\n", body or b""))
         connection = await self._take_idle(target.origin) or await self._acquire(target, limits)
         try:
             connection.reader.expect(head_request=method == "HEAD")
@@ -433,6 +453,7 @@ class PoolSender:
             log.debug("%s %s: HTTP %d", method, redact_url(url), head.status)
         if "set-cookie" in response.headers:
             self._cookies.store(target.host, target.path, response.headers)
+            self._heads.clear()  # the next heads carry the cookies: made per request from now on
         if response._complete:  # nothing more to read: the connection may serve another request now
             await response.aclose()
         return response

@@ -8,7 +8,8 @@ reads is what h11's client side reads (a differential property test holds the tw
   connect, the ``Host``, the request target, Basic credentials from userinfo), with the checks
   ``httpx`` makes (a port, an IPv4 or IPv6 literal, an internationalized host name in IDNA 2008);
   whatever it refuses, it says why (``ValueError``).
-- :func:`encode_request` writes the request line, the headers and the body in one piece; a method,
+- :func:`encode_request` writes the request line, the headers and the body in one piece
+  (:func:`encode_head` the part before the empty line, for a head made once and sent again); a method,
   target, header name or value that could end a line or smuggle a header is refused
   (:class:`~mcpwire.errors.LocalProtocolError`, naming the header but never its value).
 - :class:`ResponseReader` takes the bytes read (:meth:`~ResponseReader.feed`, and
@@ -50,6 +51,7 @@ __all__ = [
     "Head",
     "ResponseReader",
     "Target",
+    "encode_head",
     "encode_request",
     "parse_url",
     "retry_after_seconds",
@@ -210,9 +212,10 @@ def _encode_host(host: str) -> str:
         raise ValueError(f"invalid IDNA hostname: {host!r}") from None
 
 
-def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes | None) -> bytes:
-    """The request's bytes: request line, ``headers`` as given (``Host`` and any
-    ``Content-Length`` among them), an empty line, ``body``.
+def encode_head(method: str, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """The request line and ``headers`` (each line ending in CRLF), without the empty line that
+    ends the head: what :func:`encode_request` writes before it, for a sender that adds a
+    ``Content-Length`` and a body to a head it made once.
 
     Raises:
         LocalProtocolError: the method, target, a header name or a value is not valid.
@@ -230,10 +233,18 @@ def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]
             # the value is not shown: it may be a credential
             raise LocalProtocolError(f"illegal value of header {name.decode('ascii')!r} (NUL, CR or LF)")
         parts += (name, b": ", value.strip(b" \t"), b"\r\n")
-    parts.append(b"\r\n")
-    if body:
-        parts.append(body)
     return b"".join(parts)
+
+
+def encode_request(method: str, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes | None) -> bytes:
+    """The request's bytes: request line, ``headers`` as given (``Host`` and any
+    ``Content-Length`` among them), an empty line, ``body``.
+
+    Raises:
+        LocalProtocolError: the method, target, a header name or a value is not valid.
+    """
+    head = encode_head(method, target, headers)
+    return head + b"\r\n" + body if body else head + b"\r\n"
 
 
 def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:

@@ -260,6 +260,31 @@ async def test_headers_cookies_userinfo_and_unsafe_bytes_of_the_path() -> None:
     assert server.connections == 1
 
 
+async def test_a_head_sent_again_follows_its_headers_and_the_cookies_set_since() -> None:
+    """A request sent again with the same headers is the same head with its own
+    ``Content-Length``; a changed header value is sent as changed, and a cookie the server set
+    after a head was first sent goes in every later one."""
+
+    async def cookie_on_second(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
+        extra = ["Set-Cookie: affinity=b2; Path=/"] if body == b"[2]" else []
+        await stream.send_all(answer(b"ok", *extra))
+        return True
+
+    async with serving(cookie_on_second) as (server, url), pool() as sender:
+        for body, session in ((b"[1]", "s-1"), (b"[2]", "s-1"), (b"[33]", "s-1"), (b"[4]", "s-2")):
+            response = await sender.send("POST", url, {"Mcp-Session-Id": session, "Accept": "application/json"}, body)
+            assert await read(response) == b"ok"
+    heads = [request.split(b"\r\n\r\n")[0].split(b"\r\n") for request in server.requests]
+    bodies = [request.split(b"\r\n\r\n", 1)[1] for request in server.requests]
+    assert bodies == [b"[1]", b"[2]", b"[33]", b"[4]"]
+    assert heads[0] == heads[1]  # the same head, made once
+    assert heads[0][-1] == b"Content-Length: 3" and heads[2][-1] == b"Content-Length: 4"
+    assert not any(line.startswith(b"Cookie:") for line in heads[0] + heads[1])
+    assert b"Cookie: affinity=b2" in heads[2] and b"Cookie: affinity=b2" in heads[3]
+    assert b"Mcp-Session-Id: s-1" in heads[2] and b"Mcp-Session-Id: s-2" in heads[3]
+    assert [line for line in heads[3] if line.startswith(b"Mcp-Session-Id")] == [b"Mcp-Session-Id: s-2"]
+
+
 async def test_a_header_that_could_smuggle_another_is_refused_unsent() -> None:
     async with serving(echo) as (server, url), pool() as sender:
         with pytest.raises(LocalProtocolError, match=r"^illegal value of header 'X-A' \(NUL, CR or LF\)$"):
