@@ -18,7 +18,12 @@ same calls (``echo`` with a short message):
 - ``mcp-proxy`` (0.13, the Python SDK 1.x) and ``fastmcp`` (FastMCP 4.1.2's proxy), legacy era
   (FastMCP's proxy lists no tools in 2026-07-28, and mcp-proxy refuses its probe);
 - ``floor``: ``bench/gateway_floor.py``, a bare hypercorn+starlette endpoint answering the call
-  itself: what one MCP call over HTTP costs at the least on that stack.
+  itself: what one MCP call over HTTP costs at the least on that stack;
+- ``relay-floor``: ``bench/gateway_relay_floor.py``, the least a relay on the gateway's own stack
+  (trio, h11, msgspec) does for the call: h11 in, the backend over stdio, h11 out, nothing else;
+  and ``relay-floor[audit]``: the same with a row committed to SQLite per call before the answer,
+  as ``mcpwire serve`` commits (WAL, ``synchronous=NORMAL``, one transaction per call). What the
+  gateway and ``serve`` spend beyond them is what their features and structure cost.
 
 For each: p50 and p99 of sequential calls (1 in flight), calls per second with 64 in flight,
 and the CPU time the intermediary's own process spends per sequential call (from ``/proc``; the
@@ -66,6 +71,8 @@ FASTMCP = SERVERS / "fastmcp" / "bin" / "fastmcp"
 TARGETS = (
     "direct",
     "floor",
+    "relay-floor",
+    "relay-floor[audit]",
     "gateway",
     "gateway[2026]",
     "serve",
@@ -205,6 +212,9 @@ async def _target(name: str, folder: Path) -> AsyncIterator[tuple[StdioServer | 
         return
     if name == "floor":
         argv = [sys.executable, str(HERE / "gateway_floor.py")]
+    elif name.startswith("relay-floor"):
+        audit = ["--audit", str(folder / f"relay-floor-{time.monotonic_ns()}.db")] if name.endswith("[audit]") else []
+        argv = [sys.executable, str(HERE / "gateway_relay_floor.py"), *audit, "--", *everything]
     elif name.startswith("gateway"):
         argv = [sys.executable, str(HERE / "gateway_serve.py"), "--", *everything]
     elif name == "mcp-proxy":
@@ -283,7 +293,11 @@ PROXY_TARGETS: Final[dict[str, tuple[float | None, float | None]]] = {
     "serve": (0.6, 3.0),
     "serve[2026]": (0.6, 3.0),
     "serve[fsync]": (None, None),
+    "relay-floor": (None, None),
+    "relay-floor[audit]": (None, None),
 }
+#: each subject beside the relay floor that does what it does at the least (the audit, or not)
+RELAY_FLOORS: Final = {"gateway": "relay-floor", "serve": "relay-floor[audit]"}
 
 
 def _target_label(text: str, bound: str, value: float | None) -> str:
@@ -302,6 +316,10 @@ def _ratios(by: dict[str, Figures]) -> dict[str, float]:
                 out[_target_label(f"{subject} p50 vs faster proxy", "<=", p50_at_most)] = figures.p50_ms / fastest
                 label = _target_label(f"{subject} calls/s vs faster proxy", ">=", rate_at_least)
                 out[label] = figures.calls_per_s / busiest
+    for subject, floor in RELAY_FLOORS.items():
+        if subject in by and floor in by:
+            out[f"{subject} p50 / {floor} p50"] = by[subject].p50_ms / by[floor].p50_ms
+            out[f"{subject} calls/s / {floor} calls/s"] = by[subject].calls_per_s / by[floor].calls_per_s
     gateway = by.get("gateway")
     if gateway is None:
         return out
