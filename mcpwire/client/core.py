@@ -12,6 +12,7 @@ method here builds its params, asks the engine, and decodes the result into its 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Final
@@ -20,7 +21,7 @@ import msgspec
 import trio
 
 from .._version import __version__
-from ..errors import ClientClosed, InvalidResponse
+from ..errors import ClientClosed, InvalidResponse, RequestTimeout
 from ..protocol import jsonrpc
 from ..protocol.http import HeaderSpec, tool_header_spec
 from ..protocol.lifecycle import SessionState
@@ -270,12 +271,15 @@ class Client:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         relay: Relay | None = None,
+        deadline: float | None = None,
     ) -> ToolResult:
         """Calls a tool. ``isError`` results are returned, not raised (use ``raise_for_error()``).
 
         ``structuredContent`` is validated against the tool's ``outputSchema`` when the tool is
         known from :meth:`list_tools`. ``relay``: the call is made for another client (a proxy's,
-        see :mod:`mcpwire.client.relay`).
+        see :mod:`mcpwire.client.relay`). ``deadline``: a hard end on trio's clock for the whole
+        call, progress or not (``timeout`` still bounds each wait for an answer); past it the
+        call is cancelled on the wire and :class:`RequestTimeout` raised.
 
         Raises:
             RPCError: the server refused the call (unknown tool, bad arguments).
@@ -293,7 +297,13 @@ class Client:
         link.tool_calls += 1
         try:
             answer = await self._engine.answer(
-                "tools/call", params, timeout=timeout, on_progress=on_progress, typed_tool=True, relay=relay
+                "tools/call",
+                params,
+                timeout=timeout,
+                on_progress=on_progress,
+                typed_tool=True,
+                relay=relay,
+                deadline=deadline,
             )
         finally:
             link.tool_calls -= 1
@@ -316,9 +326,17 @@ class Client:
         if isinstance(wire, CallToolWire) and (not modern or wire.result_type == "complete"):
             content = list(wire.content)
         else:
-            raw = await self._engine.complete(
-                "tools/call", params, raw, timeout=timeout, on_progress=on_progress, check=True, relay=relay
-            )
+            with trio.move_on_at(math.inf if deadline is None else deadline) as rounds:
+                raw = await self._engine.complete(
+                    "tools/call", params, raw, timeout=timeout, on_progress=on_progress, check=True, relay=relay
+                )
+            if rounds.cancelled_caught:
+                raise RequestTimeout(
+                    f"'tools/call' {name!r} to server '{self.label}' got no complete answer by its caller's deadline",
+                    method="tools/call",
+                    server=self.label,
+                    timeout=timeout if timeout is not None else self.options.timeout,
+                )
             try:
                 wire = decoder_for(CallToolWire).decode(raw)
                 content = list(wire.content)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -138,11 +139,14 @@ class Engine:
         check: bool = True,
         typed_tool: bool = False,
         relay: Relay | None = None,
+        deadline: float | None = None,
     ) -> Response:
         """Sends one request and returns its answer, sending it again where :data:`~mcpwire.
         protocol.resend.RESEND` says so. ``typed_tool``: the caller (``call_tool``) accepts a
         :class:`~mcpwire.protocol.session.ToolCallResponse`. ``relay``: the request is another
         client's (:mod:`mcpwire.client.relay`); a 2026-07-28 server gets its round.
+        ``deadline``: a hard end on trio's clock that nothing here waits past, progress or not
+        (a host's timeout policy); the request is then cancelled as at its own timeout.
 
         Raises:
             RPCError: an error answer (:class:`MissingClientCapability` for ``-32021``).
@@ -159,10 +163,13 @@ class Engine:
         progress = _progress_sink(on_progress)
         counts: dict[Outcome, int] = {}
         while True:
+            if deadline is not None and trio.current_time() >= deadline:
+                raise self._past(method, limit)
             if not link.session_ready.is_set():
                 # LC-04 on a renewed session: "the client SHOULD NOT send requests other than pings
                 # before the server has responded to the initialize request".
-                with trio.move_on_after(link.options.connect_timeout):
+                ready_by = trio.current_time() + link.options.connect_timeout
+                with trio.move_on_at(ready_by if deadline is None else min(ready_by, deadline)):
                     await link.session_ready.wait()
             if link.lost is not None:
                 raise link.gone_error()
@@ -191,8 +198,12 @@ class Engine:
                 if transport is None or link.lost is not None:
                     raise link.gone_error()
                 try:
+                    send_by = trio.current_time() + limit
                     await transport.send(
-                        payload, request_id=entry.id, headers=headers, deadline=trio.current_time() + limit
+                        payload,
+                        request_id=entry.id,
+                        headers=headers,
+                        deadline=send_by if deadline is None else min(send_by, deadline),
                     )
                 except TransportError as exc:
                     raise_send_failure(link, exc, entry.id)
@@ -202,7 +213,7 @@ class Engine:
                     await self.cancel_on_wire(entry, exc)  # UT-C01: only what may have reached the server
                 raise
             link.counters.requests_sent += 1
-            outcome = await self._wait(entry, limit, progress)
+            outcome = await self._wait(entry, limit, progress, deadline)
             kind = _outcome(outcome, method, session.revision is not None and session.revision.modern)
             step = next_step(kind, counts)
             if step is Step.RETURN:
@@ -213,15 +224,17 @@ class Engine:
             if step is Step.REISSUE:
                 log.info("%s: the response stream of '%s' (id %s) broke; re-issuing it", link.label, method, entry.id)
             elif step is Step.RENEW_SESSION:
-                await self._renew_session(generation)
+                with trio.move_on_at(math.inf if deadline is None else deadline):
+                    await self._renew_session(generation)
             elif step is Step.RELIST_TOOLS:
-                await self._relist_tools(timeout)
+                with trio.move_on_at(math.inf if deadline is None else deadline):
+                    await self._relist_tools(timeout)
             elif step is Step.SWITCH_REVISION:
                 assert isinstance(outcome, ErrorResponse)
                 self._switch_revision(outcome, method, entry.id)
 
     async def _wait(
-        self, entry: PendingRequest[Waiter], limit: float, progress: ProgressSink
+        self, entry: PendingRequest[Waiter], limit: float, progress: ProgressSink, deadline: float | None = None
     ) -> Response | ErrorResponse | BaseException:
         clock = self._clock
         if clock is None:
@@ -231,6 +244,7 @@ class Engine:
                 entry,
                 limit=limit,
                 hard_limit=self.link.options.max_timeout,
+                hard_deadline=deadline,
                 deadlines=self.deadlines,
                 nursery=self.link.nursery,
                 clock=clock,
@@ -241,6 +255,16 @@ class Engine:
             if self.link.session.table.abandon(entry.id) is not None:
                 await self.cancel_on_wire(entry, exc)
             raise
+
+    def _past(self, method: str, limit: float) -> RequestTimeout:
+        """The error of a request whose caller's deadline passed before it was sent (again)."""
+        return RequestTimeout(
+            f"'{method}' to server '{self.link.label}' ran out of time: its caller's deadline passed "
+            "before it was sent",
+            method=method,
+            server=self.link.label,
+            timeout=limit,
+        )
 
     def _failure(
         self, outcome: Response | ErrorResponse | BaseException, method: str, request_id: jsonrpc.RequestId

@@ -170,6 +170,7 @@ async def wait_for_answer(
     *,
     limit: float,
     hard_limit: float,
+    hard_deadline: float | None = None,
     deadlines: Deadlines,
     nursery: trio.Nursery,
     clock: trio.abc.Clock,
@@ -179,7 +180,8 @@ async def wait_for_answer(
     """Waits for the answer to ``entry``: its outcome (an answer, or why none will come).
 
     The deadline is ``limit`` seconds away and each progress update moves it ``limit`` seconds
-    on (LC-62), never past ``hard_limit`` (or ``limit``, if larger) from the start.
+    on (LC-62), never past ``hard_limit`` (or ``limit``, if larger) from the start, nor past
+    ``hard_deadline`` (on the clock) when given.
 
     Raises:
         RequestTimeout: no answer in time (the caller cancels the request on the wire).
@@ -189,7 +191,9 @@ async def wait_for_answer(
     waiter = entry.waiter
     now = clock.current_time()
     hard = now + max(hard_limit, limit)  # so the first deadline, now + limit, is within it
-    deadlines.add(waiter, now + limit, nursery)
+    if hard_deadline is not None and hard_deadline < hard:
+        hard = hard_deadline
+    deadlines.add(waiter, min(now + limit, hard), nursery)
     try:
         while True:
             if waiter._flag:

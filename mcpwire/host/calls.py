@@ -164,13 +164,18 @@ class Calls:
             return await self._on_client(
                 info,
                 lambda client: client.call_tool(
-                    reg.tool.name, args, timeout=ctx.timeout, on_progress=on_progress, relay=ctx.relay
+                    reg.tool.name,
+                    args,
+                    timeout=ctx.timeout,
+                    on_progress=on_progress,
+                    relay=ctx.relay,
+                    deadline=ctx.deadline,
                 ),
             )
 
         started = time.perf_counter()
         try:
-            result = await self._guard(ctx, self._state.runtime[reg.server].stack.run(ctx, invoke))
+            result = await self._guard(ctx, self._state.runtime[reg.server].stack.run(ctx, invoke, bounded=True))
         except BaseException as exc:
             log_call(reg.server, reg.tool.name, ctx.outcome, exc)
             raise

@@ -7,7 +7,9 @@ it was called is committed; the middleware awaits it before a response starts (a
 later chunk of a streamed one), so a caller never sees an answer whose audit record could still be
 lost. When nothing is queued the barrier costs two integer compares. A barrier that finds records
 queued and no commit under way makes the commit itself (of everything queued, its own record
-among them) instead of handing it to the writer task and waiting for it; calls that finish while a
+among them) instead of handing it to the writer task and waiting for it: on its own thread when
+the store can commit without waiting (a local SQLite file whose lock is free), which needs no
+bound on its time; calls that finish while a
 commit runs wait for it to end, and the first of them to run then commits for them all. When other
 calls are under way it first yields once, so that those finishing in the same pass of the
 scheduler queue their records and share its commit.
@@ -125,6 +127,8 @@ class AuditWriter:
             await trio.lowlevel.cancel_shielded_checkpoint()
             if self._committed >= target:
                 return True
+        if not self._committing and not self._failing and self._commit_now():
+            return True  # (committed on this thread: no wait, so nothing to bound)
         with trio.move_on_after(self._timeout):
             while self._committed < target:
                 if self._committing or self._failing:
@@ -167,6 +171,24 @@ class AuditWriter:
         self._publish()
         return True
 
+    def _commit_now(self) -> bool:
+        """Commits every queued record on this thread when the store can do so without waiting
+        (see :meth:`Store.append_audit_now`); whether it did. Nobody waits on a commit made here
+        (it has no checkpoint), so there is no one to wake."""
+        committed = 0
+        while self._queue:
+            batch = self._queue[:MAX_BATCH]
+            try:
+                ids = self._store.append_audit_now(batch)
+            except StoreError as exc:
+                self._failed(batch, exc)
+                return False
+            if ids is None:
+                return False
+            self._stored(batch, ids)
+            committed += 1
+        return committed > 0
+
     async def _commit_batch(self) -> bool:
         """Commits the oldest queued records (one commit at a time: a second caller waits for
         the first to end); False when the store failed."""
@@ -179,16 +201,24 @@ class AuditWriter:
         try:
             ids = await self._store.append_audit(batch)
         except StoreError as exc:
-            self.failures += 1
-            if not self._failing:
-                log.error("cannot store %d audit records (will retry): %s", len(batch), exc)
-            self._failing = True
+            self._failed(batch, exc)
             return False
         finally:
             # (whoever waits runs after this task's next checkpoint: the counts below are set by then)
             self._committing = False
             progress, self._progress = self._progress, trio.Event()
             progress.set()
+        self._stored(batch, ids)
+        return True
+
+    def _failed(self, batch: list[AuditIn], exc: StoreError) -> None:
+        self.failures += 1
+        if not self._failing:
+            log.error("cannot store %d audit records (will retry): %s", len(batch), exc)
+        self._failing = True
+
+    def _stored(self, batch: list[AuditIn], ids: list[int]) -> None:
+        """Accounts for ``batch``, just committed with ``ids``."""
         if self._failing:
             log.warning("audit records are stored again")
             self._failing = False
@@ -200,7 +230,6 @@ class AuditWriter:
             self._publish()  # no writer task to leave it to
         else:
             self._arm()
-        return True
 
     def _publish(self) -> None:
         """Publishes the records committed so far (as events and to ``on_stored``)."""

@@ -40,6 +40,7 @@ with ``isError``, so that a model sees why.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -413,7 +414,7 @@ class GatewayServer(Server):
         middleware found, and the caller as ``mcp <address> (<client name>)``, like the API's
         ``api <address>`` (the client's name is its own claim, cleaned and shortened)."""
         context = dict(ctx.transport)
-        claimed = shorten(clean_terminal(str(ctx.client_info.get("name") or "client"), newlines=False), 60)
+        claimed = _claimed(str(ctx.client_info.get("name") or "client")[:120])
         address = context.get("caller")
         context["caller"] = f"mcp {address} ({claimed})" if address else f"mcp ({claimed})"
         return context
@@ -723,6 +724,13 @@ def _tool(name: str, reg: RegisteredTool, revision: str) -> JSONObject:
         if revision < since:
             tool.pop(key, None)
     return tool
+
+
+@functools.lru_cache(maxsize=256)
+def _claimed(name: str) -> str:
+    """A client's name as a caller shows it: terminal-safe, at most 60 characters (the same for a
+    name cut at 120 first, as callers pass it: that keeps what is cached small)."""
+    return shorten(clean_terminal(name, newlines=False), 60)
 
 
 def _tool_result(result: ToolResult) -> JSONObject:

@@ -101,6 +101,8 @@ class Identity:
 
 #: the identity of every request when authentication is off (loopback only)
 LOCAL: Final = Identity("local", "local", Role.ADMIN)
+#: the identity the service's admin token proves
+ADMIN: Final = Identity("token", ADMIN_TOKEN_NAME, Role.ADMIN)
 
 
 def hash_credential(value: str | bytes) -> str:
@@ -147,12 +149,19 @@ class Authenticator:
         """Whether requests must authenticate (False only with authentication off)."""
         return self.admin is not None
 
+    def admin_of(self, credential: str) -> Identity | None:
+        """:data:`ADMIN` when ``credential`` is the service's admin token (no wait: the common
+        case, checked before :meth:`identify`), else None."""
+        if credential and self.admin is not None and self.admin.matches(credential):
+            return ADMIN
+        return None
+
     async def identify(self, credential: str) -> Identity | None:
         """The identity ``credential`` proves, or None (unknown, revoked, expired, malformed)."""
         if not credential:
             return None
         if self.admin is not None and self.admin.matches(credential):
-            return Identity("token", ADMIN_TOKEN_NAME, Role.ADMIN)
+            return ADMIN
         if credential.startswith(_PREFIX) and self.store is not None:
             return await self._stored(credential)
         if self.jwt is not None and credential.count(".") == 2:

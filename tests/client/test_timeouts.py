@@ -83,3 +83,42 @@ async def test_the_hard_cap_ends_a_call_that_keeps_reporting_progress(era: str, 
     assert [m["params"] for m in requests(record, "notifications/cancelled")] == [
         {"requestId": call_id, "reason": "timeout"}
     ]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_deadline_ends_a_call_however_much_progress_it_reports(era: str, record: Record) -> None:
+    """A caller's ``deadline`` (a host's timeout policy hands its own down) is a hard end on the
+    clock: progress every 0.25 s keeps resetting the 1 s timeout, yet the call ends at the
+    deadline, 1.5 s in, is cancelled on the wire, and the client stays usable."""
+    seen: list[Progress] = []
+    with trio.fail_after(20):
+        async with open_demo(record, era=era) as client:
+            start = trio.current_time()
+            with pytest.raises(RequestTimeout) as info:
+                await client.call_tool(
+                    "slow",
+                    {"seconds": 60, "steps": 240},
+                    timeout=1.0,
+                    on_progress=seen.append,
+                    deadline=start + 1.5,
+                )
+            elapsed = trio.current_time() - start
+            await wait_until(lambda: bool(requests(record, "notifications/cancelled")))
+            assert (await client.call_tool("echo", {"text": "still usable"})).text() == "still usable"
+    call_id = FIRST_CALL_ID
+    assert (info.value.method, info.value.request_id) == ("tools/call", call_id)
+    assert 1.5 <= elapsed < 3.0, f"the deadline took {elapsed:.2f}s"
+    assert len(seen) >= 3, seen  # progress did arrive: the timeout alone would not have ended it
+    assert [m["params"] for m in requests(record, "notifications/cancelled")] == [
+        {"requestId": call_id, "reason": "timeout"}
+    ]
+
+
+async def test_a_deadline_already_passed_sends_nothing(record: Record) -> None:
+    """A call whose deadline has passed before it is sent is not sent at all."""
+    with trio.fail_after(20):
+        async with open_demo(record, era="legacy") as client:
+            with pytest.raises(RequestTimeout, match="its caller's deadline passed before it was sent"):
+                await client.call_tool("echo", {"text": "late"}, deadline=trio.current_time() - 1)
+            assert (await client.call_tool("echo", {"text": "on time"})).text() == "on time"
+    assert [m["params"]["arguments"] for m in requests(record, "tools/call")] == [{"text": "on time"}]

@@ -9,6 +9,7 @@ break it, or heal it between reconnects; :class:`Factory` is the host's ``client
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ import trio.lowlevel
 
 from mcpwire.client import Progress, ProgressCallback, ServerNotification
 from mcpwire.client.relay import Relay
-from mcpwire.errors import ConnectError, RPCError, ServerGone
+from mcpwire.errors import ConnectError, RequestTimeout, RPCError, ServerGone
 from mcpwire.host import ServerConfig
 from mcpwire.protocol.types import (
     GetPromptResult,
@@ -188,6 +189,7 @@ class FakeClient:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         relay: Relay | None = None,
+        deadline: float | None = None,
     ) -> ToolResult:
         self.server.relays.append(relay)
         self.server.calls.append((self.number, name, dict(arguments)))  # type: ignore[arg-type]
@@ -201,7 +203,10 @@ class FakeClient:
         if self.server.call_error is not None:
             raise self.server.call_error
         if name == self.server.hang:
-            await trio.sleep_forever()
+            # as the client does: the caller's deadline ends the wait
+            with trio.move_on_at(math.inf if deadline is None else deadline):
+                await trio.sleep_forever()
+            raise RequestTimeout(f"'tools/call' {name!r} got no answer by its deadline", method="tools/call")
         if name == "fail":
             return ToolResult(content=[TextContent(text="it broke")], is_error=True, tool=name, server=self.server.name)
         text = f"{name}({json.dumps(dict(arguments), sort_keys=True)})#{len(self.server.calls)}@{self.number}"

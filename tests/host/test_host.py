@@ -143,3 +143,27 @@ async def test_progress_of_a_call_reaches_the_caller(tmp_path: Path) -> None:
         slow = next(t for t in host.tools() if t.tool.name == "slow")
         await host.call_tool(slow.name, {"seconds": 0.2, "steps": 2}, on_progress=progress)
     assert seen and seen[-1][1] is not None
+
+
+async def test_the_timeout_policy_ends_a_call_that_keeps_reporting_progress(tmp_path: Path) -> None:
+    """The server's ``timeout_seconds`` is a hard end for each attempt: progress every 0.25 s
+    keeps the request's own clock from running out, yet the call ends 1 s in, with the policy's
+    own words, and the server stays usable."""
+    path = _config(tmp_path, {"a": _demo("a", policy={"timeout_seconds": 1, "retries": 0})})
+    seen: list[object] = []
+
+    async def progress(update: object) -> None:
+        seen.append(update)
+
+    with trio.fail_after(30):
+        async with Host.from_config(path, backoff_base=30.0, health_interval=0) as host:
+            start = trio.current_time()
+            with pytest.raises(ToolExecutionError) as info:
+                await host.call_tool("a__slow", {"seconds": 30, "steps": 120}, on_progress=progress)
+            elapsed = trio.current_time() - start
+            assert (await host.call_tool("a__echo", {"text": "still usable"})).text == "still usable"
+    cause = info.value.__cause__
+    assert isinstance(cause, mcpwire.RequestTimeout)
+    assert str(cause) == "server 'a': tool 'slow' got no answer within 1s"
+    assert 1.0 <= elapsed < 3.0, f"the timeout took {elapsed:.2f}s"
+    assert len(seen) >= 2, seen  # progress did arrive: only the policy's deadline ended the call

@@ -540,3 +540,19 @@ def test_metrics_percentiles_and_prometheus() -> None:
     assert 'tool="we\\"ird"' in text and text.endswith("extra_line 1\n")
     metrics.forget("s")
     assert metrics.snapshot() == {}
+
+
+def test_redaction_answers_the_same_for_keys_it_has_seen_and_keeps_no_long_ones() -> None:
+    """What the default patterns say of a key is kept (a call's keys repeat), so the second
+    redaction of the same arguments must read exactly as the first; keys longer than 128
+    characters are judged each time and never kept (a caller cannot fill memory with them)."""
+    from mcpwire.host.policies import audit as audit_policy
+
+    arguments = {"message": "hi", "api_key": "sk-123", "nested": {"Password": "x", "note": "ok"}}
+    first = audit_policy.redact(arguments)
+    assert first == {"message": "hi", "api_key": "[REDACTED]", "nested": {"Password": "[REDACTED]", "note": "ok"}}
+    assert audit_policy.redact(arguments) == first
+    long_key = "token_" + "x" * 200
+    kept = len(audit_policy._DEFAULT_VERDICTS)
+    assert audit_policy.redact({long_key: "v"}) == {long_key: "[REDACTED]"}
+    assert long_key not in audit_policy._DEFAULT_VERDICTS and len(audit_policy._DEFAULT_VERDICTS) == kept

@@ -119,6 +119,12 @@ class _Failing:
             raise StoreError("the database sqlite:///failing.db failed: disk I/O error")
         return await self.real.append_audit(records)
 
+    def append_audit_now(self, records: Sequence[AuditIn]) -> list[int] | None:
+        if not self.working:
+            self.failures += 1
+            raise StoreError("the database sqlite:///failing.db failed: disk I/O error")
+        return self.real.append_audit_now(records)
+
 
 async def test_a_failing_store_holds_answers_back_for_a_bounded_time_and_loses_nothing(store: Store) -> None:
     failing = _Failing(store)
@@ -186,3 +192,77 @@ async def test_calls_finishing_during_a_commit_commit_next_without_waiting_for_t
         nursery.cancel_scope.cancel()
     assert writer.committed == 320
     assert 5 <= writer.batches < 320
+
+
+class _Counting:
+    """The store, counting the commits made on the caller's thread and on a worker thread; with
+    ``now=False`` it never commits on the caller's thread (as a server database does not)."""
+
+    def __init__(self, real: Store, *, now: bool = True) -> None:
+        self.real = real
+        self.location = real.location
+        self.now = now
+        self.on_thread = 0
+        self.awaited = 0
+
+    async def append_audit(self, records: Sequence[AuditIn]) -> list[int]:
+        self.awaited += 1
+        return await self.real.append_audit(records)
+
+    def append_audit_now(self, records: Sequence[AuditIn]) -> list[int] | None:
+        if not self.now:
+            return None
+        ids = self.real.append_audit_now(records)
+        self.on_thread += ids is not None
+        return ids
+
+
+async def test_a_barrier_commits_on_its_own_thread_when_the_store_can(store: Store) -> None:
+    """A local SQLite file whose lock is free takes the commit on the barrier's own thread; a store
+    that cannot commit without waiting (``append_audit_now`` says None) is awaited instead. Either
+    way the records are stored, in order."""
+    counting = _Counting(store)
+    writer = AuditWriter(counting)  # type: ignore[arg-type]
+    with trio.fail_after(10):
+        for i in range(3):
+            writer.add(_record(i))
+            assert await writer.barrier() is True
+    assert (counting.on_thread, counting.awaited) == (3, 0)
+    counting.now = False
+    with trio.fail_after(10):
+        writer.add(_record(3))
+        assert await writer.barrier() is True
+    assert (counting.on_thread, counting.awaited) == (3, 1)
+    assert writer.committed == 4 and writer.pending == 0
+    stored = sorted((await store.audit()).items, key=lambda r: r.id)
+    assert [r.trace_id for r in stored] == ["t-0", "t-1", "t-2", "t-3"]
+
+
+async def test_sqlite_commits_on_the_callers_thread_only_when_it_needs_no_wait(tmp_path: Path) -> None:
+    """``append_audit_now`` on SQLite: done at once while the write lock is free; None (nothing
+    appended) while another connection holds the lock, and once a checkpoint is due (a worker
+    thread's commit makes it)."""
+    import sqlite3
+
+    from mcpwire.service.store import sqlite as sqlite_store
+
+    path = tmp_path / "audit.db"
+    opened = await open_store(f"sqlite:///{path}")
+    try:
+        assert opened.append_audit_now([_record(1)]) is not None
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            assert opened.append_audit_now([_record(2)]) is None
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        driver = opened._driver
+        assert isinstance(driver, sqlite_store.SqliteDriver)
+        driver._since_checkpoint = sqlite_store.CHECKPOINT_EVERY
+        assert opened.append_audit_now([_record(3)]) is None
+        assert await opened.append_audit([_record(4)])  # (the worker thread checkpoints)
+        assert opened.append_audit_now([_record(5)]) is not None
+        assert sorted(r.trace_id or "" for r in (await opened.audit()).items) == ["t-1", "t-4", "t-5"]
+    finally:
+        await opened.aclose()

@@ -274,17 +274,18 @@ class ApprovalPolicy:
             trust_annotations=self.trust_annotations,
         )
 
-    def decide(self, ctx: CallContext, risk: Risk) -> tuple[Decision, str]:
-        """The decision and its reason."""
+    def decide(self, ctx: CallContext, risk: Risk, *, explain: bool = True) -> tuple[Decision, str]:
+        """The decision and its reason (``""`` with ``explain=False``: most calls are allowed,
+        and nobody reads why)."""
         if ctx.decision is not None:
-            return ctx.decision, f"the server's approval setting for {ctx.tool!r}"
+            return ctx.decision, f"the server's approval setting for {ctx.tool!r}" if explain else ""
         for server_glob, tool_glob, decision in self.rules:
             if fnmatch.fnmatchcase(ctx.server, server_glob) and fnmatch.fnmatchcase(ctx.tool, tool_glob):
-                return decision, f"the rule ({server_glob!r}, {tool_glob!r})"
+                return decision, f"the rule ({server_glob!r}, {tool_glob!r})" if explain else ""
         ask_at = self.ask_at if ctx.ask_at is None else ctx.ask_at
         if risk >= ask_at:
-            return "ask", f"risk {risk.name} is at or above {ask_at.name}"
-        return "allow", f"risk {risk.name} is below {ask_at.name}"
+            return "ask", f"risk {risk.name} is at or above {ask_at.name}" if explain else ""
+        return "allow", f"risk {risk.name} is below {ask_at.name}" if explain else ""
 
     def confirmations(self, risk: Risk) -> int:
         return max(1, self.critical_confirmations) if risk is Risk.CRITICAL else 1
@@ -302,10 +303,10 @@ class ApprovalPolicy:
         if ctx.kind != "tool":
             return "allow", ctx.arguments
         risk = ctx.risk = self.risk(ctx)
+        if self.decide(ctx, risk, explain=False)[0] == "allow":
+            return "allow", ctx.arguments
         decision, reason = self.decide(ctx, risk)
         where = f"tool {ctx.tool!r} on server {ctx.server!r}"
-        if decision == "allow":
-            return "allow", ctx.arguments
         if decision == "deny":
             raise ApprovalDenied(f"{where} is denied by {reason} (risk {risk.name})")
         approvers: list[tuple[Approver, str]] = []

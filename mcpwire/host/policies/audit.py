@@ -84,11 +84,29 @@ def _compiled(patterns: Sequence[str]) -> list[re.Pattern[str]]:
 _DEFAULT_PATTERNS: Final = _compiled(DEFAULT_SECRET_KEYS)
 
 
+#: what the default patterns say of the (short) keys seen so far: a call's keys repeat call after call
+_DEFAULT_VERDICTS: dict[str, bool] = {}
+_MAX_VERDICTS: Final = 4096
+
+
+def _secret_key(key: str, pats: Sequence[re.Pattern[str]]) -> bool:
+    """Whether ``key`` matches one of ``pats`` (answers for the default patterns are kept)."""
+    if pats is not _DEFAULT_PATTERNS or len(key) > 128:
+        return any(p.search(key) for p in pats)
+    verdict = _DEFAULT_VERDICTS.get(key)
+    if verdict is None:
+        verdict = any(p.search(key) for p in pats)
+        if len(_DEFAULT_VERDICTS) >= _MAX_VERDICTS:
+            _DEFAULT_VERDICTS.clear()
+        _DEFAULT_VERDICTS[key] = verdict
+    return verdict
+
+
 def redact(value: object, patterns: Sequence[re.Pattern[str]] | None = None) -> object:
     """``value`` with every value under a secret-looking key replaced, at any depth."""
     pats = _DEFAULT_PATTERNS if patterns is None else patterns
     if isinstance(value, Mapping):
-        return {str(k): REDACTED if any(p.search(str(k)) for p in pats) else redact(v, pats) for k, v in value.items()}
+        return {str(k): REDACTED if _secret_key(str(k), pats) else redact(v, pats) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, pats) for v in value]
     return value

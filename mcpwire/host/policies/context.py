@@ -10,6 +10,7 @@ back what happened (``decision``, ``outcome``), which the audit log and the metr
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
@@ -159,3 +160,5 @@ class CallContext:
     #: seconds the call waited for a decision (not part of its latency)
     approval_wait: float = 0.0
     outcome: str = ""  #: ok, tool_error, cache_hit, error, denied, abandoned, cancelled
+    #: the current attempt's hard end on trio's clock (set by the timeout policy; ``inf`` between)
+    deadline: float = math.inf

@@ -82,8 +82,12 @@ class PolicyStack(Generic[T]):
             return True
         return bool(ctx.idempotent) and ctx.destructive is False
 
-    async def run(self, ctx: CallContext, invoke: Callable[[Mapping[str, object]], Awaitable[T]]) -> T:
+    async def run(
+        self, ctx: CallContext, invoke: Callable[[Mapping[str, object]], Awaitable[T]], *, bounded: bool = False
+    ) -> T:
         """Runs ``invoke(arguments)`` under every policy; sets ``ctx.approval`` and ``ctx.outcome``.
+
+        ``bounded``: ``invoke`` ends by ``ctx.deadline`` itself (see :func:`run_with_timeout`).
 
         Raises:
             ApprovalDenied, CircuitOpen: a policy refused the call.
@@ -124,7 +128,7 @@ class PolicyStack(Generic[T]):
             sent = True
 
             async def attempt() -> T:
-                return await run_with_timeout(ctx, lambda: invoke(args))
+                return await run_with_timeout(ctx, lambda: invoke(args), bounded=bounded)
 
             async def retried() -> T:
                 return await self.retry.run(ctx, attempt)

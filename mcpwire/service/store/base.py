@@ -113,6 +113,16 @@ class Driver(Protocol):
         """
         ...
 
+    def call_now(self, fn: Callable[[Transaction], T], *, write: bool) -> T | None:
+        """Runs ``fn`` (a few statements, which never returns None) in a transaction on the
+        calling thread, when that needs no wait (see ``quick`` above); None when it would wait,
+        and then nothing was done.
+
+        Raises:
+            StoreError: the database failed.
+        """
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -303,16 +313,14 @@ class Store:
         """Appends records in one transaction; returns their ids (in order)."""
         if not records:
             return []
+        return await self._driver.call(_appending(records), write=True, quick=True)
 
-        rows = [
-            (r.time, r.server, r.kind, r.tool, r.name, r.outcome, r.trace_id, r.run_id, r.caller, _json(r.record))
-            for r in records
-        ]
-
-        def append(tx: Transaction) -> list[int]:
-            return tx.insert("audit", AUDIT_COLUMNS, rows)
-
-        return await self._driver.call(append, write=True, quick=True)
+    def append_audit_now(self, records: Sequence[AuditIn]) -> list[int] | None:
+        """:meth:`append_audit` on this thread, when the store can do it without waiting (a local
+        database whose lock is free); None when it cannot, and then nothing was appended."""
+        if not records:
+            return []
+        return self._driver.call_now(_appending(records), write=True)
 
     async def audit(
         self,
@@ -615,3 +623,16 @@ class Store:
             return tx.run("DELETE FROM conversations WHERE id = ?", (conversation_id,)) > 0
 
         return await self._driver.call(delete, write=True)
+
+
+def _appending(records: Sequence[AuditIn]) -> Callable[[Transaction], list[int]]:
+    """The transaction's work that appends ``records`` to the audit table."""
+    rows = [
+        (r.time, r.server, r.kind, r.tool, r.name, r.outcome, r.trace_id, r.run_id, r.caller, _json(r.record))
+        for r in records
+    ]
+
+    def append(tx: Transaction) -> list[int]:
+        return tx.insert("audit", AUDIT_COLUMNS, rows)
+
+    return append

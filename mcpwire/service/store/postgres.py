@@ -124,6 +124,9 @@ class PostgresDriver:
         except Exception:  # pragma: no cover - closing a broken connection
             pass
 
+    def call_now(self, fn: Callable[[Transaction], T], *, write: bool) -> T | None:
+        return None  # every statement is a round trip to the server: never without a wait
+
     async def call(self, fn: Callable[[Transaction], T], *, write: bool, quick: bool = False) -> T:
         # (``quick`` changes nothing here: every statement is a round trip to the server)
         if self._closed:

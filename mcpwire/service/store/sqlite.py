@@ -169,6 +169,16 @@ class SqliteDriver:
                 pass  # another writer holds the lock: wait for it on a worker thread
         return await trio.to_thread.run_sync(self._run, fn, write, limiter=self._limiter)
 
+    def call_now(self, fn: Callable[[Transaction], T], *, write: bool) -> T | None:
+        if self._closed or self._conn is None:
+            raise StoreError(f"the database {self.location} is closed")
+        if self._quick is None or self._since_checkpoint >= CHECKPOINT_EVERY:
+            return None  # (a checkpoint is due: a worker thread's transaction makes it)
+        try:
+            return self._run_now(fn, write)
+        except _Busy:
+            return None
+
     def _run_now(self, fn: Callable[[Transaction], T], write: bool) -> T:
         """Runs a quick transaction on this thread, on the quick connection (``busy_timeout`` 0),
         unless that would mean waiting for another writer's lock (this process's worker thread or
