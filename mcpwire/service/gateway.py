@@ -435,6 +435,10 @@ class GatewayServer(Server):
         if not isinstance(arguments, dict):
             raise RequestError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
         relayed = self._relayed(ctx, reg.server)
+        # the backend is asked for progress only when someone takes it: a legacy request's
+        # client asks with a token of its own (a 2026-07-28 call may be resumed by a request that
+        # carries one, so it always asks)
+        wants_progress = ctx.modern or ctx.progress_token is not None
 
         async def work(pending: Pending) -> object:
             async def progress(update: Any) -> None:
@@ -447,7 +451,7 @@ class GatewayServer(Server):
                     caller_approver=relay.approver(pending),
                     caller=relay.caller(pending),
                     context=self._call_context(pending.context),
-                    on_progress=progress,
+                    on_progress=progress if wants_progress else None,
                     relay=relay.relay_for(pending, relayed),
                 )
             except HostError as exc:
