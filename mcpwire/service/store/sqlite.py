@@ -160,7 +160,7 @@ class SqliteDriver:
     async def call(self, fn: Callable[[Transaction], T], *, write: bool, quick: bool = False) -> T:
         if self._closed or self._conn is None:
             raise StoreError(f"the database {self.location} is closed")
-        if quick and self._quick is not None and self._since_checkpoint < CHECKPOINT_EVERY:
+        if quick and self._quick_ready():
             # (on its own connection: a worker thread's transaction on the other one, however
             # long, does not hold it back unless it writes)
             try:
@@ -172,12 +172,17 @@ class SqliteDriver:
     def call_now(self, fn: Callable[[Transaction], T], *, write: bool) -> T | None:
         if self._closed or self._conn is None:
             raise StoreError(f"the database {self.location} is closed")
-        if self._quick is None or self._since_checkpoint >= CHECKPOINT_EVERY:
-            return None  # (a checkpoint is due: a worker thread's transaction makes it)
+        if not self._quick_ready():
+            return None
         try:
             return self._run_now(fn, write)
         except _Busy:
             return None
+
+    def _quick_ready(self) -> bool:
+        """Whether a quick transaction may run on the calling thread: the quick connection is
+        open and no checkpoint is due (a worker thread's transaction makes it)."""
+        return self._quick is not None and self._since_checkpoint < CHECKPOINT_EVERY
 
     def _run_now(self, fn: Callable[[Transaction], T], write: bool) -> T:
         """Runs a quick transaction on this thread, on the quick connection (``busy_timeout`` 0),
