@@ -20,8 +20,8 @@ same calls (``echo`` with a short message):
 - ``floor``: ``bench/gateway_floor.py``, a bare hypercorn+starlette endpoint answering the call
   itself: what one MCP call over HTTP costs at the least on that stack;
 - ``relay-floor``: ``bench/gateway_relay_floor.py``, the least a relay on the gateway's own stack
-  (trio, h11, msgspec) does for the call: h11 in, the backend over stdio, h11 out, nothing else;
-  and ``relay-floor[audit]``: the same with a row committed to SQLite per call before the answer,
+  (trio, its HTTP/1.1 codec, msgspec) does for the call: HTTP in, the backend over stdio, HTTP out,
+  nothing else; and ``relay-floor[audit]``: the same with a row committed to SQLite per call before the answer,
   as ``mcpwire serve`` commits (WAL, ``synchronous=NORMAL``, one transaction per call). What the
   gateway and ``serve`` spend beyond them is what their features and structure cost.
 

@@ -1,6 +1,8 @@
-"""The relay floor of the gateway benchmark: the least a trio + h11 relay does for one call.
+"""The relay floor of the gateway benchmark: the least a relay on trio and mcpwire's HTTP/1.1 codec
+does for one call.
 
-One task per connection reads requests with h11 (``POST /mcp``, one JSON body each). A
+One task per connection reads requests with the server's codec
+(:class:`~mcpwire.protocol.http1_server.ServerConnection`; ``POST /mcp``, one JSON body each). A
 ``tools/call`` goes over stdio to one backend, its ``everything__`` prefix dropped, and the
 backend's answer goes back as one JSON body; ``tools/list`` is relayed with the prefix added;
 ``initialize`` is answered here (with an ``Mcp-Session-Id``), notifications with 202, anything
@@ -9,7 +11,7 @@ WAL mode with ``synchronous=NORMAL`` (as ``mcpwire serve``'s default store commi
 answer, one transaction per call.
 
 No sessions, no token, no validation, no timeouts, no approvals, no group commit: what a call
-through the gateway's own stack (trio, h11, msgspec, the standard library's ``sqlite3``) costs at
+through the gateway's own stack (trio, the HTTP/1.1 codec, msgspec, the standard library's ``sqlite3``) costs at
 the least, which the gateway and ``mcpwire serve`` are measured against.
 
     python bench/gateway_relay_floor.py [--port N] [--audit DB] -- COMMAND [ARG...]
@@ -29,9 +31,10 @@ import time
 from functools import partial
 from typing import Any
 
-import h11
 import msgspec
 import trio
+
+from mcpwire.protocol.http1_server import END, NEED_DATA, Request, ServerConnection
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -141,25 +144,25 @@ async def _answer(backend: Backend, audit: Audit | None, message: dict[str, Any]
 
 
 async def _serve_connection(stream: trio.SocketStream, backend: Backend, audit: Audit | None) -> None:
-    connection = h11.Connection(h11.SERVER)
+    connection = ServerConnection()
     while True:
-        request: h11.Request | None = None
+        request: Request | None = None
         body = bytearray()
         while True:
             event = connection.next_event()
-            if event is h11.NEED_DATA:
+            if event is NEED_DATA:
                 try:
                     connection.receive_data(await stream.receive_some(65536))
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return
                 continue
-            if isinstance(event, h11.Request):
+            if isinstance(event, Request):
                 request = event
-            elif isinstance(event, h11.Data):
-                body += event.data
-            elif isinstance(event, h11.EndOfMessage):
+            elif isinstance(event, bytes):
+                body += event
+            elif event is END:
                 break
-            else:  # ConnectionClosed, or a client that is done
+            else:  # CLOSED: the client is done
                 return
         assert request is not None
         status, out, headers = 200, b"", [(b"content-type", b"application/json")]
@@ -174,13 +177,12 @@ async def _serve_connection(stream: trio.SocketStream, backend: Backend, audit: 
                 if message.get("method") == "initialize":
                     headers.append((b"mcp-session-id", os.urandom(16).hex().encode()))
         headers.append((b"content-length", b"%d" % len(out)))
-        data = connection.send(h11.Response(status_code=status, headers=headers))
-        data += connection.send(h11.Data(data=out)) + connection.send(h11.EndOfMessage())
+        data = connection.response(status, headers) + connection.body(out) + connection.end()
         try:
             await stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return
-        if connection.our_state is not h11.DONE or connection.their_state is not h11.DONE:
+        if not connection.keep_alive:
             return
         connection.start_next_cycle()
 

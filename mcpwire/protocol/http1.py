@@ -1,8 +1,10 @@
-"""HTTP/1.1 sans I/O: a client's request and the response framed from the bytes read.
+"""HTTP/1.1 sans I/O, the client's side: a request, and the response framed from the bytes read.
 
 Theory of operation: the default HTTP client sends small requests whose headers it builds itself
-and reads answers from servers it does not trust. This is its one HTTP/1.1 codec, and what it
-reads is what h11's client side reads (a differential property test holds the two together):
+and reads answers from servers it does not trust. This is the client's side of mcpwire's one
+HTTP/1.1 codec (:mod:`.http1_server` is the server's, built on the same rules for lines, fields
+and chunks), and what it reads is what h11's client side reads (a differential property test
+holds the two together):
 
 - :func:`parse_url` reads what a request needs from an ``http://`` or ``https://`` URL (where to
   connect, the ``Host``, the request target, Basic credentials from userinfo), with the checks
@@ -38,6 +40,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Callable
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
@@ -367,7 +370,13 @@ def _section_lines(raw: bytes) -> list[bytes]:
     return [line[:-1] if line[-1:] == b"\r" else line for line in lines]
 
 
-def _fields(lines: list[bytes], what: str) -> tuple[list[tuple[bytes, bytes]], bytes | None, bool]:
+def _response_error(message: str, status: int) -> Exception:
+    return InvalidHTTPResponse(message)
+
+
+def _fields(
+    lines: list[bytes], what: str, fail: Callable[[str, int], Exception] = _response_error
+) -> tuple[list[tuple[bytes, bytes]], bytes | None, bool]:
     """The fields of a header or trailer section, as h11 reads and normalizes them: folded lines
     joined, each line ``name: value``, repeated or listed ``Content-Length`` values reduced to
     their one number (a repeat is dropped), ``Transfer-Encoding`` only ``chunked`` (lowercased).
@@ -377,13 +386,15 @@ def _fields(lines: list[bytes], what: str) -> tuple[list[tuple[bytes, bytes]], b
         ``Transfer-Encoding: chunked`` is there.
 
     Raises:
-        InvalidHTTPResponse: a line or a framing field that h11 refuses.
+        what ``fail`` makes of the message and the status a server answers it with (400, or 501
+        for a transfer coding it does not know): a line or a framing field that h11 refuses
+        (:class:`~mcpwire.errors.InvalidHTTPResponse` by default).
     """
     unfolded: list[bytes] = []
     for line in lines:
         if line[:1] == b" " or line[:1] == b"\t":  # obs-fold: continues the line before
             if not unfolded:
-                raise InvalidHTTPResponse(f"the {what} starts with a continuation line: {_shown(line)}")
+                raise fail(f"the {what} starts with a continuation line: {_shown(line)}", 400)
             unfolded[-1] += b" " + line.lstrip(b" \t")
         else:
             unfolded.append(line)
@@ -393,32 +404,149 @@ def _fields(lines: list[bytes], what: str) -> tuple[list[tuple[bytes, bytes]], b
     for line in unfolded:
         field = _header_line(line)
         if field is None:
-            raise InvalidHTTPResponse(f"illegal header line in the {what}: {_shown(line)}")
+            raise fail(f"illegal header line in the {what}: {_shown(line)}", 400)
         name, value = field
         lowered = name.lower()
         if lowered == b"content-length":
             values = {piece.strip() for piece in value.split(b",")}
             number = values.pop()
             if values or not number.isdigit() or len(number) > MAX_LENGTH_DIGITS:
-                raise InvalidHTTPResponse(f"illegal Content-Length in the {what}: {_shown(value)}")
+                raise fail(f"illegal Content-Length in the {what}: {_shown(value)}", 400)
             if length is None:
                 length = number
                 fields.append((name, number))
             elif number != length:
-                raise InvalidHTTPResponse(f"conflicting Content-Length values in the {what}")
+                raise fail(f"conflicting Content-Length values in the {what}", 400)
             continue  # the same length again: dropped
         if lowered == b"transfer-encoding":
             if chunked:
-                raise InvalidHTTPResponse(f"Transfer-Encoding is repeated in the {what}")
+                raise fail(f"Transfer-Encoding is repeated in the {what}", 501)
             value = value.lower()
             if value != b"chunked":
-                raise InvalidHTTPResponse(f"unsupported Transfer-Encoding {_shown(value)} (only chunked)")
+                raise fail(f"unsupported Transfer-Encoding {_shown(value)} (only chunked)", 501)
             chunked = True
         fields.append((name, value))
     return fields, length, chunked
 
 
-class ResponseReader:
+class _MessageReader:
+    """What the readers of both sides share: the bytes read, head and trailer sections, and a
+    body framed by ``Content-Length`` or by chunks, read as h11 reads them. A subclass says what
+    a malformed message raises (:meth:`_fail`), what a stream cut short inside a body raises
+    (:meth:`_short`), and what the end of a message does (:meth:`_end`)."""
+
+    def __init__(self, max_head_bytes: int) -> None:
+        self._max_head = max_head_bytes
+        self._buffer = bytearray()
+        self._eof = False
+        self._state = _HEAD
+        self._searched = 0  # where the search for the end of a section goes on from
+        self._remaining = 0
+        self._discard = b""  # what must still follow a chunk's data (its CRLF)
+        self._received = 0  # body bytes of the current message, for the error of a short one
+
+    def _fail(self, message: str, status: int = 400) -> Exception:
+        """The error of a message that cannot be read (``status``: what a server answers)."""
+        raise NotImplementedError
+
+    def _short(self) -> Exception:
+        """The error of a stream that ended inside a body."""
+        raise NotImplementedError
+
+    def _end(self) -> None:
+        """The message has been read to its end."""
+        self._state = _DONE
+
+    def _section(self, what: str) -> bytes | None:
+        """The raw bytes of the head or trailer section at the start of the buffer, through its
+        empty line, taken from the buffer; None when it is not complete yet."""
+        buffer = self._buffer
+        end = _section_end(buffer, self._searched)
+        if end < 0:
+            self._searched = max(0, len(buffer) - 2)
+            if len(buffer) > self._max_head:
+                raise self._fail(f"the {what} is over {self._max_head} bytes", 431)
+            return None
+        self._searched = 0
+        raw = bytes(buffer[:end])
+        del buffer[:end]
+        return raw
+
+    def _take(self, count: int) -> bytes:
+        buffer = self._buffer
+        if count >= len(buffer):
+            data = bytes(buffer)
+            buffer.clear()
+        else:
+            data = bytes(buffer[:count])
+            del buffer[:count]
+        self._received += len(data)
+        return data
+
+    def _fixed(self) -> bytes | _Marker:
+        if not self._buffer:
+            if self._eof:
+                raise self._short()
+            return NEED_DATA
+        data = self._take(self._remaining)
+        self._remaining -= len(data)
+        if not self._remaining:
+            self._end()
+        return data
+
+    def _chunked(self) -> bytes | _Marker:
+        buffer = self._buffer
+        while True:
+            state = self._state
+            if state == _CHUNK_DATA:
+                if not buffer:
+                    break
+                data = self._take(self._remaining)
+                self._remaining -= len(data)
+                if not self._remaining:
+                    self._state = _CHUNK_END
+                    self._discard = b"\r\n"
+                return data
+            if state == _CHUNK_HEADER_LINE:
+                end = buffer.find(b"\r\n")
+                if end < 0:
+                    if len(buffer) > self._max_head:
+                        raise self._fail(f"a chunk-size line is over {self._max_head} bytes", 431)
+                    break
+                size = _chunk_size(bytes(buffer[:end]))
+                if size is None:
+                    raise self._fail(f"illegal chunk-size line: {_shown(buffer[: end + 2])}")
+                self._remaining = size
+                del buffer[: end + 2]
+                self._state = _CHUNK_DATA if self._remaining else _TRAILERS
+            elif state == _CHUNK_END:
+                if not buffer:
+                    break
+                expected = self._discard
+                got = bytes(buffer[: len(expected)])
+                if not expected.startswith(got):
+                    raise self._fail(f"a chunk's data does not end with CRLF but {_shown(got)}")
+                del buffer[: len(got)]
+                self._discard = expected[len(got) :]
+                if self._discard:
+                    break
+                self._state = _CHUNK_HEADER_LINE
+            else:  # _TRAILERS: fields after the last chunk, up to an empty line; checked, not kept
+                if buffer[:1] == b"\n" or buffer[:2] == b"\r\n":
+                    del buffer[: 1 if buffer[:1] == b"\n" else 2]
+                else:
+                    raw = self._section("trailer section")
+                    if raw is None:
+                        break
+                    _fields(_section_lines(raw), "trailer section", self._fail)
+                self._end()
+                return END
+        if self._eof:
+            raise self._short()
+        return NEED_DATA
+
+
+class ResponseReader(_MessageReader):
     """Frames the responses read from one connection, one at a time (see the module's theory of
     operation).
 
@@ -428,14 +556,7 @@ class ResponseReader:
     """
 
     def __init__(self, max_head_bytes: int = 64 * 1024) -> None:
-        self._max_head = max_head_bytes
-        self._buffer = bytearray()
-        self._eof = False
-        self._state = _HEAD
-        self._searched = 0  # where the search for the end of a section goes on from
-        self._remaining = 0
-        self._discard = b""  # what must still follow a chunk's data (its CRLF)
-        self._received = 0  # body bytes of the current response, for the error of a short one
+        super().__init__(max_head_bytes)
         self._length: int | None = None
         self._head_request = False
         self._keep_alive = False
@@ -510,21 +631,6 @@ class ResponseReader:
 
     # -- heads -----------------------------------------------------------------------------------
 
-    def _section(self, what: str) -> bytes | None:
-        """The raw bytes of the head or trailer section at the start of the buffer, through its
-        empty line, taken from the buffer; None when it is not complete yet."""
-        buffer = self._buffer
-        end = _section_end(buffer, self._searched)
-        if end < 0:
-            self._searched = max(0, len(buffer) - 2)
-            if len(buffer) > self._max_head:
-                raise InvalidHTTPResponse(f"the {what} is over {self._max_head} bytes")
-            return None
-        self._searched = 0
-        raw = bytes(buffer[:end])
-        del buffer[:end]
-        return raw
-
     def _head(self) -> Head | _Marker:
         buffer = self._buffer
         if buffer[:1] == b"\n" or buffer[:2] == b"\r\n":
@@ -587,16 +693,8 @@ class ResponseReader:
 
     # -- bodies ------------------------------------------------------------------------------------
 
-    def _take(self, count: int) -> bytes:
-        buffer = self._buffer
-        if count >= len(buffer):
-            data = bytes(buffer)
-            buffer.clear()
-        else:
-            data = bytes(buffer[:count])
-            del buffer[:count]
-        self._received += len(data)
-        return data
+    def _fail(self, message: str, status: int = 400) -> Exception:
+        return InvalidHTTPResponse(message)
 
     def _short(self) -> IncompleteBody:
         if self._length is not None:
@@ -610,65 +708,3 @@ class ResponseReader:
             f"the server closed the connection inside a chunked body (after {self._received} bytes)",
             received=self._received,
         )
-
-    def _fixed(self) -> bytes | _Marker:
-        if not self._buffer:
-            if self._eof:
-                raise self._short()
-            return NEED_DATA
-        data = self._take(self._remaining)
-        self._remaining -= len(data)
-        if not self._remaining:
-            self._end()
-        return data
-
-    def _chunked(self) -> bytes | _Marker:
-        buffer = self._buffer
-        while True:
-            state = self._state
-            if state == _CHUNK_DATA:
-                if not buffer:
-                    break
-                data = self._take(self._remaining)
-                self._remaining -= len(data)
-                if not self._remaining:
-                    self._state = _CHUNK_END
-                    self._discard = b"\r\n"
-                return data
-            if state == _CHUNK_HEADER_LINE:
-                end = buffer.find(b"\r\n")
-                if end < 0:
-                    if len(buffer) > self._max_head:
-                        raise InvalidHTTPResponse(f"a chunk-size line is over {self._max_head} bytes")
-                    break
-                size = _chunk_size(bytes(buffer[:end]))
-                if size is None:
-                    raise InvalidHTTPResponse(f"illegal chunk-size line: {_shown(buffer[: end + 2])}")
-                self._remaining = size
-                del buffer[: end + 2]
-                self._state = _CHUNK_DATA if self._remaining else _TRAILERS
-            elif state == _CHUNK_END:
-                if not buffer:
-                    break
-                expected = self._discard
-                got = bytes(buffer[: len(expected)])
-                if not expected.startswith(got):
-                    raise InvalidHTTPResponse(f"a chunk's data does not end with CRLF but {_shown(got)}")
-                del buffer[: len(got)]
-                self._discard = expected[len(got) :]
-                if self._discard:
-                    break
-                self._state = _CHUNK_HEADER_LINE
-            else:  # _TRAILERS: fields after the last chunk, up to an empty line; checked, not kept
-                if buffer[:1] == b"\n" or buffer[:2] == b"\r\n":
-                    del buffer[: 1 if buffer[:1] == b"\n" else 2]
-                else:
-                    raw = self._section("trailer section")
-                    if raw is None:
-                        break
-                    _fields(_section_lines(raw), "trailer section")
-                self._end()
-                return END
-        if self._eof:
-            raise self._short()
-        return NEED_DATA

@@ -8,7 +8,7 @@
   dispatch, cancellation, 2025-03-26 batches, ``server/discover``, ``subscriptions/listen``.
 - :func:`serve_stdio` (:mod:`.stdio`), :class:`StreamableHTTPApp` (:mod:`.asgi`, an ASGI
   app: sessions, SSE response streams, resumability) and :func:`serve_http` (:mod:`.http`:
-  the built-in HTTP/1.1 server of :mod:`.h11server`, or hypercorn's trio worker).
+  the built-in HTTP/1.1 server of :mod:`.http1server`, or hypercorn's trio worker).
 
 The sans-I/O rules (classification, ``_meta`` admission, version negotiation, the 2026-07-28
 HTTP header checks) are :mod:`mcpwire.protocol.serving`.
@@ -42,7 +42,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    if name == "serve_http":  # imports h11 (or hypercorn): only when serving HTTP
+    if name == "serve_http":  # imports the server (or hypercorn): only when serving HTTP
         from .http import serve_http
 
         return serve_http

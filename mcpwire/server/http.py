@@ -7,7 +7,7 @@ and the caller learns the port. The app's lifespan runs with the server: a
 
 Two servers can do it, under one listening loop (:mod:`.listen`: the same limits per client
 address, the same TLS certificate, the same trusted proxies and the same drain). The default,
-``"builtin"``, is :mod:`mcpwire.server.h11server` (HTTP/1.1 on trio and h11, one task per
+``"builtin"``, is :mod:`mcpwire.server.http1server` (HTTP/1.1 on trio and mcpwire's codec, one task per
 connection), which costs well under half the CPU per request of hypercorn's; MCP clients speak
 HTTP/1.1. ``"hypercorn"`` (:mod:`.hyper`) adds HTTP/2, offered by ALPN over TLS; it is imported
 only when chosen.
@@ -46,7 +46,7 @@ async def serve_http(
 
     Args:
         options: the bounds, limits, certificate and trusted proxies (:class:`ServerOptions`).
-        server: ``"builtin"`` (:mod:`mcpwire.server.h11server`) or ``"hypercorn"``.
+        server: ``"builtin"`` (:mod:`mcpwire.server.http1server`) or ``"hypercorn"``.
         shutdown_trigger: when it returns, stop accepting, drain, and return.
 
     Cancellation: cancelling it closes the listening socket and every connection.
@@ -57,9 +57,9 @@ async def serve_http(
     """
     options = options or ServerOptions()
     if server == "builtin":
-        from .h11server import serve_h11
+        from .http1server import serve_http1
 
-        await serve_h11(
+        await serve_http1(
             app, host=host, port=port, options=options, shutdown_trigger=shutdown_trigger, task_status=task_status
         )
     elif server == "hypercorn":

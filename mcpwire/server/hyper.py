@@ -78,7 +78,7 @@ async def serve_hypercorn(
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` with hypercorn's HTTP/1.1 and HTTP/2 on ``host:port`` (HTTP/2 by ALPN when
-    ``options`` has a certificate). Cancellation and errors as :func:`~.h11server.serve_h11`."""
+    ``options`` has a certificate). Cancellation and errors as :func:`~.http1server.serve_http1`."""
     from hypercorn.config import Config
     from hypercorn.trio.tcp_server import TCPServer
     from hypercorn.trio.worker_context import WorkerContext

@@ -14,7 +14,7 @@ binds with :func:`trio.open_tcp_listeners` (port 0 and IPv6 work), reports the b
 
 A connection admitted becomes a :class:`~.tcp.TcpStream` (trio's stream contract without its
 per-call layers), wrapped in a :class:`trio.SSLStream` when the server has a certificate,
-then handed to the server's own connection handler (the built-in h11 connection, or hypercorn's),
+then handed to the server's own connection handler (the built-in HTTP/1.1 connection, or hypercorn's),
 which registers a :class:`Handle` for the sweeper and the drain. One sweeper task ends every
 connection whose wait on its client is past its deadline: a float per connection checked twice a
 second is much cheaper than a cancel scope per read.
@@ -207,7 +207,7 @@ def url_of(sockaddr: Any, scheme: str) -> str:
 
 def plain_response(status: int, text: str) -> bytes:
     """A complete error response of the server's own, written before any request was read (there
-    is none to answer through h11), closing the connection."""
+    is no request to answer in), closing the connection."""
     body = f"{text}\n".encode()
     head = (
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"

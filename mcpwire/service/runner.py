@@ -3,7 +3,7 @@
 Theory of operation: the store is opened (and migrated) first; the config file's servers, with
 the store's changes laid over them (:mod:`mcpwire.service.servers`), make the host. The host is
 entered without waiting for its servers, the HTTP server (the built-in one of
-:mod:`mcpwire.server.h11server`, or hypercorn's trio worker when chosen) starts serving the app at once (``/healthz``
+:mod:`mcpwire.server.http1server`, or hypercorn's trio worker when chosen) starts serving the app at once (``/healthz``
 answers while servers connect; ``/readyz`` waits for every enabled server to be tried), and one
 line per server is printed as soon as each has been tried (bounded), then the URLs. SIGINT or
 SIGTERM ends the event streams, stops accepting connections and gives requests in flight
@@ -61,7 +61,7 @@ class ServeOptions:
     db: str | None = None
     stdio: bool = False
     first_attempt_timeout: float = FIRST_ATTEMPT_TIMEOUT
-    #: ``builtin`` (HTTP/1.1 on h11) or ``hypercorn`` (HTTP/2 as well)
+    #: ``builtin`` (HTTP/1.1, mcpwire's own server) or ``hypercorn`` (HTTP/2 as well)
     http_server: HttpServerName = "builtin"
     #: the admin token is the one kept in the data folder (loopback without a token given)
     local_token: bool = False

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from mcpwire.server.h11server import ServerOptions, serve_h11
+from mcpwire.server.http1server import ServerOptions, serve_http1
 
 READ_TIMEOUT_S = 5.0
 Scope = MutableMapping[str, Any]
@@ -129,7 +129,7 @@ async def serving(
     async with trio.open_nursery() as nursery:
         urls = await nursery.start(
             partial(
-                serve_h11,
+                serve_http1,
                 app,
                 host=host,
                 options=options or ServerOptions(),

@@ -1,21 +1,23 @@
-"""An ASGI 3 HTTP/1.1 server on trio and h11: what ``mcpwire serve`` and :func:`serve_http` run.
+"""An ASGI 3 HTTP/1.1 server on trio: what ``mcpwire serve`` and :func:`serve_http` run.
 
-Theory of operation: :func:`serve_h11` serves through :func:`~.listen.run_server` (lifespan,
+Theory of operation: :func:`serve_http1` serves through :func:`~.listen.run_server` (lifespan,
 listening, admission, TLS, the sweeper and the drain) with one :class:`_Connection` per accepted
-stream: **one task**, one :class:`h11.Connection`, over any :class:`trio.abc.Stream` (a
-:class:`trio.SSLStream` gives HTTPS). h11 is the only parser and the only writer: it reads every
-request head and body, frames every response, and decides whether the connection carries another
-request. Nothing is spawned per request: the task reads a head (its first byte within
-``keep_alive_s`` of the last answer, the whole head within ``header_timeout_s`` of its first byte,
-else 408), then awaits the app directly with a ``receive``/``send`` pair bound to that exchange.
+stream: **one task**, one :class:`~mcpwire.protocol.http1_server.ServerConnection` (the server's
+side of mcpwire's HTTP/1.1 codec, which reads and writes as h11 does), over any
+:class:`trio.abc.Stream` (a :class:`trio.SSLStream` gives HTTPS). The codec is the only parser
+and the only writer: it reads every request head and body, frames every response, and decides
+whether the connection carries another request. Nothing is spawned per request: the task reads a
+head (its first byte within ``keep_alive_s`` of the last answer, the whole head within
+``header_timeout_s`` of its first byte, else 408), then awaits the app directly with a
+``receive``/``send`` pair bound to that exchange.
 
 - ``receive`` gives the body on demand (an ``Expect: 100-continue`` client gets its ``100
   Continue`` on the first read, so a body the app refuses is never sent); the body must arrive
   whole within ``body_timeout_s`` of the head. Once the body is consumed, ``receive`` reads the
   stream until the client goes away and then returns ``http.disconnect`` (one reader at a time;
   other callers wait for it): the app learns of a vanished client while it streams, without a
-  watcher task per request. Bytes read meanwhile (a pipelined request) go to h11, bounded, and
-  are served in order afterwards. After the response is complete, ``receive`` says
+  watcher task per request. Bytes read meanwhile (a pipelined request) go to the codec, bounded,
+  and are served in order afterwards. After the response is complete, ``receive`` says
   ``http.disconnect`` at once, as ASGI asks.
 - ``send`` holds the response head until the first body message so head and body leave in one
   write. A response is complete only when its last write has returned: a write that does not
@@ -28,8 +30,9 @@ When the app raises before its response starts, the client gets a 500; after, th
 closed (the response cannot be finished honestly). A request that carries both
 ``Content-Length`` and ``Transfer-Encoding`` is answered with ``Connection: close`` and the
 connection closed after it (RFC 9112 §6.1: such a message may be an attempt at request smuggling).
-A malformed request line or header gets a 400 (431 for a head over the limit) and the connection
-closes; nothing a client sent reaches a log line unescaped.
+A malformed request line or header gets a 400 (431 for a head over the limit, 501 for a transfer
+coding other than chunked) and the connection closes; nothing a client sent reaches a log line
+unescaped.
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ from http import HTTPStatus
 from typing import Any, Final
 from urllib.parse import unquote
 
-import h11
 import trio
 
+from ..errors import LocalProtocolError
+from ..protocol.http1_server import CLOSED, END, NEED_DATA, BadRequest, Request, ServerConnection
 from .lifespan import ASGI_VERSION, ASGIApp, Message, StartupFailed, clean
 from .listen import (
     CLOSE_LINGER_S,
@@ -60,7 +64,7 @@ from .listen import (
 from .proxy import forwarded
 from .tcp import TcpStream
 
-__all__ = ["ServerOptions", "StartupFailed", "connection_handler", "serve_h11"]
+__all__ = ["ServerOptions", "StartupFailed", "connection_handler", "serve_http1"]
 
 log = logging.getLogger("mcpwire.server.http")
 
@@ -72,7 +76,6 @@ MAX_PIPELINED_BYTES: Final = 65536
 MAX_SKIPPED_BODY_BYTES: Final = 65536
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
-_H11Request = h11.Request  # (inside _Connection, ``h11`` names an attribute)
 
 
 class _DateCache:
@@ -89,7 +92,7 @@ class _DateCache:
         return cls.value
 
 
-def _head_size(request: h11.Request) -> int:
+def _head_size(request: Request) -> int:
     """The size of a request head as sent (request line, headers, blank line)."""
     size = len(request.method) + len(request.target) + 14
     for name, value in request.headers:
@@ -114,7 +117,7 @@ def _split_target(target: bytes) -> tuple[bytes, bytes]:
 
 
 class _Connection:
-    """One client connection: its stream, h11's state and the exchange in progress."""
+    """One client connection: its stream, the codec's state and the exchange in progress."""
 
     def __init__(self, accepted: Accepted, app: ASGIApp, state: dict[str, Any]) -> None:
         self.app = app
@@ -126,7 +129,7 @@ class _Connection:
         self.local = accepted.local
         self.scheme = accepted.scheme
         self.peer = f"{self.client[0]}:{self.client[1]}" if self.client else "?"
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.options.max_header_bytes)
+        self.http = ServerConnection(max_head_bytes=self.options.max_header_bytes)
         #: cancelled at shutdown (idle or streaming) and when a wait on the client expires
         self.cancel_scope = trio.CancelScope()
         #: when the current wait on the client (handshake, head, body, write, idle) ends it
@@ -195,24 +198,24 @@ class _Connection:
             await self._end_stream(exchange)
         await close_gently(self.stream, drain=not self.gone)
 
-    async def _next_request(self) -> _H11Request | None:
+    async def _next_request(self) -> Request | None:
         """The next request head, or None when the connection is to close (answered if need be)."""
-        conn = self.h11
+        conn = self.http
         idle = self.options.keep_alive_s if self.requests else self.options.header_timeout_s
         now = trio.current_time()
         self.deadline = now + idle
-        if not conn.trailing_data[0]:
+        if not conn.buffered:
             self.idle_since = now
         received = 0
         while True:
             try:
                 event = conn.next_event()
-            except h11.RemoteProtocolError as exc:
+            except BadRequest as exc:
                 log.debug("%s: malformed request: %s", self.peer, clean(str(exc)))
-                await self._refuse(exc.error_status_hint, "malformed request")
+                await self._refuse(exc.status, "malformed request")
                 return None
-            if event is h11.NEED_DATA:
-                if not self.in_head and conn.trailing_data[0]:  # part of a pipelined head
+            if event is NEED_DATA:
+                if not self.in_head and conn.buffered:  # part of a pipelined head
                     self._head_started()
                 data = await self._receive()
                 if data and not self.in_head:
@@ -222,9 +225,9 @@ class _Connection:
                 continue
             self.in_head = False
             self.deadline = self.idle_since = NEVER
-            if type(event) is h11.Request:
-                # h11 bounds a head that arrives in pieces; one that came whole (or pipelined)
-                # is measured here, unless what was read is smaller than the bound anyway
+            if type(event) is Request:
+                # the codec bounds a head that arrives in pieces; one that came whole (or
+                # pipelined) is measured here, unless what was read is smaller than the bound
                 limit = self.options.max_header_bytes
                 if (not received or received > limit) and _head_size(event) > limit:
                     log.debug("%s: request head over %d bytes", self.peer, limit)
@@ -232,7 +235,8 @@ class _Connection:
                     return None
                 self.requests += 1
                 return event
-            return None  # ConnectionClosed
+            assert event is CLOSED
+            return None
 
     def _head_started(self) -> None:
         self.in_head = True
@@ -250,28 +254,25 @@ class _Connection:
     async def _refuse(self, status: int, text: str) -> None:
         """An error response of the server's own (no app involved), then the connection closes."""
         self.must_close = True
-        if self.gone or self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        conn = self.http
+        if self.gone or conn.response_started:
             return
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_LINGER_S):
             try:
-                if self.h11.their_state is h11.ERROR or self.h11.our_state is not h11.SEND_RESPONSE:
-                    # no request h11 could read: there is nothing for h11 to answer
+                if conn.failed or not conn.response_ready:
+                    # no request could be read: there is no exchange to answer in
                     await self.stream.send_all(plain_response(status, text))
                     return
                 body = f"{text}\n".encode()
-                head = h11.Response(
-                    status_code=status,
-                    headers=[
-                        (b"content-type", b"text/plain; charset=utf-8"),
-                        (b"content-length", b"%d" % len(body)),
-                        (b"connection", b"close"),
-                        (b"date", _DateCache.get()),
-                    ],
-                    reason=_REASONS.get(status, b""),
-                )
-                data = self.h11.send(head) + self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
+                headers = [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", b"%d" % len(body)),
+                    (b"connection", b"close"),
+                    (b"date", _DateCache.get()),
+                ]
+                data = conn.response(status, headers, _REASONS.get(status, b"")) + conn.body(body) + conn.end()
                 await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):
+            except (trio.BrokenResourceError, trio.ClosedResourceError, LocalProtocolError):
                 pass
 
     async def _serve(self, exchange: _Exchange) -> None:
@@ -307,12 +308,12 @@ class _Connection:
 
     async def _next_cycle(self, exchange: _Exchange) -> bool:
         """Whether the connection can carry another request (skipping a small unread body)."""
-        conn = self.h11
-        if self.must_close or self.gone or conn.our_state is not h11.DONE:
+        conn = self.http
+        if self.must_close or self.gone or not conn.response_complete or not conn.keep_alive:
             return False
-        if conn.their_state is h11.SEND_BODY and not conn.they_are_waiting_for_100_continue:
+        if not conn.request_complete and not conn.failed and not conn.waiting_for_100_continue:
             await exchange.skip_body()
-        if conn.our_state is h11.DONE and conn.their_state is h11.DONE and not self.must_close:
+        if conn.request_complete and not self.must_close:
             conn.start_next_cycle()
             return True
         return False
@@ -322,8 +323,8 @@ class _Connection:
         if not exchange.started or exchange.complete or self.writing or self.gone:
             return
         try:
-            data = exchange.take_head() + self.h11.send(h11.EndOfMessage())
-        except h11.LocalProtocolError:
+            data = exchange.take_head() + self.http.end()
+        except LocalProtocolError:
             return  # Content-Length framing: the response cannot end early; closing says so
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_LINGER_S):
             try:
@@ -366,7 +367,7 @@ class _Connection:
                 self.must_close = True
 
     async def read_body_bytes(self, deadline: float) -> bool:
-        """Reads more of a request body into h11; False when the client is gone. The whole body
+        """Reads more of a request body into the codec; False when the client is gone. The whole body
         is due by ``deadline``: past it the connection (and the app serving it) is cancelled."""
         self.deadline = deadline
         try:
@@ -374,7 +375,7 @@ class _Connection:
         finally:
             self.deadline = NEVER
         if data:
-            self.h11.receive_data(data)
+            self.http.receive_data(data)
             return True
         self.mark_gone()
         return False
@@ -386,7 +387,7 @@ class _Connection:
             self._reader_scope.cancel()
 
     async def wait_gone(self) -> None:
-        """Reads the stream until the client closes it; bytes read go to h11 for the next
+        """Reads the stream until the client closes it; bytes read go to the codec for the next
         request. One task reads at a time; others wait for it (and take over if it stops)."""
         while not self.gone:
             if self._reading is not None:
@@ -408,7 +409,7 @@ class _Connection:
                     self.mark_gone()
                     return
                 buffered += len(data)
-                self.h11.receive_data(data)
+                self.http.receive_data(data)
             await trio.sleep_forever()  # the client keeps sending: stop reading, wait for the end
 
 
@@ -417,14 +418,15 @@ class _Exchange:
 
     __slots__ = ("body_deadline", "body_done", "complete", "conn", "head", "is_head", "scope", "started")
 
-    def __init__(self, conn: _Connection, request: h11.Request) -> None:
+    def __init__(self, conn: _Connection, request: Request) -> None:
         self.conn = conn
         self.started = False
         self.complete = False
         self.body_done = False
         self.body_deadline = trio.current_time() + conn.options.body_timeout_s
-        self.head: h11.Response | None = None
-        headers = [(name.lower(), value) for name, value in request.headers.raw_items()]
+        #: the response head's bytes, held for the first write of its body
+        self.head: bytes | None = None
+        headers = request.headers
         has_length = has_coding = False
         for name, _ in headers:
             if name == b"content-length":
@@ -465,23 +467,23 @@ class _Exchange:
             if not self.complete and not conn.gone:
                 await conn.wait_gone()
             return _DISCONNECT
-        h11_conn = conn.h11
-        if h11_conn.they_are_waiting_for_100_continue:
-            await conn.write(h11_conn.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")))
+        http = conn.http
+        if http.waiting_for_100_continue:
+            await conn.write(http.informational(100, [], b"Continue"))
         chunks: list[bytes] = []
         while True:
             try:
-                event = h11_conn.next_event()
-            except h11.RemoteProtocolError as exc:
+                event = http.next_event()
+            except BadRequest as exc:
                 log.debug("%s: malformed request body: %s", conn.peer, clean(str(exc)))
                 conn.mark_gone()
                 event = None
-            if type(event) is h11.Data:
-                chunks.append(bytes(event.data))
-            elif type(event) is h11.EndOfMessage:
+            if type(event) is bytes:
+                chunks.append(event)
+            elif event is END:
                 self.body_done = True
                 return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            elif event is h11.NEED_DATA:
+            elif event is NEED_DATA:
                 if chunks:
                     return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
                 if not await conn.read_body_bytes(self.body_deadline):
@@ -519,13 +521,13 @@ class _Exchange:
             if conn.gone:
                 self.complete = not more
                 return
-            h11_conn = conn.h11
+            http = conn.http
             data = self.take_head()
             body = message.get("body", b"")
             if body and not self.is_head:
-                data += h11_conn.send(h11.Data(data=body))
+                data += http.body(body)
             if not more:
-                data += h11_conn.send(h11.EndOfMessage())
+                data += http.end()
             if data:
                 await conn.write(data)
             # complete only once the last write has returned: a watcher of the client's end
@@ -557,7 +559,7 @@ class _Exchange:
         if conn.connections.closing or conn.must_close:
             headers.append((b"connection", b"close"))
         status = int(message["status"])
-        self.head = h11.Response(status_code=status, headers=headers, reason=_REASONS.get(status, b""))
+        self.head = conn.http.response(status, headers, _REASONS.get(status, b""))
         self.started = True
         conn.streaming_get = streaming and self.scope["method"] == "GET"
         if conn.connections.closing and conn.streaming_get:
@@ -569,7 +571,7 @@ class _Exchange:
         if self.head is None:
             return b""
         head, self.head = self.head, None
-        return self.conn.h11.send(head)
+        return head
 
     async def send_plain(self, status: int, text: str) -> None:
         """An error response of the server's own, when the app gave none."""
@@ -578,7 +580,7 @@ class _Exchange:
         try:
             await self.send({"type": "http.response.start", "status": status, "headers": headers})
             await self.send({"type": "http.response.body", "body": body})
-        except h11.LocalProtocolError:  # the app's headers were invalid: h11 refused them
+        except LocalProtocolError:  # the app's headers were invalid: the codec refused them
             self.conn.must_close = True
 
 
@@ -600,7 +602,7 @@ def connection_handler(app: ASGIApp) -> Callable[[dict[str, Any]], ConnectionHan
     return make
 
 
-async def serve_h11(
+async def serve_http1(
     app: ASGIApp,
     *,
     host: str = "127.0.0.1",

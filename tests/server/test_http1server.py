@@ -1,4 +1,4 @@
-"""The built-in HTTP/1.1 server (:mod:`mcpwire.server.h11server`) against a hostile raw-socket
+"""The built-in HTTP/1.1 server (:mod:`mcpwire.server.http1server`) against a hostile raw-socket
 client: keep-alive, pipelining, bodies (Content-Length, chunked, 100-continue, unread), HEAD,
 Connection: close, the bounds (head size, slowloris, idle, connection count), malformed input,
 streaming and disconnects, app failures, lifespan, the scope, binds, and graceful shutdown."""
@@ -16,7 +16,7 @@ import trio
 import trio.testing
 from _raw_http import RawClient, Reply, Scope, connect, request, serving
 
-from mcpwire.server.h11server import ServerOptions, StartupFailed, serve_h11
+from mcpwire.server.http1server import ServerOptions, StartupFailed, serve_http1
 
 
 async def read_body(receive: Any) -> bytes:
@@ -174,7 +174,7 @@ async def client_post(client: RawClient, target: str, body: bytes, **headers: st
 
 
 async def test_fixed_length_answers_are_written_exactly_as_h11_writes_them() -> None:
-    """Such answers skip h11's writer; the bytes and the reuse of the connection are h11's."""
+    """The server's codec writes what h11 writes, and reuses the connection as h11 would."""
     date = b"Fri, 27 Nov 2026 23:00:00 GMT"
 
     async def app(scope: Scope, receive: Any, send: Any) -> None:
@@ -466,7 +466,7 @@ async def test_a_simple_request_answered_by_a_stream_then_more_on_the_connection
         if scope["type"] != "http":
             return
         body = await read_body(receive)
-        if scope["path"] == "/stream":  # h11 catches up with the request to write this response
+        if scope["path"] == "/stream":  # a chunked answer, then a fixed-length one on the same connection
             sse = [(b"content-type", b"text/event-stream")]
             await send({"type": "http.response.start", "status": 200, "headers": sse})
             await send({"type": "http.response.body", "body": b"data: " + body + b"\n\n", "more_body": True})
@@ -580,7 +580,7 @@ async def test_a_failed_lifespan_startup_is_raised() -> None:
         await send({"type": "lifespan.startup.failed", "message": "no \x1b[31mdatabase"})
 
     with pytest.raises(StartupFailed, match=r"^the application's lifespan startup failed: no \\x1b\[31mdatabase$"):
-        await serve_h11(app)
+        await serve_http1(app)
 
 
 async def test_a_lifespan_shutdown_cut_short_by_a_forced_stop_is_no_error(caplog: pytest.LogCaptureFixture) -> None:
@@ -678,7 +678,7 @@ async def test_an_address_in_use_is_an_os_error() -> None:
     async with serving(echo) as [url]:
         port = int(url.rsplit(":", 1)[1])
         with pytest.raises(OSError):
-            await serve_h11(echo, port=port)
+            await serve_http1(echo, port=port)
 
 
 # -- graceful shutdown -------------------------------------------------------------------------------
