@@ -244,6 +244,7 @@ async def test_sqlite_commits_on_the_callers_thread_only_when_it_needs_no_wait(t
     thread's commit makes it)."""
     import sqlite3
 
+    from mcpwire.service.store import base
     from mcpwire.service.store import sqlite as sqlite_store
 
     path = tmp_path / "audit.db"
@@ -264,5 +265,13 @@ async def test_sqlite_commits_on_the_callers_thread_only_when_it_needs_no_wait(t
         assert await opened.append_audit([_record(4)])  # (the worker thread checkpoints)
         assert opened.append_audit_now([_record(5)]) is not None
         assert sorted(r.trace_id or "" for r in (await opened.audit()).items) == ["t-1", "t-4", "t-5"]
+        # one statement at once: consecutive ids, in order; more rows than one statement takes wait
+        ids = opened.append_audit_now([_record(n) for n in range(6, 9)])
+        assert ids is not None and ids == list(range(ids[0], ids[0] + 3))
+        page = await opened.audit(limit=3)
+        assert [(r.id, r.trace_id) for r in page.items] == [(ids[2], "t-8"), (ids[1], "t-7"), (ids[0], "t-6")]
+        many = [_record(n) for n in range(10, 10 + base.rows_per_insert(base.AUDIT_COLUMNS) + 1)]
+        assert opened.append_audit_now(many) is None
+        assert (await opened.audit(limit=1)).items[0].id == ids[2]  # (nothing of them was written)
     finally:
         await opened.aclose()

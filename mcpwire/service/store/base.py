@@ -113,10 +113,10 @@ class Driver(Protocol):
         """
         ...
 
-    def call_now(self, fn: Callable[[Transaction], T], *, write: bool) -> T | None:
-        """Runs ``fn`` (a few statements, which never returns None) in a transaction on the
-        calling thread, when that needs no wait (see ``quick`` above); None when it would wait,
-        and then nothing was done.
+    def insert_now(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[int] | None:
+        """Appends ``rows`` (values in the order of ``columns``) to ``table`` as one statement on
+        the calling thread, committed before it returns, when that needs no wait (see ``quick``
+        above); their ids, in order, or None when it would wait, and then nothing was written.
 
         Raises:
             StoreError: the database failed.
@@ -320,7 +320,7 @@ class Store:
         database whose lock is free); None when it cannot, and then nothing was appended."""
         if not records:
             return []
-        return self._driver.call_now(_appending(records), write=True)
+        return self._driver.insert_now("audit", AUDIT_COLUMNS, _audit_rows(records))
 
     async def audit(
         self,
@@ -625,12 +625,17 @@ class Store:
         return await self._driver.call(delete, write=True)
 
 
-def _appending(records: Sequence[AuditIn]) -> Callable[[Transaction], list[int]]:
-    """The transaction's work that appends ``records`` to the audit table."""
-    rows = [
+def _audit_rows(records: Sequence[AuditIn]) -> list[tuple[object, ...]]:
+    """The audit table's rows of ``records`` (in the order of :data:`AUDIT_COLUMNS`)."""
+    return [
         (r.time, r.server, r.kind, r.tool, r.name, r.outcome, r.trace_id, r.run_id, r.caller, _json(r.record))
         for r in records
     ]
+
+
+def _appending(records: Sequence[AuditIn]) -> Callable[[Transaction], list[int]]:
+    """The transaction's work that appends ``records`` to the audit table."""
+    rows = _audit_rows(records)
 
     def append(tx: Transaction) -> list[int]:
         return tx.insert("audit", AUDIT_COLUMNS, rows)

@@ -124,7 +124,7 @@ class PostgresDriver:
         except Exception:  # pragma: no cover - closing a broken connection
             pass
 
-    def call_now(self, fn: Callable[[Transaction], T], *, write: bool) -> T | None:
+    def insert_now(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[int] | None:
         return None  # every statement is a round trip to the server: never without a wait
 
     async def call(self, fn: Callable[[Transaction], T], *, write: bool, quick: bool = False) -> T:

@@ -1,10 +1,11 @@
 """The SQLite driver: the standard library's ``sqlite3``, off the trio thread, in WAL mode.
 
 Theory of operation: one connection, used by one worker thread at a time (a capacity limiter of
-one, which is fair, so calls run in arrival order). Quick transactions (an audit commit) run on the
-event loop's thread instead, on a second connection that never waits for a lock, so a long read on
-the worker thread does not hold them back: when another writer (the worker thread, another process)
-holds the lock, they go to the worker thread like the rest. Write transactions start with ``BEGIN
+one, which is fair, so calls run in arrival order). Quick transactions run on the event loop's
+thread instead, on a second connection that never waits for a lock, so a long read on the worker
+thread does not hold them back: when another writer (the worker thread, another process) holds the
+lock, they go to the worker thread like the rest. An audit commit there is one ``INSERT``
+statement, which is its own transaction (:meth:`SqliteDriver.insert_now`). Write transactions start with ``BEGIN
 IMMEDIATE`` so two processes sharing the file queue on the lock (``busy_timeout``) instead of
 failing on upgrade. ``journal_mode=WAL`` lets readers in other processes run during a write;
 ``synchronous=NORMAL`` (the default) makes every commit durable before it returns against the
@@ -169,15 +170,25 @@ class SqliteDriver:
                 pass  # another writer holds the lock: wait for it on a worker thread
         return await trio.to_thread.run_sync(self._run, fn, write, limiter=self._limiter)
 
-    def call_now(self, fn: Callable[[Transaction], T], *, write: bool) -> T | None:
+    def insert_now(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[int] | None:
         if self._closed or self._conn is None:
             raise StoreError(f"the database {self.location} is closed")
-        if not self._quick_ready():
+        conn = self._quick
+        if conn is None or not self._quick_ready() or len(rows) > rows_per_insert(columns):
             return None
+        # one statement, committed as it ends (no BEGIN and COMMIT of its own): it takes the write
+        # lock at once or fails at once (busy_timeout 0), and then it wrote nothing
         try:
-            return self._run_now(fn, write)
-        except _Busy:
-            return None
+            cursor = conn.execute(insert_sql(table, tuple(columns), len(rows)), [v for r in rows for v in r])
+        except sqlite3.Error as exc:
+            if isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+                return None  # another writer holds the lock: the caller waits for it elsewhere
+            raise StoreError(f"the database {self.location} failed: {exc}") from exc
+        self._since_checkpoint += 1
+        last = cursor.lastrowid
+        if last is None or cursor.rowcount != len(rows):
+            raise StoreError(f"the database {self.location} took {cursor.rowcount} of {len(rows)} rows into {table}")
+        return list(range(last - len(rows) + 1, last + 1))
 
     def _quick_ready(self) -> bool:
         """Whether a quick transaction may run on the calling thread: the quick connection is
