@@ -312,8 +312,8 @@ class ServerConnection(_MessageReader):
             _check_value(name, value)
             lowered = name.lower()
             if lowered == b"content-length":
-                values = {piece.strip() for piece in value.split(b",")}
-                number = values.pop()
+                values = {piece.strip() for piece in value.split(b",")} if not value.isdigit() else set()
+                number = values.pop() if values else value
                 if values or not number.isdigit() or len(number) > MAX_LENGTH_DIGITS:
                     raise LocalProtocolError(f"illegal or conflicting Content-Length {value[:40]!r}")
                 if length is not None:
@@ -427,5 +427,8 @@ class ServerConnection(_MessageReader):
 
 def _lines(fields: list[tuple[bytes, bytes]]) -> list[bytes]:
     """Header lines as h11 writes them: a ``Host`` field first, then the rest in order."""
-    first = [b"%s: %s\r\n" % (n, v) for n, v in fields if n.lower() == b"host"]
-    return first + [b"%s: %s\r\n" % (n, v) for n, v in fields if n.lower() != b"host"]
+    lines = [b"%s: %s\r\n" % field for field in fields]
+    hosts = [i for i, (name, _) in enumerate(fields) if len(name) == 4 and name.lower() == b"host"]
+    if hosts:  # (a response seldom has one)
+        lines = [lines[i] for i in hosts] + [line for i, line in enumerate(lines) if i not in hosts]
+    return lines

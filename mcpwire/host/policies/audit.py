@@ -105,11 +105,17 @@ def _secret_key(key: str, pats: Sequence[re.Pattern[str]]) -> bool:
 def redact(value: object, patterns: Sequence[re.Pattern[str]] | None = None) -> object:
     """``value`` with every value under a secret-looking key replaced, at any depth."""
     pats = _DEFAULT_PATTERNS if patterns is None else patterns
+    if type(value) in _SCALARS:  # (the common case, decided without the Mapping ABC's check)
+        return value
     if isinstance(value, Mapping):
         return {str(k): REDACTED if _secret_key(str(k), pats) else redact(v, pats) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, pats) for v in value]
     return value
+
+
+#: the types of JSON's scalars, which redaction leaves as they are
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
 #: a value that looks like a credential whatever its key (API keys, tokens, JWTs)
