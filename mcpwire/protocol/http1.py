@@ -370,6 +370,29 @@ def _section_lines(raw: bytes) -> list[bytes]:
     return [line[:-1] if line[-1:] == b"\r" else line for line in lines]
 
 
+def _comma_values(fields: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
+    """The lowercased, comma-separated values of every ``name`` field (``name`` lowercase; h11's
+    reading of ``Connection`` and ``Expect``)."""
+    out: list[bytes] = []
+    for field, value in fields:
+        if field.lower() == name:
+            out += [piece.strip().lower() for piece in value.split(b",") if piece.strip()]
+    return out
+
+
+def _content_length(value: bytes) -> bytes | None:
+    """The one number a ``Content-Length`` value gives (it may list the same one again, as h11
+    takes it); None when it is not one."""
+    if value.isdigit():
+        number = value
+    else:
+        values = {piece.strip() for piece in value.split(b",")}
+        number = values.pop()
+        if values:
+            return None
+    return number if number.isdigit() and len(number) <= MAX_LENGTH_DIGITS else None
+
+
 def _response_error(message: str, status: int) -> Exception:
     return InvalidHTTPResponse(message)
 
@@ -408,9 +431,8 @@ def _fields(
         name, value = field
         lowered = name.lower()
         if lowered == b"content-length":
-            values = {piece.strip() for piece in value.split(b",")}
-            number = values.pop()
-            if values or not number.isdigit() or len(number) > MAX_LENGTH_DIGITS:
+            number = _content_length(value)
+            if number is None:
                 raise fail(f"illegal Content-Length in the {what}: {_shown(value)}", 400)
             if length is None:
                 length = number
@@ -662,10 +684,7 @@ class ResponseReader(_MessageReader):
     def _frame(self, head: Head, length: bytes | None, chunked: bool) -> None:
         """Decides how the body is delimited (RFC 9112 section 6.3, as h11 does) and whether the
         connection may be kept."""
-        close = head.http_version < b"1.1"
-        for name, value in head.headers:
-            if name.lower() == b"connection" and b"close" in [v.strip() for v in value.lower().split(b",")]:
-                close = True
+        close = head.http_version < b"1.1" or b"close" in _comma_values(head.headers, b"connection")
         self._keep_alive = not close
         self._received = 0
         self._length = None

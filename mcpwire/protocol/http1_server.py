@@ -47,8 +47,9 @@ from .http1 import (
     _LENGTH,
     _NOT_IN_VALUE,
     END,
-    MAX_LENGTH_DIGITS,
     NEED_DATA,
+    _comma_values,
+    _content_length,
     _fields,
     _holds_any,
     _is_token,
@@ -113,15 +114,6 @@ def _request_line(line: bytes) -> tuple[bytes, bytes, bytes] | None:
     ):
         return None
     return method, target, version[5:]
-
-
-def _comma_values(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
-    """The lowercased, comma-separated values of every ``name`` field (h11's reading)."""
-    out: list[bytes] = []
-    for field, value in headers:
-        if field == name:
-            out += [piece.strip().lower() for piece in value.split(b",") if piece.strip()]
-    return out
 
 
 def _check_value(name: bytes, value: bytes) -> None:
@@ -307,14 +299,12 @@ class ServerConnection(_MessageReader):
         fields: list[tuple[bytes, bytes]] = []
         length: bytes | None = None
         coding = False
-        close = False
         for name, value in headers:
             _check_value(name, value)
             lowered = name.lower()
             if lowered == b"content-length":
-                values = {piece.strip() for piece in value.split(b",")} if not value.isdigit() else set()
-                number = values.pop() if values else value
-                if values or not number.isdigit() or len(number) > MAX_LENGTH_DIGITS:
+                number = _content_length(value)
+                if number is None:
                     raise LocalProtocolError(f"illegal or conflicting Content-Length {value[:40]!r}")
                 if length is not None:
                     if number != length:
@@ -329,8 +319,6 @@ class ServerConnection(_MessageReader):
                 if value != b"chunked":
                     raise LocalProtocolError("Only Transfer-Encoding: chunked is supported")
                 coding = True
-            elif lowered == b"connection" and b"close" in [v.strip().lower() for v in value.split(b",")]:
-                close = True
             fields.append((name, value))
         self._head_request = request.method == b"HEAD"
         # a HEAD response's head is what a GET would have had; its body is empty all the same
@@ -344,24 +332,20 @@ class ServerConnection(_MessageReader):
             framing = _BY_CLOSE
         old_client = request.http_version < b"1.1"
         need_close = False
-        if framing != _BY_LENGTH:
-            fields = [(n, v) for n, v in fields if n.lower() != b"content-length"]
+        if framing != _BY_LENGTH:  # framed by chunks, or by the end of the connection for HTTP/1.0
+            fields = [(n, v) for n, v in fields if n.lower() not in (b"content-length", b"transfer-encoding")]
             if old_client:
-                fields = [(n, v) for n, v in fields if n.lower() != b"transfer-encoding"]
                 need_close = not self._head_request
                 framing = _BY_CLOSE
             else:
-                fields = [(n, v) for n, v in fields if n.lower() != b"transfer-encoding"]
                 fields.append((b"Transfer-Encoding", b"chunked"))
                 framing = _BY_CHUNKS
+        tokens = _comma_values(fields, b"connection")
         if not self._request_keep_alive or need_close:
-            tokens = set(_comma_values([(n.lower(), v) for n, v in fields], b"connection"))
-            tokens.discard(b"keep-alive")
-            tokens.add(b"close")
+            kept = set(tokens) - {b"keep-alive"} | {b"close"}
             fields = [(n, v) for n, v in fields if n.lower() != b"connection"]
-            fields += [(b"Connection", token) for token in sorted(tokens)]
-            close = True
-        self._response_keep_alive = not close
+            fields += [(b"Connection", token) for token in sorted(kept)]
+        self._response_keep_alive = self._request_keep_alive and not need_close and b"close" not in tokens
         # the body the writer holds to: none for HEAD, 204 and 304
         if self._head_request or status in _NO_BODY:
             self._framing, self._to_send = _BY_LENGTH, 0
