@@ -37,6 +37,7 @@ holds the two together):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -63,6 +64,8 @@ __all__ = [
 # The checks are str and bytes methods, not regular expressions: compiling a dozen patterns took
 # most of the default client's import of this module, paid by every first connect of a process.
 # The rare paths (a URL with a control character or an unsafe byte) use the re module's cache.
+# One pattern is worth its compilation (at the first message, not at import): a section of plain
+# field lines, the common case, read in two passes instead of a few calls per line.
 
 #: the bytes of a token (RFC 9110 section 5.6.2): a method or a header name
 _TOKEN_BYTES: Final = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -374,8 +377,9 @@ def _comma_values(fields: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]
     """The lowercased, comma-separated values of every ``name`` field (``name`` lowercase; h11's
     reading of ``Connection`` and ``Expect``)."""
     out: list[bytes] = []
+    size = len(name)
     for field, value in fields:
-        if field.lower() == name:
+        if len(field) == size and field.lower() == name:
             out += [piece.strip().lower() for piece in value.split(b",") if piece.strip()]
     return out
 
@@ -397,12 +401,58 @@ def _response_error(message: str, status: int) -> Exception:
     return InvalidHTTPResponse(message)
 
 
+#: one field line as nearly every message sends it: ``token ":" OWS value OWS`` and CRLF (or a
+#: bare LF), the value holding none of :data:`_NOT_IN_VALUE`. Its value is runs of blanks each
+#: followed by other bytes, so the blanks at its end are left out; every repetition is possessive
+#: (nothing is tried twice), so reading a line takes time in proportion to its length.
+_PLAIN_FIELD: Final = rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]++):[ \t]*+((?:[ \t]*+[^ \t\x00\n\r\x0b\x0c]++)*+)[ \t]*+\r?\n"
+
+
+@functools.cache
+def _plain_patterns() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """A section made only of plain field lines and its empty line; one plain field line.
+    (Compiled at the first message read, not at import.)"""
+    return re.compile(rb"(?:%s)*+\r?\n" % _PLAIN_FIELD), re.compile(_PLAIN_FIELD)
+
+
+def _plain_fields(section: bytes) -> list[tuple[bytes, bytes]] | None:
+    """The names and values of a section of plain field lines (see :data:`_PLAIN_FIELD`) read in
+    two passes of the regular expression engine, as :func:`_header_line` reads each line; None
+    when any line is not plain (a folded line, a blank before the colon, a stray CR), which
+    then takes the careful way line by line."""
+    whole, field = _plain_patterns()
+    if whole.fullmatch(section) is None:
+        return None
+    return field.findall(section)
+
+
+def _unfolded_fields(lines: list[bytes], what: str, fail: Callable[[str, int], Exception]) -> list[tuple[bytes, bytes]]:
+    """The names and values of a section's lines (without their line ends), folded lines joined
+    to the line before, as h11 reads them."""
+    unfolded: list[bytes] = []
+    for line in lines:
+        if line[:1] == b" " or line[:1] == b"\t":  # obs-fold: continues the line before
+            if not unfolded:
+                raise fail(f"the {what} starts with a continuation line: {_shown(line)}", 400)
+            unfolded[-1] += b" " + line.lstrip(b" \t")
+        else:
+            unfolded.append(line)
+    pairs: list[tuple[bytes, bytes]] = []
+    for line in unfolded:
+        field = _header_line(line)
+        if field is None:
+            raise fail(f"illegal header line in the {what}: {_shown(line)}", 400)
+        pairs.append(field)
+    return pairs
+
+
 def _fields(
-    lines: list[bytes], what: str, fail: Callable[[str, int], Exception] = _response_error
+    section: bytes, what: str, fail: Callable[[str, int], Exception] = _response_error
 ) -> tuple[list[tuple[bytes, bytes]], bytes | None, bool]:
-    """The fields of a header or trailer section, as h11 reads and normalizes them: folded lines
-    joined, each line ``name: value``, repeated or listed ``Content-Length`` values reduced to
-    their one number (a repeat is dropped), ``Transfer-Encoding`` only ``chunked`` (lowercased).
+    """The fields of a header or trailer section (its lines through the empty line that ends it),
+    as h11 reads and normalizes them: folded lines joined, each line ``name: value``, repeated or
+    listed ``Content-Length`` values reduced to their one number (a repeat is dropped),
+    ``Transfer-Encoding`` only ``chunked`` (lowercased).
 
     Returns:
         The fields (names as sent), the ``Content-Length`` value (or None), whether
@@ -413,23 +463,15 @@ def _fields(
         for a transfer coding it does not know): a line or a framing field that h11 refuses
         (:class:`~mcpwire.errors.InvalidHTTPResponse` by default).
     """
-    unfolded: list[bytes] = []
-    for line in lines:
-        if line[:1] == b" " or line[:1] == b"\t":  # obs-fold: continues the line before
-            if not unfolded:
-                raise fail(f"the {what} starts with a continuation line: {_shown(line)}", 400)
-            unfolded[-1] += b" " + line.lstrip(b" \t")
-        else:
-            unfolded.append(line)
+    pairs = _plain_fields(section)
+    if pairs is None:
+        pairs = _unfolded_fields(_section_lines(section), what, fail)
     fields: list[tuple[bytes, bytes]] = []
     length: bytes | None = None
     chunked = False
-    for line in unfolded:
-        field = _header_line(line)
-        if field is None:
-            raise fail(f"illegal header line in the {what}: {_shown(line)}", 400)
-        name, value = field
-        lowered = name.lower()
+    for name, value in pairs:
+        # (only a name of the length of one of the two framing fields is lowercased to compare)
+        lowered = name.lower() if len(name) == 14 or len(name) == 17 else name
         if lowered == b"content-length":
             number = _content_length(value)
             if number is None:
@@ -449,6 +491,13 @@ def _fields(
             chunked = True
         fields.append((name, value))
     return fields, length, chunked
+
+
+def _first_line(raw: bytes) -> tuple[bytes, bytes]:
+    """The first line of a head (without its CRLF or LF) and the section of field lines after it."""
+    end = raw.find(b"\n")
+    line = raw[:end]
+    return (line[:-1] if line[-1:] == b"\r" else line), raw[end + 1 :]
 
 
 class _MessageReader:
@@ -560,7 +609,7 @@ class _MessageReader:
                     raw = self._section("trailer section")
                     if raw is None:
                         break
-                    _fields(_section_lines(raw), "trailer section", self._fail)
+                    _fields(raw, "trailer section", self._fail)
                 self._end()
                 return END
         if self._eof:
@@ -666,16 +715,16 @@ class ResponseReader(_MessageReader):
             if buffer and buffer[0] < 0x21:  # no status line starts so (a TLS answer to plain HTTP)
                 raise InvalidHTTPResponse(f"illegal status line: {_shown(buffer)}")
             return NEED_DATA
-        lines = _section_lines(raw)
-        status_line = _status_line(lines[0])
+        first, section = _first_line(raw)
+        status_line = _status_line(first)
         if status_line is None:
-            raise InvalidHTTPResponse(f"illegal status line: {_shown(lines[0])}")
+            raise InvalidHTTPResponse(f"illegal status line: {_shown(first)}")
         version, status, reason = status_line
         if status < 100:
             raise InvalidHTTPResponse(f"illegal status code {status:03d}")
         if status == 101:
             raise InvalidHTTPResponse("the server switched protocols, which was not asked for")
-        fields, length, chunked = _fields(lines[1:], "response head")
+        fields, length, chunked = _fields(section, "response head")
         head = Head(status, reason, version, fields)
         if status >= 200:
             self._frame(head, length, chunked)

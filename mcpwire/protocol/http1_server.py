@@ -46,16 +46,17 @@ from .http1 import (
     _HEAD,
     _LENGTH,
     _NOT_IN_VALUE,
+    _TOKEN_BYTES,
     END,
     NEED_DATA,
     _comma_values,
     _content_length,
     _fields,
+    _first_line,
     _holds_any,
     _is_token,
     _Marker,
     _MessageReader,
-    _section_lines,
     _shown,
 )
 
@@ -119,9 +120,13 @@ def _request_line(line: bytes) -> tuple[bytes, bytes, bytes] | None:
 def _check_value(name: bytes, value: bytes) -> None:
     """A response field as h11 takes it: a token for a name; a value with no NUL, line break,
     VT or FF, and no blank at either end."""
-    if not _is_token(name):
+    if not name or name.translate(None, _TOKEN_BYTES):
         raise LocalProtocolError(f"illegal header name {name[:100]!r}")
-    if value and (_holds_any(value, _NOT_IN_VALUE) or value[:1] in (b" ", b"\t") or value[-1:] in (b" ", b"\t")):
+    if value and (
+        len(value.translate(None, _NOT_IN_VALUE)) != len(value)
+        or value[:1] in (b" ", b"\t")
+        or value[-1:] in (b" ", b"\t")
+    ):
         # the value is not shown: it may be a credential
         raise LocalProtocolError(f"illegal value of header {name.decode('ascii')!r}")
 
@@ -215,23 +220,29 @@ class ServerConnection(_MessageReader):
                     raise BadRequest("the client closed the connection in the middle of a request head")
                 return CLOSED
             return NEED_DATA
-        lines = _section_lines(raw)
-        parts = _request_line(lines[0])
+        first, section = _first_line(raw)
+        parts = _request_line(first)
         if parts is None:
-            raise BadRequest(f"illegal request line: {_shown(lines[0])}")
+            raise BadRequest(f"illegal request line: {_shown(first)}")
         method, target, version = parts
-        fields, length, chunked = _fields(lines[1:], "request head", self._fail)
+        fields, length, chunked = _fields(section, "request head", self._fail)
         headers = [(name.lower(), value) for name, value in fields]
+        names = [name for name, _ in headers]
         # RFC 9112 §3.2: an HTTP/1.1 request without Host, or any request with two, is a 400
-        hosts = sum(1 for name, _ in headers if name == b"host")
+        hosts = names.count(b"host")
         if version == b"1.1" and not hosts:
             raise BadRequest("Missing mandatory Host: header")
         if hosts > 1:
             raise BadRequest("Found multiple Host: headers")
         request = Request(method, target, version, headers)
         self.request = request
-        self._request_keep_alive = version >= b"1.1" and b"close" not in _comma_values(headers, b"connection")
-        self.waiting_for_100_continue = version >= b"1.1" and b"100-continue" in _comma_values(headers, b"expect")
+        modern = version >= b"1.1"
+        self._request_keep_alive = modern and (
+            b"connection" not in names or b"close" not in _comma_values(headers, b"connection")
+        )
+        self.waiting_for_100_continue = (
+            modern and b"expect" in names and b"100-continue" in _comma_values(headers, b"expect")
+        )
         self._response = _READY
         self._received = 0
         if chunked:
@@ -301,7 +312,8 @@ class ServerConnection(_MessageReader):
         coding = False
         for name, value in headers:
             _check_value(name, value)
-            lowered = name.lower()
+            # (only a name of the length of one of the two framing fields is lowercased to compare)
+            lowered = name.lower() if len(name) == 14 or len(name) == 17 else name
             if lowered == b"content-length":
                 number = _content_length(value)
                 if number is None:

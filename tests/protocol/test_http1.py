@@ -5,7 +5,7 @@ broken or hostile response refused with a reason."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpwire.errors import ConnectionBroken, IncompleteBody, InvalidHTTPResponse, LocalProtocolError
@@ -14,6 +14,9 @@ from mcpwire.protocol.http1 import (
     NEED_DATA,
     Head,
     ResponseReader,
+    _plain_fields,
+    _section_lines,
+    _unfolded_fields,
     encode_request,
     parse_url,
     retry_after_seconds,
@@ -273,3 +276,67 @@ def test_a_url_gives_what_httpx_would_send(url: str) -> None:
 def test_a_url_no_request_can_use_is_refused_with_its_reason(url: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         parse_url(url)
+
+
+#: field lines built from the bytes where a reading could go wrong: blanks, line ends, the colon,
+#: control bytes h11 refuses in a value (NUL, VT, FF) and ones it takes (SOH, US, DEL), non-ASCII
+_LINE_BYTES = st.lists(
+    st.sampled_from(
+        [
+            b"a",
+            b"B",
+            b"-",
+            b":",
+            b" ",
+            b"\t",
+            b"\r",
+            b"\x00",
+            b"\x01",
+            b"\x0b",
+            b"\x0c",
+            b"\x1f",
+            b"\x7f",
+            b"\xc3\xa9",
+            b"x y",
+            b"Content-Length",
+        ]
+    ),
+    max_size=12,
+).map(b"".join)
+
+
+@given(
+    st.lists(st.tuples(_LINE_BYTES, st.sampled_from([b"\r\n", b"\n"])), max_size=6), st.sampled_from([b"\r\n", b"\n"])
+)
+@settings(max_examples=3000)
+def test_the_quick_reading_of_plain_field_lines_is_the_careful_one(
+    lines: list[tuple[bytes, bytes]], end: bytes
+) -> None:
+    """A section read in one pass of the regular expression engine gives what the line-by-line
+    reading gives; a section it does not take is refused, or has a folded line."""
+    section = b"".join(line + eol for line, eol in lines if b"\n" not in line) + end
+    quick = _plain_fields(section)
+
+    def fail(message: str, status: int) -> Exception:
+        return ValueError(message)
+
+    try:
+        careful = _unfolded_fields(_section_lines(section), "head", fail)
+    except ValueError:
+        assert quick is None
+        return
+    if quick is not None:
+        assert quick == careful
+    else:  # what the careful reading takes and the quick one does not: a folded line
+        assert any(line[:1] in (b" ", b"\t") for line in _section_lines(section))
+
+
+def test_a_long_line_of_blanks_is_read_in_one_pass() -> None:
+    """A value of thousands of blanks and bytes, plain or not, is taken or refused as the careful
+    reading does (the quick one never tries a line twice, so it takes no quadratic time)."""
+    for value in (b" " * 16000 + b"x", b"x " * 8000, b"x \t" * 5000 + b"\x00", b" \t" * 8000):
+        section = b"A:" + value + b"\r\n\r\n"
+        plain = b"\x00" not in value
+        assert (_plain_fields(section) is not None) == plain
+        if plain:
+            assert _plain_fields(section) == [(b"A", value.strip(b" \t"))]

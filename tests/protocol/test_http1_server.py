@@ -20,7 +20,7 @@ MAX_HEAD = 4096
 
 TOKENS = st.sampled_from([b"GET", b"POST", b"HEAD", b"PUT", b"DELETE", b"OPTIONS", b"PATCH", b"X-Y"])
 BAD_BYTES = st.sampled_from(
-    [b"\x00", b"\r", b"\n", b" ", b"\t", b"\x0b", b"\x0c", b"\x7f", b"\x80", b"\xff", b":", b"@"]
+    [b"\x00", b"\x01", b"\r", b"\n", b" ", b"\t", b"\x0b", b"\x0c", b"\x1f", b"\x7f", b"\x80", b"\xff", b":", b"@"]
 )
 
 
@@ -43,7 +43,18 @@ def request_bytes(draw: st.DrawFn) -> bytes:
         [b"Host", b"host", b"Accept", b"X-Trace-ID", b"Connection", b"Expect", b"Content-Type", b"User-Agent"]
     )
     values = st.sampled_from(
-        [b"a", b"example.com", b"close", b"keep-alive", b"Keep-Alive, Close", b"100-continue", b"x y", b"\xc3\xa9", b""]
+        [
+            b"a",
+            b"example.com",
+            b"close",
+            b"keep-alive",
+            b"Keep-Alive, Close",
+            b"100-continue",
+            b"x y",
+            b"x \t y",
+            b"\xc3\xa9",
+            b"",
+        ]
     )
     headers: list[bytes] = []
     hosts = draw(st.sampled_from([1, 1, 1, 0, 2]))
