@@ -3,8 +3,8 @@
     python bench/gateway_overhead.py [--quick] [--calls N] [--concurrent-calls N] [--rounds N] [--json OUT]
 
 One client (mcpwire's), one backend (server-everything over stdio, from ``.cache/servers``), one
-run. Each target is started in its own process, then measured with the same client and the
-same calls (``echo`` with a short message):
+run. Each target is started in its own process (all of a round's side by side), then measured
+with the same client and the same calls (``echo`` with a short message):
 
 - ``direct``: the client starts server-everything itself (stdio), no proxy;
 - ``gateway``: ``bench/gateway_serve.py``, mcpwire's gateway alone (Streamable HTTP, legacy era,
@@ -34,16 +34,19 @@ added latency (gateway p50 minus direct p50) against the floor's p50 (target <= 
 ``mcpwire serve`` as shipped (the audit on): its p50 against the faster proxy's (target <= 0.6)
 and its calls/s (target >= 3); ``serve[fsync]``'s are reported beside them. A missed target is
 printed, not an error. On a shared machine the absolute figures move from run to run; the
-ratios, measured in the same run, move less, and the CPU figures least. ``--rounds N`` measures
-every target N times, the targets taking turns, and reports each ratio round by round with its
-median (and each figure's median): one round is at the mercy of whatever else the machine did
-while one target ran.
+ratios, measured in the same run, move less, and the CPU figures least. In a round every target
+is started first; the sequential calls are then taken in ``--slices`` slices (4), the targets
+taking turns within each, so that the machine slowing down for a few seconds weighs on every
+target's latency alike; the calls with 64 in flight follow, a target at a time. ``--rounds N``
+measures every target N times and reports each ratio round by round with its median (and each
+figure's median).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -52,7 +55,7 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Final, Literal
@@ -191,14 +194,16 @@ def _serve_process(folder: Path, *, fsync: bool = False) -> Iterator[tuple[str, 
     """``mcpwire serve`` with one backend; its URL from its start-up lines. Its store commits as
     shipped (durable when the process dies), or, with ``fsync``, synced to the disk at every
     commit (durable when the machine loses power too)."""
-    config = folder / "mcp.json"
+    home = folder / f"serve-{time.monotonic_ns()}"  # (a folder each: the targets of a round run side by side)
+    home.mkdir()
+    config = home / "mcp.json"
     entry = {"command": str(EVERYTHING), "args": ["stdio"], "policy": {"cache_ttl_seconds": 0}}
     config.write_text(json.dumps({"mcpServers": {"everything": entry}}))
     port = _free_port()
-    database = f"sqlite:///{folder / ('serve-fsync.db' if fsync else 'serve.db')}"
+    database = f"sqlite:///{home / 'serve.db'}"
     argv = [sys.executable, "-m", "mcpwire", "serve", "--config", str(config), "--port", str(port)]
     argv += ["--db", database + ("?synchronous=full" if fsync else ""), "--rate-limit", "0"]
-    env = {"XDG_DATA_HOME": str(folder / "data"), "HOME": str(folder), "MCPWIRE_TOKEN": SERVE_TOKEN}
+    env = {"XDG_DATA_HOME": str(home / "data"), "HOME": str(home), "MCPWIRE_TOKEN": SERVE_TOKEN}
     with _process(argv, url=f"http://127.0.0.1:{port}/mcp", env=env) as started:
         yield started
 
@@ -237,53 +242,108 @@ async def _target(name: str, folder: Path) -> AsyncIterator[tuple[StdioServer | 
         yield HttpServer(url=url, transport="streamable-http"), era, pid
 
 
-async def measure(name: str, folder: Path, calls: int, concurrent_calls: int, warmup: int) -> Figures:
-    async with (
-        _target(name, folder) as (target, era, pid),
-        mcpwire.open_client(target, era=era, era_cache=False, timeout=30, connect_timeout=START_TIMEOUT_S) as client,
-    ):
-        names = [t.name for t in await client.list_tools()]
-        tool = next((n for n in names if n.endswith("echo")), None)
-        if tool is None:
-            raise RuntimeError(f"{name}: no echo tool among {names[:20]}")
-        print(f"{name}: measuring {tool}", file=sys.stderr, flush=True)
-        errors = 0
+class _Subject:
+    """One target, its process running and mcpwire's client connected, measured a slice at a
+    time (see :func:`measure_round`)."""
 
-        async def call() -> float:
-            nonlocal errors
-            start = time.perf_counter_ns()
-            try:
-                result = await client.call_tool(tool, {"message": MESSAGE})
-            except mcpwire.MCPWireError as exc:  # a call lost by the target is counted, not fatal
-                errors += 1
-                print(f"{name}: {exc}", file=sys.stderr, flush=True)
-            else:
-                if result.is_error or MESSAGE not in result.text():
-                    errors += 1
-            return (time.perf_counter_ns() - start) / 1e6
+    def __init__(self, name: str, client: mcpwire.Client, tool: str, pid: int | None) -> None:
+        self.name = name
+        self.client = client
+        self.tool = tool
+        self.pid = pid
+        self.errors = 0
+        self.latencies: list[float] = []
+        self.cpu_s = 0.0
+        self.busy_calls = 0
+        self.busy_s = 0.0
 
-        for _ in range(warmup):
-            await call()
-        cpu_before = _cpu_seconds(pid)
-        latencies: list[float] = []
-        while len(latencies) < calls and errors < MAX_ERRORS:  # a stalled target ends the phase
-            latencies.append(await call())
-        cpu_ms = (_cpu_seconds(pid) - cpu_before) * 1000 / len(latencies)
+    async def call(self) -> float:
+        start = time.perf_counter_ns()
+        try:
+            result = await self.client.call_tool(self.tool, {"message": MESSAGE})
+        except mcpwire.MCPWireError as exc:  # a call lost by the target is counted, not fatal
+            self.errors += 1
+            print(f"{self.name}: {exc}", file=sys.stderr, flush=True)
+        else:
+            if result.is_error or MESSAGE not in result.text():
+                self.errors += 1
+        return (time.perf_counter_ns() - start) / 1e6
+
+    async def sequential(self, calls: int) -> None:
+        """``calls`` calls one at a time: their latencies, and the target's CPU time."""
+        cpu_before = _cpu_seconds(self.pid)
+        for _ in range(calls):
+            if self.errors >= MAX_ERRORS:  # a stalled target ends the phase
+                break
+            self.latencies.append(await self.call())
+        self.cpu_s += _cpu_seconds(self.pid) - cpu_before
+
+    async def concurrent(self, calls: int, in_flight: int) -> None:
+        """``calls`` calls, ``in_flight`` at a time: counted into the calls/s."""
         left = calls
 
         async def worker() -> None:
             nonlocal left
-            while left > 0 and errors < MAX_ERRORS:  # a target that stopped answering ends the phase
+            while left > 0 and self.errors < MAX_ERRORS:  # a target that stopped answering ends the phase
                 left -= 1
-                await call()
+                await self.call()
 
         start = time.perf_counter()
         async with trio.open_nursery() as nursery:
-            for _ in range(concurrent_calls):
+            for _ in range(in_flight):
                 nursery.start_soon(worker)
-        rate = (calls - left) / (time.perf_counter() - start)
-    figures = Figures(name, _percentile(latencies, 50), _percentile(latencies, 99), rate, errors, cpu_ms)
-    print(f"{name}: {figures}", file=sys.stderr, flush=True)
+        self.busy_s += time.perf_counter() - start
+        self.busy_calls += calls - left
+
+    def figures(self) -> Figures:
+        measured = max(1, len(self.latencies))
+        return Figures(
+            self.name,
+            _percentile(self.latencies, 50) if self.latencies else math.nan,
+            _percentile(self.latencies, 99) if self.latencies else math.nan,
+            self.busy_calls / self.busy_s if self.busy_s > 0 else 0.0,
+            self.errors,
+            self.cpu_s * 1000 / measured,
+        )
+
+
+async def _open_subject(stack: AsyncExitStack, name: str, folder: Path, warmup: int) -> _Subject:
+    target, era, pid = await stack.enter_async_context(_target(name, folder))
+    client = await stack.enter_async_context(
+        mcpwire.open_client(target, era=era, era_cache=False, timeout=30, connect_timeout=START_TIMEOUT_S)
+    )
+    names = [t.name for t in await client.list_tools()]
+    tool = next((n for n in names if n.endswith("echo")), None)
+    if tool is None:
+        raise RuntimeError(f"{name}: no echo tool among {names[:20]}")
+    print(f"{name}: measuring {tool}", file=sys.stderr, flush=True)
+    subject = _Subject(name, client, tool, pid)
+    for _ in range(warmup):
+        await subject.call()
+    subject.errors = 0  # (what failed while warming up is not the measurement's)
+    return subject
+
+
+async def measure_round(
+    names: Sequence[str], folder: Path, calls: int, concurrent_calls: int, warmup: int, slices: int
+) -> dict[str, Figures]:
+    """One round: every target started and warmed up, then its calls one at a time measured in
+    ``slices`` slices, the targets taking turns within each (in an order that rotates from slice
+    to slice), so that a slow spell of the machine falls on every target's latency alike, not on
+    whichever target ran during it; then each target's calls with ``concurrent_calls`` in
+    flight, in turn."""
+    async with AsyncExitStack() as stack:
+        subjects = [await _open_subject(stack, n, folder, warmup) for n in names]
+        shares = [calls // slices + (1 if i < calls % slices else 0) for i in range(slices)]
+        for number, share in enumerate(shares):
+            turn = number % len(subjects)
+            for subject in subjects[turn:] + subjects[:turn]:
+                await subject.sequential(share)
+        for subject in subjects:  # (a window of its own each: a burst at 64 in flight needs some length)
+            await subject.concurrent(calls, concurrent_calls)
+        figures = {s.name: s.figures() for s in subjects}
+    for each in figures.values():
+        print(f"{each.target}: {each}", file=sys.stderr, flush=True)
     return figures
 
 
@@ -356,10 +416,13 @@ def main() -> int:
     parser.add_argument("--concurrent-calls", type=int, default=64, help="calls in flight for the throughput")
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"a subset of {','.join(TARGETS)}")
     parser.add_argument("--rounds", type=int, default=1, help="measure every target N times, taking turns")
+    parser.add_argument("--slices", type=int, default=4, help="within a round, the targets take turns this many times")
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if args.slices < 1:
+        parser.error(f"--slices must be at least 1, got {args.slices}")
     calls, warmup = (200, 20) if args.quick else (args.calls, 200)
     names = [n for n in args.targets.split(",") if n]
     unknown = sorted(set(names) - set(TARGETS))
@@ -378,7 +441,9 @@ def main() -> int:
             for number in range(args.rounds):
                 if args.rounds > 1:
                     print(f"round {number + 1} of {args.rounds}", file=sys.stderr, flush=True)
-                rounds.append({n: await measure(n, Path(folder), calls, args.concurrent_calls, warmup) for n in names})
+                rounds.append(
+                    await measure_round(names, Path(folder), calls, args.concurrent_calls, warmup, args.slices)
+                )
         return rounds
 
     rounds = trio.run(run_all)
