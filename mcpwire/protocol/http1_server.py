@@ -46,7 +46,6 @@ from .http1 import (
     _HEAD,
     _LENGTH,
     _NOT_IN_VALUE,
-    _TOKEN_BYTES,
     END,
     NEED_DATA,
     _comma_values,
@@ -120,13 +119,9 @@ def _request_line(line: bytes) -> tuple[bytes, bytes, bytes] | None:
 def _check_value(name: bytes, value: bytes) -> None:
     """A response field as h11 takes it: a token for a name; a value with no NUL, line break,
     VT or FF, and no blank at either end."""
-    if not name or name.translate(None, _TOKEN_BYTES):
+    if not _is_token(name):
         raise LocalProtocolError(f"illegal header name {name[:100]!r}")
-    if value and (
-        len(value.translate(None, _NOT_IN_VALUE)) != len(value)
-        or value[:1] in (b" ", b"\t")
-        or value[-1:] in (b" ", b"\t")
-    ):
+    if value and (_holds_any(value, _NOT_IN_VALUE) or value[:1] in (b" ", b"\t") or value[-1:] in (b" ", b"\t")):
         # the value is not shown: it may be a credential
         raise LocalProtocolError(f"illegal value of header {name.decode('ascii')!r}")
 
@@ -227,22 +222,16 @@ class ServerConnection(_MessageReader):
         method, target, version = parts
         fields, length, chunked = _fields(section, "request head", self._fail)
         headers = [(name.lower(), value) for name, value in fields]
-        names = [name for name, _ in headers]
         # RFC 9112 §3.2: an HTTP/1.1 request without Host, or any request with two, is a 400
-        hosts = names.count(b"host")
+        hosts = sum(1 for name, _ in headers if name == b"host")
         if version == b"1.1" and not hosts:
             raise BadRequest("Missing mandatory Host: header")
         if hosts > 1:
             raise BadRequest("Found multiple Host: headers")
         request = Request(method, target, version, headers)
         self.request = request
-        modern = version >= b"1.1"
-        self._request_keep_alive = modern and (
-            b"connection" not in names or b"close" not in _comma_values(headers, b"connection")
-        )
-        self.waiting_for_100_continue = (
-            modern and b"expect" in names and b"100-continue" in _comma_values(headers, b"expect")
-        )
+        self._request_keep_alive = version >= b"1.1" and b"close" not in _comma_values(headers, b"connection")
+        self.waiting_for_100_continue = version >= b"1.1" and b"100-continue" in _comma_values(headers, b"expect")
         self._response = _READY
         self._received = 0
         if chunked:
