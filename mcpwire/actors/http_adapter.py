@@ -57,6 +57,9 @@ class _HttpxResponse:
     def closed(self) -> bool:
         return self._response.is_closed
 
+    def body_at_once(self) -> None:
+        return None  # (httpx reads a body as it is iterated)
+
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         response = self._response
         try:

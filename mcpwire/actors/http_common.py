@@ -44,6 +44,8 @@ from .http_sender import Response, Sender
 if TYPE_CHECKING:
     import httpx
 
+    from .http_pool import Begun, PoolSender
+
 __all__ = [
     "OWNED_CLIENT_CLOSE_TIMEOUT",
     "RESPONSE_CLOSE_TIMEOUT",
@@ -227,6 +229,8 @@ class HttpActor:
         self._sink = sink
         self._http = http
         self._sender: Sender | None = None
+        #: the sender when it is mcpwire's pool (which can write a request at once)
+        self._pool: PoolSender | None = None
         self._max = max_bytes
         self._closed = trio.Event()
         self._closing = False
@@ -243,12 +247,32 @@ class HttpActor:
     def _open_sender(self) -> Sender:
         """The actor's sender, made when ``run`` starts (see :func:`make_sender`)."""
         if self._sender is None:
+            from .http_pool import PoolSender
+
             self._sender = make_sender(self.spec.url, self._http)
+            self._pool = self._sender if isinstance(self._sender, PoolSender) else None
         return self._sender
 
     async def _send(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None) -> Response:
         """Sends a request; the response's body is not read yet (close it when done)."""
         return await self._open_sender().send(method, url, headers, content)
+
+    def _begin(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None) -> Begun | None:
+        """Writes a small request at once, in the caller's step, when mcpwire's pool can (see
+        :meth:`~mcpwire.actors.http_pool.PoolSender.begin`); :meth:`_finish` reads its answer
+        and :meth:`_abandon` drops it. None: :meth:`_send` sends it."""
+        self._open_sender()
+        return None if self._pool is None else self._pool.begin(method, url, headers, content)
+
+    async def _finish(self, begun: Begun) -> Response:
+        """The answer to a request :meth:`_begin` wrote; as :meth:`_send` returns it, and raises."""
+        assert self._pool is not None
+        return await self._pool.finish(begun)
+
+    def _abandon(self, begun: Begun) -> None:
+        """Drops a request :meth:`_begin` wrote whose answer will not be read (its connection is closed)."""
+        assert self._pool is not None
+        self._pool.abandon(begun)
 
     @asynccontextmanager
     async def _open_stream(
@@ -287,6 +311,12 @@ async def read_body(response: Response, limit: int) -> bytes:
     declared = response.headers.get("content-length")
     if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise FrameTooLarge(int(declared), limit)
+    whole = response.body_at_once()  # (the usual answer: a small body that came with its head)
+    if whole is not None:
+        await response.aclose()
+        if len(whole) > limit:
+            raise FrameTooLarge(len(whole), limit)
+        return whole
     pieces: list[bytes] = []
     size = 0
     async with aclosing(response.chunks()) as body:  # closed on any early exit

@@ -49,7 +49,7 @@ from ..protocol import http1
 from ..redaction import redact_url
 from .http_sender import DEFAULT_TIMEOUTS, Headers, Timeouts
 
-__all__ = ["PoolSender"]
+__all__ = ["Begun", "PoolSender"]
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +314,16 @@ class _PooledResponse:
     def closed(self) -> bool:
         return self._released
 
+    def body_at_once(self) -> bytes | None:
+        if self._complete or self._released or not self._connection.reader.buffered_to_end:
+            return None
+        if "content-encoding" in self.headers:
+            return None  # (chunks() says whether it is one that was not asked for)
+        data = self._connection.reader.next_event()
+        assert type(data) is bytes and self._connection.reader.complete
+        self._complete = True
+        return data
+
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         if self._complete:
             return  # read to its end already, or empty
@@ -341,6 +351,19 @@ class _PooledResponse:
 
     def __repr__(self) -> str:
         return f"<response {self.status}>"
+
+
+class Begun:
+    """A request :meth:`PoolSender.begin` wrote (all but ``rest``) on ``connection``."""
+
+    __slots__ = ("connection", "method", "rest", "target", "url")
+
+    def __init__(self, connection: _Connection, method: str, url: str, target: http1.Target, rest: bytes) -> None:
+        self.connection = connection
+        self.method = method
+        self.url = url
+        self.target = target
+        self.rest = rest
 
 
 class PoolSender:
@@ -419,6 +442,17 @@ class PoolSender:
             self._heads[key] = head
         return head
 
+    def _request(
+        self, method: str, url: str, target: http1.Target, headers: Mapping[str, str], body: bytes | None
+    ) -> bytes:
+        """The request's bytes: its head (kept, see :meth:`_head`), ``Content-Length`` and body."""
+        key = (method, url, tuple(headers.items()))
+        made = self._heads.get(key)
+        if made is None:
+            made = self._head(key, target, headers)
+        length = b"" if body is None else b"Content-Length: %d\r\n" % len(body)
+        return b"".join((made, length, b"\r\n", body or b""))
+
     async def send(
         self,
         method: str,
@@ -432,12 +466,7 @@ class PoolSender:
             raise ConnectError("the HTTP connection pool is closed")
         limits = timeouts or self._timeouts
         target = self._target(url)
-        key = (method, url, tuple(headers.items()))
-        made = self._heads.get(key)
-        if made is None:
-            made = self._head(key, target, headers)
-        length = b"" if body is None else b"Content-Length: %d\r\n" % len(body)
-        data = b"".join((made, length, b"\r\n", body or b""))
+        data = self._request(method, url, target, headers, body)
         connection = await self._take_idle(target.origin) or await self._acquire(target, limits)
         try:
             connection.reader.expect(head_request=method == "HEAD")
@@ -448,6 +477,68 @@ class PoolSender:
         except BaseException:
             await self.release(connection, reusable=False)
             raise
+        return await self._answered(method, url, target, connection, head, limits)
+
+    def begin(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None = None) -> Begun | None:
+        """Writes a small request now, on the idle connection :meth:`send` would take, when that
+        needs no wait: what :meth:`send` does before it waits for the answer, done in the
+        caller's step (no checkpoint). :meth:`finish` reads the answer. None when it cannot be
+        done at once (no idle connection that is fresh and quiet, a TLS connection, a large
+        body, a socket that takes nothing now, a request that cannot be encoded, a closed
+        pool); nothing was written then, and :meth:`send` does it all."""
+        if self._closed:
+            return None
+        try:
+            target = self._target(url)
+            data = self._request(method, url, target, headers, body)
+        except (ConnectError, LocalProtocolError):
+            return None  # (send raises them)
+        stack = self._idle.get(target.origin)
+        if not stack or len(data) > WRITE_ALONE_BYTES:
+            return None
+        connection = stack[-1]
+        stream = connection.stream
+        if (
+            type(stream) is not trio.SocketStream
+            or trio.current_time() - connection.idle_since > self._idle_expiry
+            or connection.readable()
+        ):
+            return None  # (send closes a stale one)
+        try:
+            sent = os.write(stream.socket.fileno(), data)
+        except OSError:  # (BlockingIOError: the socket takes nothing now; else the next read sees why)
+            return None
+        connection.reader.expect(head_request=method == "HEAD")
+        stack.pop()
+        self._idle_count -= 1
+        return Begun(connection, method, url, target, data[sent:])
+
+    async def finish(self, begun: Begun, timeouts: Timeouts | None = None) -> _PooledResponse:
+        """The answer to a request :meth:`begin` wrote (the rest of it written first); as
+        :meth:`send` returns it, and raises.
+
+        Cancellation: as :meth:`send`'s (the connection is closed)."""
+        limits = timeouts or self._timeouts
+        connection = begun.connection
+        try:
+            head = await self._exchange(connection, begun.rest, limits)
+        except BaseException:
+            await self.release(connection, reusable=False)
+            raise
+        return await self._answered(begun.method, begun.url, begun.target, connection, head, limits)
+
+    def abandon(self, begun: Begun) -> None:
+        """Closes the connection of a request :meth:`begin` wrote whose answer nobody will read."""
+        self._open -= 1
+        self._freed.unpark()
+        stream = begun.connection.stream
+        if isinstance(stream, trio.SocketStream):
+            stream.socket.close()
+
+    async def _answered(
+        self, method: str, url: str, target: http1.Target, connection: _Connection, head: http1.Head, limits: Timeouts
+    ) -> _PooledResponse:
+        """The response whose head was read."""
         response = _PooledResponse(self, connection, head, limits.read)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s %s: HTTP %d", method, redact_url(url), head.status)

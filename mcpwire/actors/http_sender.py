@@ -117,6 +117,11 @@ class Response(Protocol):
         """Whether the response is closed (its body read to the end, or :meth:`aclose` called)."""
         ...
 
+    def body_at_once(self) -> bytes | None:
+        """The whole body, taken, when it arrived with the head (nothing to wait for); the
+        response is then read to its end. None otherwise, and nothing was taken."""
+        ...
+
     def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body's pieces as they are read (use under ``contextlib.aclosing``).
 

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ..protocol.sse import SSEDecoder
+    from .http_pool import Begun
 
 __all__ = ["StreamableHTTPTransport"]
 
@@ -232,9 +233,18 @@ class StreamableHTTPTransport(HttpActor):
         if request_id is None:
             await self._exchange(data, full, None)
             return
+        # the request leaves now when it can (an idle pooled connection takes it): the server
+        # starts on it while its task is made, and that task reads the answer
+        begun = None if self._refused_unsent(full, opens_session) else self._begin("POST", self.url, full, data)
         scope = trio.CancelScope()
         self._streams[request_id] = scope
-        self._nursery.start_soon(self._request_task, data, full, request_id, scope, opens_session, deadline)
+        try:
+            self._nursery.start_soon(self._request_task, data, full, request_id, scope, opens_session, deadline, begun)
+        except BaseException:
+            self._streams.pop(request_id, None)
+            if begun is not None:
+                self._abandon(begun)
+            raise
 
     async def cancel(self, request_id: RequestId) -> bool:
         """2026-07-28: closing the stream is the cancellation (HT-M10). Legacy: not enough
@@ -255,10 +265,11 @@ class StreamableHTTPTransport(HttpActor):
         scope: trio.CancelScope,
         opens_session: bool,
         deadline: float | None,
+        begun: Begun | None = None,
     ) -> None:
         try:
             with scope:
-                await self._exchange(data, headers, request_id, opens_session, deadline)
+                await self._exchange(data, headers, request_id, opens_session, deadline, begun)
         except (TransportError, FrameTooLarge, LocalProtocolError) as exc:
             self._sink.request_failed(request_id, exc)
         finally:
@@ -271,9 +282,11 @@ class StreamableHTTPTransport(HttpActor):
         request_id: RequestId | None,
         opens_session: bool = False,
         deadline: float | None = None,
+        begun: Begun | None = None,
     ) -> None:
-        """POSTs one message and handles the answer, sending it again (at most ``SEND_ATTEMPTS``
-        times in all) only when that cannot make it run twice:
+        """POSTs one message (``begun``: its first attempt was written already, see
+        :meth:`~mcpwire.actors.http_common.HttpActor._begin`) and handles the answer, sending it
+        again (at most ``SEND_ATTEMPTS`` times in all) only when that cannot make it run twice:
 
         - :class:`~mcpwire.errors.ConnectError` (no connection, none free in time): the server
           never saw the request; any message is sent again, after a backoff.
@@ -293,15 +306,17 @@ class StreamableHTTPTransport(HttpActor):
             HTTPStatusError: an error status without a JSON-RPC answer.
         """
         sent_session = headers.get("Mcp-Session-Id")
-        if self._session_expired and sent_session is None and not opens_session and not self.modern:
-            # The server forgot the session and no new one is open yet: without a session id the
-            # server would answer 400. Fail like the 404 did, so the client re-sends it on the new one.
+        if begun is None and self._refused_unsent(headers, opens_session):
             raise SessionExpired(f"server '{self.label}' no longer knows the session (HTTP 404 to an earlier request)")
         what = f"request id {request_id}" if request_id is not None else "a message"
         attempt = 1
         while True:
             try:
-                response = await self._send("POST", self.url, headers, data)
+                if begun is not None:
+                    written, begun = begun, None
+                    response = await self._finish(written)
+                else:
+                    response = await self._send("POST", self.url, headers, data)
             except (ConnectError, ConnectionBroken) as exc:
                 unsent = isinstance(exc, ConnectError)
                 if attempt < SEND_ATTEMPTS and not self._closing and (unsent or self._may_repeat(request_id)):
@@ -345,6 +360,12 @@ class StreamableHTTPTransport(HttpActor):
                 raise in_context(exc, f"server '{self.label}' at {redact_url(self.url)}, answering {what}") from exc
             finally:
                 await close_response(response)
+
+    def _refused_unsent(self, headers: Mapping[str, str], opens_session: bool) -> bool:
+        """Whether a message is not sent at all: the server forgot the session and no new one is
+        open yet, and without a session id the server would answer 400. It fails like the 404
+        did, so that the client sends it again on the new session."""
+        return self._session_expired and "Mcp-Session-Id" not in headers and not opens_session and not self.modern
 
     def _may_repeat(self, request_id: RequestId | None) -> bool:
         """Whether the request may run twice without harm (never a notification or response)."""

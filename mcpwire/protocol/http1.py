@@ -656,6 +656,12 @@ class ResponseReader(_MessageReader):
         return self._state == _DONE
 
     @property
+    def buffered_to_end(self) -> bool:
+        """Whether the rest of a body framed by ``Content-Length`` has been read already: the
+        next event is all of it, and the response is then complete."""
+        return self._state == _LENGTH and len(self._buffer) >= self._remaining
+
+    @property
     def trailing(self) -> bytes:
         """The bytes read beyond the end of the current response (after :data:`END`)."""
         return bytes(self._buffer)

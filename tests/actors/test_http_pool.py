@@ -160,11 +160,13 @@ async def test_connection_close_is_honoured() -> None:
     assert server.connections == 3
 
 
-async def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
-    async def once(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
-        await stream.send_all(answer(b"%d" % number))
-        return False  # closes without saying so
+async def once(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
+    """Answers one request, then closes the connection without saying so."""
+    await stream.send_all(answer(b"%d" % number))
+    return False
 
+
+async def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
     async with serving(once) as (server, url), pool() as sender:
         assert (await fetch(sender, url, method="GET"))[1] == b"1"
         await trio.sleep(0.05)  # the close reaches us
@@ -415,12 +417,18 @@ async def test_a_url_that_cannot_be_used_is_a_connect_error(url: str, message: s
             await fetch(sender, url, method="GET")
 
 
-async def test_tls_verifies_the_server() -> None:
+def _tls_contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A loopback server's TLS context, and a client's that trusts its (test) authority."""
     authority = trustme.CA()
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     authority.issue_cert("127.0.0.1").configure_cert(server_context)
     trusting = ssl.create_default_context()
     authority.configure_trust(trusting)
+    return server_context, trusting
+
+
+async def test_tls_verifies_the_server() -> None:
+    server_context, trusting = _tls_contexts()
     async with serving(echo, tls=server_context) as (server, url):
         sender = PoolSender(tls=lambda: trusting)
         assert [(await fetch(sender, url, b"x"))[1] for _ in range(2)] == [b"1:x", b"1:x"]
@@ -458,3 +466,155 @@ async def test_idle_connections_are_checked_past_descriptor_1023() -> None:
         for descriptor in spare:
             os.close(descriptor)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+# -- a request written at once, an answer read at once ------------------------------------------------
+
+
+async def test_a_request_begun_leaves_in_the_callers_step_and_finishes_on_its_connection() -> None:
+    arrived = trio.Event()
+
+    async def noting(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
+        if body == b"now":
+            arrived.set()
+        return await echo(stream, body, number)
+
+    async with serving(noting) as (server, url), pool() as sender:
+        await fetch(sender, url, b"first")
+        with trio.testing.assert_no_checkpoints():
+            begun = sender.begin("POST", url, {"X-Kind": "at-once"}, b"now")
+        assert begun is not None and begun.rest == b""
+        with trio.fail_after(5):
+            await arrived.wait()  # the server has it before anyone reads the answer
+        assert server.requests[1].startswith(b"POST /mcp HTTP/1.1\r\n")
+        assert b"\r\nX-Kind: at-once\r\n" in server.requests[1] and server.requests[1].endswith(b"\r\n\r\nnow")
+        response = await sender.finish(begun)
+        assert (response.status, await read(response)) == (200, b"1:now")
+        assert (await fetch(sender, url, b"after"))[1] == b"1:after"  # the connection went back to the pool
+    assert server.connections == 1
+
+
+async def test_begin_declines_what_it_cannot_do_at_once_and_sends_nothing() -> None:
+    async with serving(echo) as (server, url), pool() as sender:
+        assert sender.begin("POST", url, {}, b"x") is None  # no idle connection yet
+        await fetch(sender, url, b"x")
+        assert sender.begin("POST", url, {}, b"x" * (64 * 1024 + 1)) is None  # too large to go alone
+        assert sender.begin("POST", url, {"X-Bad": "a\r\nInjected: 1"}, b"x") is None
+        with pytest.raises(LocalProtocolError):  # (send says why)
+            await sender.send("POST", url, {"X-Bad": "a\r\nInjected: 1"}, b"x")
+        assert sender.begin("POST", "ftp://127.0.0.1/mcp", {}, b"x") is None
+        assert len(server.requests) == 1
+    async with serving(once) as (server, url), pool() as sender:
+        await fetch(sender, url, method="GET")
+        await trio.sleep(0.05)  # the close reaches us
+        assert sender.begin("GET", url, {}) is None  # the idle connection is stale: send drops it
+        assert (await fetch(sender, url, method="GET"))[1] == b"2"
+    async with serving(echo) as (server, url), pool(idle_expiry=0.0) as sender:
+        await fetch(sender, url, method="GET")
+        await trio.sleep(0.01)
+        assert sender.begin("GET", url, {}) is None  # expired
+    async with serving(echo) as (server, url):
+        sender = PoolSender(tls=partial(tls_context, "https:"))
+        await fetch(sender, url, method="GET")
+        await sender.aclose()
+        assert sender.begin("GET", url, {}) is None  # closed
+    assert server.requests == [server.requests[0]]
+
+
+async def test_a_begun_request_on_tls_is_sent_whole_by_send() -> None:
+    server_context, trusting = _tls_contexts()
+    async with serving(echo, tls=server_context) as (_, url):
+        sender = PoolSender(tls=lambda: trusting)
+        try:
+            await fetch(sender, url, b"x")
+            assert sender.begin("POST", url, {}, b"y") is None  # TLS records are written by the stream
+            assert (await fetch(sender, url, b"y"))[1] == b"1:y"
+        finally:
+            await sender.aclose()
+
+
+async def test_a_request_begun_in_part_is_written_to_its_end_by_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpwire.actors import http_pool
+
+    class Trickle:
+        """``os`` whose ``write`` takes ten bytes at a time (a full socket buffer, on demand)."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(os, name)
+
+        @staticmethod
+        def write(descriptor: int, data: bytes) -> int:
+            return os.write(descriptor, data[:10])
+
+    async with serving(echo) as (server, url), pool() as sender:
+        await fetch(sender, url, b"first")
+        monkeypatch.setattr(http_pool, "os", Trickle())
+        begun = sender.begin("POST", url, {}, b"a body longer than ten bytes")
+        assert begun is not None and len(begun.rest) > 10
+        monkeypatch.setattr(http_pool, "os", os)
+        response = await sender.finish(begun)
+        assert await read(response) == b"1:a body longer than ten bytes"
+    assert server.connections == 1
+
+
+async def test_a_begun_request_abandoned_or_cancelled_frees_its_slot() -> None:
+    async def late(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
+        if body == b"never":
+            await trio.sleep_forever()
+        await stream.send_all(answer(b"%d:" % number + body))
+        return True
+
+    async with serving(late) as (server, url), pool(max_connections=1) as sender:
+        await fetch(sender, url, b"a")
+        begun = sender.begin("POST", url, {}, b"dropped")
+        assert begun is not None
+        sender.abandon(begun)
+        with trio.fail_after(5):  # the one slot is free again: a new connection
+            assert (await fetch(sender, url, b"b"))[1] == b"2:b"
+        begun = sender.begin("POST", url, {}, b"never")
+        assert begun is not None
+        with trio.move_on_after(0.1) as scope:
+            await sender.finish(begun)
+        assert scope.cancelled_caught
+        with trio.fail_after(5):
+            assert (await fetch(sender, url, b"c"))[1] == b"3:c"
+    assert server.connections == 3
+
+
+async def test_a_body_that_came_with_its_head_is_taken_at_once() -> None:
+    from mcpwire.actors.http_common import read_body
+
+    async def mixed(stream: trio.abc.Stream, body: bytes, number: int) -> bool:
+        if body == b"chunked":
+            await stream.send_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+        elif body == b"coded":
+            await stream.send_all(answer(b"x", "Content-Encoding: br"))
+        elif body == b"late":
+            whole = answer(b"0123456789")
+            await stream.send_all(whole[:-4])
+            await trio.sleep(0.05)
+            await stream.send_all(whole[-4:])
+        else:
+            await stream.send_all(answer(b"%d:" % number + body))
+        return True
+
+    async with serving(mixed) as (server, url), pool() as sender:
+        response = await sender.send("POST", url, {}, b"plain")
+        with trio.fail_after(5):
+            while not response._connection.reader.buffered_to_end:  # (the body may follow its head)
+                response._connection.reader.feed(await response._connection._receive(False))
+        assert response.body_at_once() == b"1:plain" and response.body_at_once() is None  # taken once
+        assert not response.closed
+        await response.aclose()  # read to its end: the connection goes back
+        response = await sender.send("POST", url, {}, b"chunked")
+        assert response.body_at_once() is None
+        assert await read_body(response, 100) == b"abc"
+        response = await sender.send("POST", url, {}, b"late")
+        assert response.body_at_once() is None  # part of it is still on its way
+        assert await read_body(response, 100) == b"0123456789"
+        response = await sender.send("POST", url, {}, b"coded")
+        with pytest.raises(InvalidHTTPResponse, match="coding"):  # refused as before
+            await read_body(response, 100)
+        await response.aclose()
+        assert await read_body(await sender.send("POST", url, {}, b"again"), 100) == b"2:again"
+    assert server.connections == 2
