@@ -56,10 +56,26 @@ class EventHub:
     def __init__(self) -> None:
         self.listeners: list[HostEvents] = []
         self.closed = False
+        #: kind -> whether a listener takes it, for the listeners there are now
+        self._wanted: dict[str, bool] = {}
+
+    def add(self, listener: HostEvents) -> None:
+        self.listeners.append(listener)
+        self._wanted.clear()
+
+    def discard(self, listener: HostEvents) -> None:
+        if listener in self.listeners:
+            self.listeners.remove(listener)
+            self._wanted.clear()
 
     def wants(self, kind: EventKind) -> bool:
         """Whether a listener would take an event of ``kind`` (else there is no need to build it)."""
-        return any(listener.kinds is None or kind in listener.kinds for listener in self.listeners)
+        wanted = self._wanted.get(kind)
+        if wanted is None:
+            wanted = self._wanted[kind] = any(
+                listener.kinds is None or kind in listener.kinds for listener in self.listeners
+            )
+        return wanted
 
     def emit(self, event: HostEvent) -> None:
         for listener in list(self.listeners):
@@ -90,7 +106,7 @@ class HostEvents:
         if hub.closed:
             self._send.close()  # nothing more will happen
         else:
-            hub.listeners.append(self)
+            hub.add(self)
 
     def _offer(self, event: HostEvent) -> None:
         try:
@@ -102,8 +118,7 @@ class HostEvents:
 
     def close(self) -> None:
         """Stops listening; iteration ends after the buffered events."""
-        if self in self._hub.listeners:
-            self._hub.listeners.remove(self)
+        self._hub.discard(self)
         self._send.close()
 
     def __aiter__(self) -> Self:

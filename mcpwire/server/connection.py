@@ -130,10 +130,20 @@ class Connection:
             return True
         return False
 
-    async def serve(self, request: InRequest, outlet: Outlet, *, transport: Mapping[str, str] | None = None) -> None:
+    async def serve(
+        self,
+        request: InRequest,
+        outlet: Outlet,
+        *,
+        transport: Mapping[str, str] | None = None,
+        scope: trio.CancelScope | None = None,
+    ) -> None:
         """Serve one request in the calling task (2026-07-28 over HTTP, where the response stream
-        is the request's lifetime: cancel the caller to cancel the request)."""
-        await self._request(request, outlet, spawn=False, transport=transport)
+        is the request's lifetime: cancel the caller, or ``scope``, to cancel the request).
+
+        ``scope``: the request's own cancel scope, made by the caller (cancelled, the request
+        ends unanswered as if its client had cancelled it)."""
+        await self._request(request, outlet, spawn=False, transport=transport, scope=scope)
 
     async def serve_tracked(
         self, request: InRequest, outlet: Outlet, *, transport: Mapping[str, str] | None = None
@@ -203,9 +213,10 @@ class Connection:
         spawn: bool,
         transport: Mapping[str, str] | None,
         track: bool = False,
+        scope: trio.CancelScope | None = None,
     ) -> None:
         try:
-            context = self.admit(request, outlet, transport=transport)
+            context = self.admit(request, outlet, transport=transport, scope=scope)
         except Refusal as refusal:
             await outlet.send(error_message(request.id, refusal.code, refusal.message, refusal.data), final=True)
             return
@@ -225,9 +236,14 @@ class Connection:
             await self._run(context)
 
     def admit(
-        self, request: InRequest, outlet: Outlet, *, transport: Mapping[str, str] | None = None
+        self,
+        request: InRequest,
+        outlet: Outlet,
+        *,
+        transport: Mapping[str, str] | None = None,
+        scope: trio.CancelScope | None = None,
     ) -> RequestContext:
-        """The context a request is served in.
+        """The context a request is served in (``scope``: its cancel scope, when the caller made it).
 
         Raises:
             Refusal: the request cannot be served: an unknown method (-32601), a legacy request
@@ -280,6 +296,7 @@ class Connection:
             log_level=level,
             outlet=outlet,
             transport=transport,
+            scope=scope,
         )
 
     # -- running a request ---------------------------------------------------------------------

@@ -136,6 +136,7 @@ class RequestContext:
         log_level: str | None,
         outlet: Outlet,
         transport: Mapping[str, str] | None = None,
+        scope: trio.CancelScope | None = None,
     ) -> None:
         self.connection = connection
         self.id = request_id
@@ -152,7 +153,7 @@ class RequestContext:
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         self.progress_token: int | str | None = token if isinstance(token, int | str) and is_request_id(token) else None
-        self.scope = trio.CancelScope()
+        self.scope = trio.CancelScope() if scope is None else scope
         #: set when the client cancelled the request (it is then never answered)
         self.cancelled = False
         #: why the request was cancelled, as a sentence (``notifications/cancelled``, the session ended)

@@ -14,7 +14,7 @@ stream is done or kicked (the connection ends, the stream stays, to be resumed).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, Final, TypeAlias
 
 import trio
@@ -57,6 +57,20 @@ class ClientGone(Exception):
     """The client closed the connection while its response was being written."""
 
 
+def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """A request's headers by lower-case name; the values of a repeated one joined with ", "."""
+    pairs = raw if isinstance(raw, list | tuple) else list(raw)
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in pairs}
+    if len(headers) == len(pairs):  # (the usual request: no name repeated)
+        return headers
+    headers = {}
+    for name, value in pairs:
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    return headers
+
+
 class Exchange:
     """One HTTP request (headers with lower-case names, its body once read) and its response."""
 
@@ -69,11 +83,7 @@ class Exchange:
         #: set when the client closed the connection
         self.gone = False
         self.query: str = scope.get("query_string", b"").decode("latin-1")
-        self.headers: dict[str, str] = {}
-        for name, value in scope.get("headers", ()):
-            key = name.decode("latin-1").lower()
-            text = value.decode("latin-1")
-            self.headers[key] = f"{self.headers[key]}, {text}" if key in self.headers else text
+        self.headers = _headers(scope.get("headers", ()))
         self.receive = receive
         self.send = send
         self.body = b""

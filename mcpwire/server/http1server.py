@@ -74,6 +74,9 @@ RECV_BYTES: Final = 65536
 MAX_PIPELINED_BYTES: Final = 65536
 #: bytes of a request body the app left unread that are skipped to keep the connection
 MAX_SKIPPED_BODY_BYTES: Final = 65536
+#: request targets a connection keeps read, and the longest one kept
+MAX_KEPT_TARGETS: Final = 16
+MAX_KEPT_TARGET_BYTES: Final = 256
 _DISCONNECT: Final = {"type": "http.disconnect"}
 _REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
 
@@ -150,6 +153,8 @@ class _Connection:
         #: set while a task reads the stream for the client's end (others wait for it)
         self._reading: trio.Event | None = None
         self._reader_scope: trio.CancelScope | None = None
+        #: request targets read so far: (raw path, query, path); a client sends a few again and again
+        self.targets: dict[bytes, tuple[bytes, bytes, str]] = {}
         self.requests = 0
 
     # -- the sweeper and the drain (listen.Handle) -------------------------------------------
@@ -441,15 +446,23 @@ class _Exchange:
             conn.must_close = True
         method = request.method.decode("ascii")
         self.is_head = method == "HEAD"
-        raw_path, query = _split_target(request.target)
         root = conn.options.root_path
+        target = conn.targets.get(request.target)
+        if target is None:
+            raw_path, query = _split_target(request.target)
+            target = (raw_path, query, root + unquote(raw_path.decode("ascii")))
+            if len(request.target) <= MAX_KEPT_TARGET_BYTES:
+                if len(conn.targets) >= MAX_KEPT_TARGETS:
+                    conn.targets.clear()
+                conn.targets[request.target] = target
+        raw_path, query, path = target
         self.scope: dict[str, Any] = {
             "type": "http",
             "asgi": ASGI_VERSION,
             "http_version": request.http_version.decode("ascii"),
             "method": method,
             "scheme": conn.scheme,
-            "path": root + unquote(raw_path.decode("ascii")),
+            "path": path,
             "raw_path": raw_path,
             "query_string": query,
             "root_path": root,

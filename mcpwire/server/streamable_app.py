@@ -665,8 +665,8 @@ class StreamableHTTPApp:
         if self._graces is None or self._nursery is None or not self._graces.wake_later(stream, self._nursery):
             watch()
         try:
-            with cancel:
-                await connection.serve(item, stream, transport=request.origin)
+            # (the watcher cancels the request's own scope: cancelled, it ends unanswered)
+            await connection.serve(item, stream, transport=request.origin, scope=cancel)
             stream.on_message = stream.on_nudge = None
             if streamed:  # the writer writes the rest
                 stream.finish()

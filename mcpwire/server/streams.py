@@ -74,7 +74,8 @@ class EventStream:
         self.readers = 0
         self._next = 1
         self._kicked = 0
-        self._changed = trio.Event()
+        #: set by the next change; made when someone takes it (most streams have no reader)
+        self._changed: trio.Event | None = None
         #: called after each message is kept (a response that writes only when needed)
         self.on_message: Callable[[], None] | None = None
         #: the request runs in the task of the response writing it: a kick is refused
@@ -144,11 +145,14 @@ class EventStream:
     def signal(self) -> trio.Event:
         """The event the next change (a message, the end, a kick) sets: take it before looking at
         the stream, wait on it after, and no change made meanwhile is missed."""
+        if self._changed is None:
+            self._changed = trio.Event()
         return self._changed
 
     def event_id(self, seq: int) -> str:
         return f"{self.number}.{seq}"
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None

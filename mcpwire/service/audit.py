@@ -18,8 +18,10 @@ The writer task is not woken per record: a record arms its deadline (``linger`` 
 first record it has not seen), so a call whose barrier commits its record costs no task switch.
 At the deadline the writer commits what no barrier asked for (records of callers that do not wait
 for durability, such as a library host's), and publishes what barriers committed: events leave
-at most ``linger`` after their commit, and never delay an answer. It retries with backoff when the
-store fails.
+at most ``linger`` after their commit, and never delay an answer. While records keep coming, the
+writer looks again every ``linger`` seconds of its own accord, and records arm nothing; after a
+look that finds none came, it parks until the next record arms it. It retries with backoff when
+the store fails.
 
 When the store fails, the batch stays queued and is retried with backoff; barriers wait at most
 ``timeout`` seconds and then report failure (the response becomes a 503). The queue is bounded:
@@ -75,8 +77,10 @@ class AuditWriter:
         self._committed = 0  # records ever committed (a prefix of the accepted ones)
         #: committed records not yet published, with their ids
         self._unpublished: list[tuple[int, AuditIn]] = []
-        #: the writer task's wait, whose deadline a record arms (None while no writer task runs)
+        #: the writer task's wait, whose deadline a record arms (None unless it is parked)
         self._park: trio.CancelScope | None = None
+        #: a writer task runs
+        self._writing = False
         self._progress = trio.Event()
         self._failing = False
         self._committing = False
@@ -141,12 +145,18 @@ class AuditWriter:
         """Commits and publishes until cancelled; on cancellation, one last bounded flush runs."""
         task_status.started()
         delay = 0.05
+        self._writing = True
+        seen = self._queued
         try:
             while True:
-                with trio.CancelScope() as self._park:
-                    if not self._queue and not self._unpublished:
-                        await trio.sleep_forever()
-                self._park = None
+                if self._queued != seen:  # records came since the last look: look again, unarmed
+                    seen = self._queued
+                    await trio.sleep(self._linger)
+                else:
+                    with trio.CancelScope() as self._park:
+                        if not self._queue and not self._unpublished:
+                            await trio.sleep_forever()  # until a record arms the deadline
+                    self._park = None
                 self._publish()
                 if not self._queue:
                     continue
@@ -158,6 +168,7 @@ class AuditWriter:
                     delay = min(delay * 2, 2.0)
         finally:
             self._park = None
+            self._writing = False
             with trio.CancelScope(shield=True), trio.move_on_after(self._timeout):
                 while self._queue and await self._commit_batch():
                     pass
@@ -226,7 +237,7 @@ class AuditWriter:
         self._committed += len(batch)
         self.batches += 1
         self._unpublished.extend(zip(ids, batch, strict=True))
-        if self._park is None:
+        if not self._writing:
             self._publish()  # no writer task to leave it to
         else:
             self._arm()

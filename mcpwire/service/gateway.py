@@ -701,6 +701,8 @@ class GatewayServer(Server):
     async def flush_logs(self, pending: Pending) -> None:
         """Relay the call's waiting log messages, in order, on the stream of its request (a
         legacy session's standalone stream when it has one)."""
+        if pending.log_lock is None:
+            pending.log_lock = trio.Lock()
         async with pending.log_lock:
             while pending.logs:
                 relayed = pending.logs.pop(0)

@@ -125,20 +125,35 @@ class Pending:
     done: bool = False
     outcome: object = None
     error: BaseException | None = None
-    changed: trio.Event = field(default_factory=trio.Event)
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    #: set when the call ends or asks (made when someone waits for that: see :meth:`changes`)
+    changed: trio.Event | None = None
+    #: the call's own scope, when it runs in the gateway's nursery
+    scope: trio.CancelScope | None = None
     #: the answer to the gateway's client instead of the call's outcome (a capability it lacks)
     refusal: RequestError | None = None
     expires: float = 0.0
     #: the backend's log messages for this call's client, waiting to be relayed (in order)
     logs: list[JSONObject] = field(default_factory=list)
-    log_lock: trio.Lock = field(default_factory=trio.Lock)
+    #: held while the logs are relayed (made by the first relaying: most calls log nothing)
+    log_lock: trio.Lock | None = None
     #: why the client stopped waiting for the call (a 2026-07-28 stream closed), once it did
     gone: str | None = None
 
+    def changes(self) -> trio.Event:
+        """What is set when the call next ends or asks."""
+        if self.changed is None:
+            self.changed = trio.Event()
+        return self.changed
+
+    def cancel(self) -> None:
+        """Cancels a call that runs in the gateway's nursery."""
+        if self.scope is not None:
+            self.scope.cancel()
+
     def _wake(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
+        if self.changed is not None:
+            self.changed.set()
+            self.changed = None
 
 
 class GatewayRelay:
@@ -184,7 +199,7 @@ class GatewayRelay:
         """
         if context.modern:
             _ = context.input_responses  # "malformed input is a protocol error" (-32602), even unasked
-        if not context.modern or not any(_can_ask(context, method) for method in _NEEDS):
+        if not context.modern or not context.client_capabilities or not any(_can_ask(context, m) for m in _NEEDS):
             # a legacy client is asked on its session; a 2026-07-28 client that can answer
             # nothing is never asked, so its call cannot wait for a retry: both run here. Such a
             # call is never parked, so its id never reaches a requestState: a serial number does
@@ -202,7 +217,7 @@ class GatewayRelay:
             if pending.refusal is not None:
                 raise pending.refusal
             return outcome
-        pending = Pending(secrets.token_urlsafe(16), server, context)
+        pending = Pending(secrets.token_urlsafe(16), server, context, scope=trio.CancelScope())
         nursery = await self._nursery()
         nursery.start_soon(self._run, pending, work)
         return await self._follow(pending)  # type: ignore[return-value]
@@ -235,14 +250,16 @@ class GatewayRelay:
 
     async def _run(self, pending: Pending, work: Callable[[Pending], Awaitable[object]]) -> None:
         self._by_server.setdefault(pending.server, set()).add(pending)
-        with pending.scope:
+        scope = pending.scope
+        assert scope is not None  # (made with it by call)
+        with scope:
             try:
                 pending.outcome = await work(pending)
             except Exception as exc:
                 pending.error = exc
         self._by_server[pending.server].discard(pending)
         self._parked.pop(pending.id, None)
-        if pending.scope.cancelled_caught and pending.error is None:
+        if scope.cancelled_caught and pending.error is None:
             pending.error = RequestError(INTERNAL_ERROR, "the call was cancelled while it waited for input")
         pending.done = True
         pending._wake()
@@ -252,11 +269,11 @@ class GatewayRelay:
         unless it is waiting for a retry."""
         try:
             while not pending.done and pending.id not in self._parked:
-                await pending.changed.wait()
+                await pending.changes().wait()
         except trio.Cancelled:
             if not pending.done and pending.id not in self._parked:
                 pending.gone = pending.gone or _STREAM_CLOSED
-                pending.scope.cancel()
+                pending.cancel()
             raise
         if pending.done:
             if pending.refusal is not None:
@@ -401,7 +418,7 @@ class GatewayRelay:
         while len(self._parked) > MAX_PENDING:
             oldest = self._parked.pop(next(iter(self._parked)))
             log.warning("too many calls wait for input; cancelling the oldest (%s)", oldest.server)
-            oldest.scope.cancel()
+            oldest.cancel()
         pending._wake()
         with trio.move_on_after(self.input_timeout):
             await question.answered.wait()

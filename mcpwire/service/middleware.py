@@ -224,6 +224,9 @@ class ServiceMiddleware:
         self.host_names = frozenset(names | LOOPBACK_NAMES)
         #: Host header -> allowed, for the headers seen last
         self._hosts: dict[bytes, bool] = {}
+        #: (method, path) -> public, role needed, a call: what the callables above say, kept for
+        #: the paths seen last (their answers are fixed once the app is built)
+        self._rules: dict[tuple[str, str], tuple[bool, Role | None, bool]] = {}
         self.cors = frozenset(settings.cors_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -327,8 +330,8 @@ class ServiceMiddleware:
     ) -> tuple[int, str, dict[str, str]] | None:
         """Who is calling (into ``state``), or why they may not."""
         method: str = scope["method"]
-        path: str = scope.get("path", "")
-        if self.is_public(method, path):
+        public, needed, _ = self._rule(method, scope.get("path", ""))
+        if public:
             return None
         if method == "OPTIONS" and headers.get(b"origin", b"").decode("latin-1") in self.cors:
             return None  # a CORS preflight carries no credentials
@@ -350,19 +353,30 @@ class ServiceMiddleware:
             state["caller"] = f"{address} {identity.describe()}"
         state["identity"] = identity
         assert identity is not None
-        needed = self.path_role(method, path)
         if needed is not None and not identity.may(needed):
             return 403, forbidden(identity, needed), {}
         return None
 
     def _limit(self, scope: Scope, address: str) -> tuple[int, str, dict[str, str]] | None:
         """The per-address rate limit on calls (an HTTP request is one; a batch pays the rest)."""
-        if self.limiter.enabled and self.is_call(scope["method"], scope.get("path", "")):
+        if self.limiter.enabled and self._rule(scope["method"], scope.get("path", ""))[2]:
             wait = self.limiter.take(address)
             if wait is not None:
                 seconds = max(1, math.ceil(wait))
                 return 429, f"too many calls from {address}; retry in {seconds} s", {"Retry-After": str(seconds)}
         return None
+
+    def _rule(self, method: str, path: str) -> tuple[bool, Role | None, bool]:
+        """Whether ``(method, path)`` is public, the role it needs, and whether it is a call."""
+        key = (method, path)
+        rule = self._rules.get(key)
+        if rule is None:
+            rule = (self.is_public(method, path), self.path_role(method, path), self.is_call(method, path))
+            if len(path) <= 256:
+                if len(self._rules) >= 256:
+                    self._rules.clear()
+                self._rules[key] = rule
+        return rule
 
     def _host_allowed(self, raw: bytes) -> bool:
         """Whether a ``Host`` header names this machine (the last verdicts are kept: a client

@@ -656,6 +656,17 @@ async def test_the_scope_is_complete() -> None:
     assert (absolute["method"], absolute["raw_path"], absolute["query_string"]) == ("OPTIONS", b"/abs", b"q")
 
 
+async def test_targets_sent_again_and_many_different_ones_on_one_connection_each_get_their_scope() -> None:
+    """A connection keeps the targets it read (a client sends the same few again and again): the
+    same target read from what was kept, and past the bound, each still read right."""
+    targets = ["/mcp", "/mcp?x=1", "/mcp", "/a%20b?q=%20", *(f"/n/{n}?k={n}" for n in range(40)), "/mcp?x=1"]
+    async with serving(echo) as [url], connect(url) as client:
+        for target in targets:
+            seen = json.loads((await get(client, target)).body)
+            path, _, query = target.partition("?")
+            assert (seen["path"], seen["query"]) == (path.replace("%20", " "), query), target
+
+
 def _ipv6() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as probe:

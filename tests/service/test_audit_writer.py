@@ -173,6 +173,41 @@ async def test_the_writer_commits_what_no_barrier_asks_for_and_publishes_within_
     assert [r.trace_id for r in (await store.audit()).items] == ["t-2", "t-1"]
 
 
+async def test_while_records_keep_coming_the_writer_looks_of_its_own_accord(store: Store) -> None:
+    """A parked writer is armed by the next record (a deadline); once it has woken, records that
+    keep coming arm nothing (the writer looks again every ``linger`` seconds anyway) and are
+    still published within about ``linger``; after an interval with none it parks again."""
+    hub = EventHub()
+    sub, _ = hub.subscribe()
+    linger = 0.2
+    writer = AuditWriter(store, hub, linger=linger)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(writer.run)
+        await trio.sleep(0.05)
+        assert writer._park is not None and writer._park.deadline == float("inf")  # parked, unarmed
+        writer.add(_record(1))
+        assert writer._park.deadline < float("inf")  # armed by the record
+        with trio.fail_after(10):
+            assert (await sub.receive(10)) is not None
+        for i in range(2, 6):  # records keep coming: each one arms nothing
+            writer.add(_record(i))
+            assert writer._park is None
+            assert await writer.barrier() is True
+            started = trio.current_time()
+            event = await sub.receive(10)
+            assert event is not None and event.data["trace_id"] == f"t-{i}"
+            assert trio.current_time() - started < 2 * linger + 0.5
+        await trio.sleep(3 * linger)  # an interval with none: parked again
+        assert writer._park is not None and writer._park.deadline == float("inf")
+        writer.add(_record(6))
+        assert writer._park.deadline < float("inf")
+        with trio.fail_after(10):
+            event = await sub.receive(10)
+        assert event is not None and event.data["trace_id"] == "t-6"
+        nursery.cancel_scope.cancel()
+    assert len((await store.audit()).items) == 6
+
+
 async def test_calls_finishing_during_a_commit_commit_next_without_waiting_for_the_writer(store: Store) -> None:
     """Records queued while a commit runs are committed by the first of their barriers to run
     after it, not at the writer's deadline (here far off): 64 calls in flight never stall."""
