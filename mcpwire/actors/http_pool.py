@@ -676,7 +676,8 @@ class PoolSender:
             self._idle_count += 1
             if self._idle_count > self._max_idle:
                 await self._discard_oldest_idle()
-            self._freed.unpark()
+            if self._freed:  # (someone waits for a connection)
+                self._freed.unpark()
             return
         await self._discard(connection)
 

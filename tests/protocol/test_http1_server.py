@@ -12,7 +12,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcpwire.errors import LocalProtocolError
-from mcpwire.protocol.http1_server import CLOSED, END, NEED_DATA, BadRequest, Request, ServerConnection
+from mcpwire.protocol.http1_server import (
+    CLOSED,
+    END,
+    NEED_DATA,
+    BadRequest,
+    Request,
+    ServerConnection,
+    _all_valid,
+    _check_value,
+)
 
 MAX_HEAD = 4096
 
@@ -337,6 +346,35 @@ def test_responses_are_written_as_h11_writes_them(
     assert _our_response(method, version, status, fields, pieces) == _h11_response(
         method, version, status, fields, pieces
     )
+
+
+def _taken_one_by_one(fields: list[tuple[bytes, bytes]]) -> bool:
+    try:
+        for name, value in fields:
+            _check_value(name, value)
+    except LocalProtocolError:
+        return False
+    return True
+
+
+FIELD_PIECES = st.lists(
+    st.sampled_from([b"a", b"Z", b"-", b":", b": ", b" ", b"\t", b"\r", b"\n", b"\r\n", b"\x00", b"\x01", b"\x0b",
+                     b"\x0c", b"\x7f", b"\xe9", b"X-Injected: 1"]),
+    max_size=6,
+).map(b"".join)  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.tuples(FIELD_PIECES, FIELD_PIECES), max_size=4))
+@example([(b"x-a", b"1\r\nX-Injected: 1")])  # a line break in a value makes a line of its own
+@example([(b"x-a\r\nX-Injected", b"1")])
+@example([(b"X-Injected: 1", b"a")])  # a name that would read as a name and the start of a value
+@example([(b"x-a", b"")])
+@example([(b"x-a", b"a \t b")])
+def test_the_one_pass_check_of_response_fields_takes_what_the_field_by_field_check_takes(
+    fields: list[tuple[bytes, bytes]],
+) -> None:
+    assert _all_valid(fields) == _taken_one_by_one(fields)
 
 
 def test_nothing_is_written_out_of_turn() -> None:

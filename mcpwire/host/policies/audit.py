@@ -107,7 +107,7 @@ def redact(value: object, patterns: Sequence[re.Pattern[str]] | None = None) -> 
     pats = _DEFAULT_PATTERNS if patterns is None else patterns
     if type(value) in _SCALARS:  # (the common case, decided without the Mapping ABC's check)
         return value
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return {str(k): REDACTED if _secret_key(str(k), pats) else redact(v, pats) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, pats) for v in value]
