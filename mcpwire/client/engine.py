@@ -162,8 +162,11 @@ class Engine:
         limit = link.options.timeout if timeout is None else timeout
         progress = _progress_sink(on_progress)
         counts: dict[Outcome, int] = {}
+        clock = self._clock
+        if clock is None:
+            clock = self._clock = trio.lowlevel.current_clock()
         while True:
-            if deadline is not None and trio.current_time() >= deadline:
+            if deadline is not None and clock.current_time() >= deadline:
                 raise self._past(method, limit)
             if not link.session_ready.is_set():
                 # LC-04 on a renewed session: "the client SHOULD NOT send requests other than pings
@@ -198,7 +201,7 @@ class Engine:
                 if transport is None or link.lost is not None:
                     raise link.gone_error()
                 try:
-                    send_by = trio.current_time() + limit
+                    send_by = clock.current_time() + limit
                     await transport.send(
                         payload,
                         request_id=entry.id,

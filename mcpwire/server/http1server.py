@@ -133,6 +133,8 @@ class _Connection:
         self.scheme = accepted.scheme
         self.peer = f"{self.client[0]}:{self.client[1]}" if self.client else "?"
         self.http = ServerConnection(max_head_bytes=self.options.max_header_bytes)
+        #: the run's clock (trio.current_time() without its two hops)
+        self.clock = trio.lowlevel.current_clock()
         #: cancelled at shutdown (idle or streaming) and when a wait on the client expires
         self.cancel_scope = trio.CancelScope()
         #: when the current wait on the client (handshake, head, body, write, idle) ends it
@@ -207,7 +209,7 @@ class _Connection:
         """The next request head, or None when the connection is to close (answered if need be)."""
         conn = self.http
         idle = self.options.keep_alive_s if self.requests else self.options.header_timeout_s
-        now = trio.current_time()
+        now = self.clock.current_time()
         self.deadline = now + idle
         if not conn.buffered:
             self.idle_since = now
@@ -246,7 +248,7 @@ class _Connection:
     def _head_started(self) -> None:
         self.in_head = True
         self.idle_since = NEVER
-        self.deadline = trio.current_time() + self.options.header_timeout_s
+        self.deadline = self.clock.current_time() + self.options.header_timeout_s
 
     async def _receive(self) -> bytes:
         """The next bytes from the client; b"" when it is gone (its end, a broken stream)."""
@@ -428,7 +430,7 @@ class _Exchange:
         self.started = False
         self.complete = False
         self.body_done = False
-        self.body_deadline = trio.current_time() + conn.options.body_timeout_s
+        self.body_deadline = conn.clock.current_time() + conn.options.body_timeout_s
         #: the response head's bytes, held for the first write of its body
         self.head: bytes | None = None
         headers = request.headers
