@@ -8,6 +8,10 @@ codec is :mod:`mcpwire.protocol.http1`, which reads what h11 reads):
   (the most recently used first, its socket the likeliest still warm) and are reused;
 - a request's head and body leave in one write; the answer is read in 64 KiB pieces and framed
   by :class:`~mcpwire.protocol.http1.ResponseReader`;
+- a small request on an idle connection can be written in the caller's own step
+  (:meth:`PoolSender.begin`), before the task that reads its answer (:meth:`PoolSender.finish`)
+  has run: the server starts on it one pass of the scheduler sooner. A body that arrived whole
+  with its head is taken at once (:meth:`_PooledResponse.body_at_once`);
 - a request larger than a socket buffer is written while the answer is awaited: a server that
   answers early (413, 401) and closes is heard, and its answer returned, instead of a write
   error. After any failed write, an answer already sent is still looked for (bounded);
