@@ -456,8 +456,11 @@ class GatewayServer(Server):
                 )
             except HostError as exc:
                 return exc
+            finally:
+                if pending.logs:  # (as _logged relays them: before the answer)
+                    await self.flush_logs(pending)
 
-        return self._tool_outcome(await relay.call(ctx, reg.server, self._logged(work)), reg.server)
+        return self._tool_outcome(await relay.call(ctx, reg.server, work), reg.server)
 
     def _relayed(self, ctx: RequestContext, server: str) -> RelayedRound | None:
         """The round to relay when the client and the backend both speak 2026-07-28 (the client's
