@@ -502,11 +502,7 @@ class PoolSender:
             return None
         connection = stack[-1]
         stream = connection.stream
-        if (
-            type(stream) is not trio.SocketStream
-            or trio.current_time() - connection.idle_since > self._idle_expiry
-            or connection.readable()
-        ):
+        if type(stream) is not trio.SocketStream or not self._fresh(connection, trio.current_time()):
             return None  # (send closes a stale one)
         try:
             sent = os.write(stream.socket.fileno(), data)
@@ -639,10 +635,14 @@ class PoolSender:
         while stack:
             connection = stack.pop()
             self._idle_count -= 1
-            if now - connection.idle_since <= self._idle_expiry and not connection.readable():
+            if self._fresh(connection, now):
                 return connection
             await self._discard(connection)
         return None
+
+    def _fresh(self, connection: _Connection, now: float) -> bool:
+        """Whether an idle connection may carry a request: not expired, and quiet."""
+        return now - connection.idle_since <= self._idle_expiry and not connection.readable()
 
     async def _connect(self, origin: Origin, timeout: float | None) -> _Connection:
         scheme, host, port = origin
