@@ -10,9 +10,10 @@ with the same client and the same calls (``echo`` with a short message):
 - ``gateway``: ``bench/gateway_serve.py``, mcpwire's gateway alone (Streamable HTTP, legacy era,
   namespaced ``everything__echo``), and ``gateway[2026]``: the same in the 2026-07-28 era;
 - ``serve``: ``mcpwire serve`` as shipped (the gateway at ``/mcp`` behind the service's
-  middleware, with a token, every call's audit record committed to its SQLite store before the
-  answer: durable when the process dies), and ``serve[fsync]``: the same with the store synced to
-  the disk at every commit (``?synchronous=full``: durable when the machine loses power too);
+  middleware, with a token, every call's audit record durable before the answer when the process
+  dies: journaled, then moved into its SQLite store in batches), and ``serve[fsync]``: the same
+  with every record committed to the store, synced to the disk, before the answer
+  (``?synchronous=full``: durable when the machine loses power too);
   both in the legacy era, as the proxies are measured; and ``serve[2026]``: as shipped, with the
   era mcpwire's client speaks to it by default (2026-07-28);
 - ``mcp-proxy`` (0.13, the Python SDK 1.x) and ``fastmcp`` (FastMCP 4.1.2's proxy), legacy era
@@ -21,8 +22,8 @@ with the same client and the same calls (``echo`` with a short message):
   itself: what one MCP call over HTTP costs at the least on that stack;
 - ``relay-floor``: ``bench/gateway_relay_floor.py``, the least a relay on the gateway's own stack
   (trio, its HTTP/1.1 codec, msgspec) does for the call: HTTP in, the backend over stdio, HTTP out,
-  nothing else; and ``relay-floor[audit]``: the same with a row committed to SQLite per call before the answer,
-  as ``mcpwire serve`` commits (WAL, ``synchronous=NORMAL``, one transaction per call). What the
+  nothing else; and ``relay-floor[audit]``: the same with a row per call made durable before the
+  answer as ``mcpwire serve`` makes it (appended to a journal, moved into SQLite every 20 ms). What the
   gateway and ``serve`` spend beyond them is what their features and structure cost.
 
 For each: p50 and p99 of sequential calls (1 in flight), calls per second with 64 in flight,

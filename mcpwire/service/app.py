@@ -279,7 +279,7 @@ def _service(
     """What the handlers share: the host and store, with the event hub, audit writer, metrics,
     rate limiter and server manager wired to them."""
     hub = EventHub(kept=settings.events_kept, buffer=settings.sse_buffer)
-    audit = host.audit.writer if isinstance(host.audit, StoreAudit) else AuditWriter(store)
+    audit = host.audit.writer if isinstance(host.audit, StoreAudit) else AuditWriter(store, journal=True)
     audit.hub = hub
     calls = CallMetrics()
     if isinstance(host.audit, StoreAudit):

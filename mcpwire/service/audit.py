@@ -23,9 +23,21 @@ writer looks again every ``linger`` seconds of its own accord, and records arm n
 look that finds none came, it parks until the next record arms it. It retries with backoff when
 the store fails.
 
+With a journal (``journal=True``, on a store that keeps one: a SQLite file committed with
+``synchronous=NORMAL``; see :mod:`mcpwire.service.store.journal`), a barrier's commit is an append
+to this process's journal instead: one ``write``, as durable when the process dies as the
+transaction it replaces, and about a tenth of its cost. The writer task then moves what was
+journaled into the database in one transaction per look (ids are assigned, and events published,
+then), and a reader of the audit in this process first has it moved (:meth:`AuditWriter.flush`).
+Barriers then never wait for the database, even while it fails: the journal holds the records
+until it is back. The journal is open while the writer task runs; at its end, what is left is
+moved and the journal deleted. A journal its process left behind is moved by the next process
+to open the store, or within ``ADOPT_INTERVAL`` seconds by another one running on it.
+
 When the store fails, the batch stays queued and is retried with backoff; barriers wait at most
 ``timeout`` seconds and then report failure (the response becomes a 503). The queue is bounded:
-past ``max_queued`` records new ones are dropped and counted, and logged once per burst.
+past ``max_queued`` records (queued or journaled) new ones are dropped and counted, and logged
+once per burst.
 """
 
 from __future__ import annotations
@@ -50,6 +62,8 @@ MAX_BATCH: Final = 1000
 MAX_QUEUED: Final = 100_000
 #: seconds a record (or a committed record's event) waits at most for the writer task
 LINGER: Final = 0.02
+#: seconds between looks for the audit journals of processes that are gone
+ADOPT_INTERVAL: Final = 5.0
 
 
 class AuditWriter:
@@ -64,8 +78,19 @@ class AuditWriter:
         max_queued: int = MAX_QUEUED,
         linger: float = LINGER,
         on_stored: Callable[[AuditRow], None] | None = None,
+        journal: bool = False,
     ) -> None:
         self._store = store
+        #: journal records while the writer task runs, where the store allows
+        self._journal = journal
+        #: records are journaled now (the journal is open and the writer task moves them)
+        self._journaling = False
+        #: journaled records not yet in the database (durable, and counted as committed), and the
+        #: journal's size after the last of them
+        self._journaled: list[AuditIn] = []
+        self._journal_end = 0
+        #: queued records being committed to the database directly (the first ones queued)
+        self._inflight = 0
         self.hub = hub
         self.location = store.location
         self._timeout = timeout
@@ -94,12 +119,17 @@ class AuditWriter:
         return self._committed
 
     @property
+    def journaled(self) -> int:
+        """Records durable in the journal, not yet in the database."""
+        return len(self._journaled)
+
+    @property
     def pending(self) -> int:
         return self._queued - self._committed
 
     def add(self, record: AuditIn) -> None:
         """Queues one record (synchronous; never blocks)."""
-        if len(self._queue) >= self._max_queued:
+        if len(self._queue) + len(self._journaled) >= self._max_queued:
             if self.dropped == 0 or self.dropped % 1000 == 0:
                 log.error("audit queue full (%d records): the store is not keeping up; dropping", len(self._queue))
             self.dropped += 1
@@ -127,10 +157,12 @@ class AuditWriter:
         target = self._queued
         if self._committed >= target:
             return True
-        if others and not self._committing:
+        if others and (self._journaling or not self._committing):
             await trio.lowlevel.cancel_shielded_checkpoint()
             if self._committed >= target:
                 return True
+        if self._journaling and self._journal_now() and self._committed >= target:
+            return True  # (journaled on this thread, whatever the database is doing)
         if not self._committing and not self._failing and self._commit_now():
             return True  # (committed on this thread: no wait, so nothing to bound)
         with trio.move_on_after(self._timeout):
@@ -143,6 +175,7 @@ class AuditWriter:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Commits and publishes until cancelled; on cancellation, one last bounded flush runs."""
+        self._journaling = self._journal and self._store.open_audit_journal()
         task_status.started()
         delay = 0.05
         self._writing = True
@@ -154,11 +187,11 @@ class AuditWriter:
                     await trio.sleep(self._linger)
                 else:
                     with trio.CancelScope() as self._park:
-                        if not self._queue and not self._unpublished:
+                        if not self._queue and not self._journaled and not self._unpublished:
                             await trio.sleep_forever()  # until a record arms the deadline
                     self._park = None
                 self._publish()
-                if not self._queue:
+                if not self._queue and not self._journaled:
                     continue
                 if await self._commit_batch():
                     delay = 0.05
@@ -170,13 +203,32 @@ class AuditWriter:
             self._park = None
             self._writing = False
             with trio.CancelScope(shield=True), trio.move_on_after(self._timeout):
-                while self._queue and await self._commit_batch():
+                while (self._queue or self._journaled) and await self._commit_batch():
                     pass
+                if self._journal:
+                    self._journaling = False
+                    try:
+                        await self._store.close_audit_journal(drained=not self._journaled)
+                    except StoreError as exc:
+                        log.error("cannot close the audit journal: %s", exc)
             self._publish()
 
+    async def adopt_orphans(self, interval: float = ADOPT_INTERVAL) -> None:
+        """Every ``interval`` seconds until cancelled, moves into the store what the audit
+        journals of processes that are gone hold (see :meth:`Store.adopt_audit_journals`)."""
+        if self._store.journal_folder is None:
+            return
+        while True:
+            await trio.sleep(interval)
+            try:
+                await self._store.adopt_audit_journals()
+            except StoreError as exc:
+                log.warning("cannot move orphaned audit journals into the store (will retry): %s", exc)
+
     async def flush(self) -> bool:
-        """Commits what is queued now (for shutdown and tests); False when the store failed."""
-        while self._queue:
+        """Puts what is queued or journaled now into the store (for shutdown, tests, and a read of
+        the audit that must see them); False when the store failed."""
+        while self._queue or self._journaled:
             if not await self._commit_batch():
                 return False
         self._publish()
@@ -200,26 +252,58 @@ class AuditWriter:
             committed += 1
         return committed > 0
 
+    def _journal_now(self) -> bool:
+        """Journals every queued record not being committed directly (one append); whether it
+        did (when the journal fails, records are committed to the database again)."""
+        batch = self._queue[self._inflight :]
+        if not batch:
+            return False
+        end = self._store.journal_audit(batch)
+        if end is None:
+            self._journaling = False
+            return False
+        del self._queue[self._inflight :]
+        self._journaled += batch
+        self._journal_end = end
+        self._committed += len(batch)
+        self._arm()
+        return True
+
     async def _commit_batch(self) -> bool:
-        """Commits the oldest queued records (one commit at a time: a second caller waits for
-        the first to end); False when the store failed."""
+        """Puts the oldest records in the store (one commit at a time: a second caller waits for
+        the first to end): what was journaled, all in one transaction, else queued records;
+        False when the store failed."""
         while self._committing:
             await self._progress.wait()
-        batch = self._queue[:MAX_BATCH]
+        if self._journaling and self._queue:
+            self._journal_now()
+        journaled = bool(self._journaled)
+        batch = self._journaled[:] if journaled else self._queue[:MAX_BATCH]
         if not batch:
             return True
+        end = self._journal_end
         self._committing = True
         try:
-            ids = await self._store.append_audit(batch)
+            if journaled:
+                ids = await self._store.append_journaled(batch, end)
+            else:
+                self._inflight = len(batch)  # (not to be journaled meanwhile)
+                ids = await self._store.append_audit(batch)
         except StoreError as exc:
             self._failed(batch, exc)
             return False
         finally:
             # (whoever waits runs after this task's next checkpoint: the counts below are set by then)
+            self._inflight = 0
             self._committing = False
             progress, self._progress = self._progress, trio.Event()
             progress.set()
-        self._stored(batch, ids)
+        self._stored(batch, ids, journaled=journaled)
+        if journaled and not self._journaled:  # (all of it in the database: it may start anew)
+            try:
+                await self._store.renew_audit_journal()
+            except StoreError as exc:
+                log.warning("cannot delete a full audit journal (the next process on the store will): %s", exc)
         return True
 
     def _failed(self, batch: list[AuditIn], exc: StoreError) -> None:
@@ -228,13 +312,17 @@ class AuditWriter:
             log.error("cannot store %d audit records (will retry): %s", len(batch), exc)
         self._failing = True
 
-    def _stored(self, batch: list[AuditIn], ids: list[int]) -> None:
-        """Accounts for ``batch``, just committed with ``ids``."""
+    def _stored(self, batch: list[AuditIn], ids: list[int], *, journaled: bool = False) -> None:
+        """Accounts for ``batch``, just committed with ``ids`` (``journaled``: moved from the
+        journal, where it was already counted as committed)."""
         if self._failing:
             log.warning("audit records are stored again")
             self._failing = False
-        del self._queue[: len(batch)]
-        self._committed += len(batch)
+        if journaled:
+            del self._journaled[: len(batch)]
+        else:
+            del self._queue[: len(batch)]
+            self._committed += len(batch)
         self.batches += 1
         self._unpublished.extend(zip(ids, batch, strict=True))
         if not self._writing:

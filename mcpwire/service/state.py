@@ -116,6 +116,7 @@ class Service:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self.audit.run)
+            nursery.start_soon(self.audit.adopt_orphans)
             await nursery.start(self._pump)
             self.changes = ChangeFeed(self.store, {"servers": self.servers.reconcile, "pins": self.host.follow_pins})
             await nursery.start(self.changes.run)
@@ -208,16 +209,19 @@ class Service:
             "# HELP mcpwire_events_dropped_clients_total /events clients dropped for falling behind.",
             "# TYPE mcpwire_events_dropped_clients_total counter",
             f"mcpwire_events_dropped_clients_total {hub.dropped_clients}",
-            "# HELP mcpwire_audit_pending Audit records queued, not yet committed.",
+            "# HELP mcpwire_audit_pending Audit records queued, not yet durable (committed or journaled).",
             "# TYPE mcpwire_audit_pending gauge",
             f"mcpwire_audit_pending {audit.pending}",
+            "# HELP mcpwire_audit_journaled Audit records durable in this process's journal, not yet in the database.",
+            "# TYPE mcpwire_audit_journaled gauge",
+            f"mcpwire_audit_journaled {audit.journaled}",
             "# HELP mcpwire_audit_dropped_total Audit records dropped because the store could not keep up.",
             "# TYPE mcpwire_audit_dropped_total counter",
             f"mcpwire_audit_dropped_total {audit.dropped}",
             "# HELP mcpwire_audit_commits_total Transactions that committed audit records (a group each).",
             "# TYPE mcpwire_audit_commits_total counter",
             f"mcpwire_audit_commits_total {audit.batches}",
-            "# HELP mcpwire_audit_committed_total Audit records committed.",
+            "# HELP mcpwire_audit_committed_total Audit records made durable (committed or journaled).",
             "# TYPE mcpwire_audit_committed_total counter",
             f"mcpwire_audit_committed_total {audit.committed}",
             "# HELP mcpwire_rate_limited_total Calls refused by the rate limit.",

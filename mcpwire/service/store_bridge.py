@@ -131,7 +131,7 @@ class StoreAudit:
 def service_host(config: HostConfig, store: Store, settings: Settings, **options: Any) -> Host:
     """A host whose approvals, pins and audit records live in ``store``. It starts without
     waiting for its servers (the service reports them as they come up)."""
-    writer = AuditWriter(store)
+    writer = AuditWriter(store, journal=True)
     queue = ApprovalQueue(StoreApprovals(store), poll_interval=settings.approval_poll)
     options.setdefault("start_timeout", 0.0)
     options.setdefault("approval_timeout", settings.approval_timeout)

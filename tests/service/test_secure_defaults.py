@@ -54,9 +54,10 @@ def test_a_fresh_loopback_start_makes_a_token_and_keeps_everything_private(tmp_p
         assert tools.returncode == 0, tools.stderr
         assert "demo__echo" in tools.stdout
         modes = private(data)
-        assert modes["."] == 0o700 and modes["run"] == 0o700
-        assert {name: bits for name, bits in modes.items() if name not in (".", "run")} == {
-            name: 0o600 for name in modes if name not in (".", "run")
+        folders = (".", "run", "service.db-audit")  # (the last: the audit journals)
+        assert {name: modes[name] for name in folders} == dict.fromkeys(folders, 0o700)
+        assert {name: bits for name, bits in modes.items() if name not in folders} == {
+            name: 0o600 for name in modes if name not in folders
         }
         assert {"token", "service.db", "service.db-wal", "service.db-shm"} <= set(modes)
         # a write (a token made through the API) leaves them so

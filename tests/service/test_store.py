@@ -237,7 +237,7 @@ async def test_the_audit_moves_to_one_index_keeping_its_ids(db_url: str) -> None
     old = await open_store(db_url, migrations=tuple(MIGRATIONS[:4]))
     ids = await old.append_audit([_audit(i) for i in range(1, 9)])
     await old.aclose()
-    new = await open_store(db_url)
+    new = await open_store(db_url, migrations=tuple(MIGRATIONS[:5]))
     try:
         assert await new.schema_version() == 5
         assert [r.id for r in (await new.audit(limit=100)).items] == ids[::-1]

@@ -41,7 +41,9 @@ async def list_audit(ctx: Ctx) -> AuditList:
     ``until`` (not), as Unix seconds. An unknown parameter is refused, not ignored. Arguments are
     redacted per the host's audit policy before they are stored."""
     query = ctx.query_as(AuditQuery)
-    page = await service_of(ctx).store.audit(
+    service = service_of(ctx)
+    await service.audit.flush()  # (what this process journaled, in the store before it is read)
+    page = await service.store.audit(
         server=query.server,
         tool=query.tool,
         outcome=query.outcome,

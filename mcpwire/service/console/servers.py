@@ -43,6 +43,7 @@ async def _servers(view: View) -> list[Any]:
 
 async def _charts(view: View) -> dict[str, Any]:
     names = [s.name for s in view.service.host.list()]
+    await view.service.audit.flush()  # (what this process journaled, in the store before it is read)
     return {
         "charts": await server_charts(view.service.store, names),
         "width": WIDTH,

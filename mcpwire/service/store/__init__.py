@@ -133,6 +133,8 @@ async def open_store(url: str | None = None, *, migrations: tuple[Migration, ...
     store = Store(driver, migrations=migrations)
     try:
         await store.migrate()
+        if store.journal_folder is not None:
+            await store.adopt_audit_journals()  # (what processes that are gone left journaled)
     except BaseException:
         await store.aclose()
         raise

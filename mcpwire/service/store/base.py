@@ -15,14 +15,18 @@ process (which a plain identity column would allow on PostgreSQL).
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 
 from .access import AccessStore
-from .schema import MIGRATIONS, Dialect, Migration
+from .journal import RENEW_BYTES, Journal, claim_orphans, read_batches
+from .schema import JOURNALS_VERSION, MIGRATIONS, Dialect, Migration
 from .types import (
     ApprovalRow,
     AuditIn,
@@ -40,6 +44,8 @@ from .types import (
 __all__ = ["CHANGES_CHANNEL", "MAX_PAGE", "Driver", "Store", "Transaction"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("mcpwire.service.store")
 
 #: the PostgreSQL channel a change is announced on (its payload: the kind of change)
 CHANGES_CHANNEL = "mcpwire_changes"
@@ -139,6 +145,14 @@ class Store:
         self._migrations = tuple(sorted(migrations, key=lambda m: m.version))
         #: API tokens and console sessions
         self.access = AccessStore(driver)
+        #: where audit journals live (a SQLite file committed with ``synchronous=NORMAL``), or None
+        self.journal_folder: Path | None = (
+            getattr(driver, "journal_folder", None) if self.latest_version >= JOURNALS_VERSION else None
+        )
+        #: this process's audit journal, while open
+        self._journal: Journal | None = None
+        #: journals of another format, reported once
+        self._foreign_journals: set[str] = set()
 
     @property
     def dialect(self) -> Dialect:
@@ -315,12 +329,137 @@ class Store:
             return []
         return await self._driver.call(_appending(records), write=True, quick=True)
 
+    async def append_journaled(self, records: Sequence[AuditIn], end: int) -> list[int]:
+        """Moves ``records`` from this process's audit journal into the audit table: every record
+        journaled up to offset ``end`` (what :meth:`journal_audit` returned for the last of them),
+        in one transaction that also records how far the journal is in the database."""
+        journal = self._journal
+        if journal is None:
+            raise StoreError("no audit journal is open")
+        if not records:
+            return []
+        rows = _audit_rows(records)
+
+        def move(tx: Transaction) -> list[int]:
+            ids = tx.insert("audit", AUDIT_COLUMNS, rows)
+            _mark_drained(tx, journal.name, end)
+            return ids
+
+        return await self._driver.call(move, write=True, quick=True)
+
     def append_audit_now(self, records: Sequence[AuditIn]) -> list[int] | None:
         """:meth:`append_audit` on this thread, when the store can do it without waiting (a local
         database whose lock is free); None when it cannot, and then nothing was appended."""
         if not records:
             return []
         return self._driver.insert_now("audit", AUDIT_COLUMNS, _audit_rows(records))
+
+    # -- audit journals (see journal.py) ----------------------------------------------------------------
+
+    def open_audit_journal(self) -> bool:
+        """Starts this process's audit journal, where the database allows one; whether it is open."""
+        if self._journal is None and self.journal_folder is not None:
+            try:
+                self._journal = Journal.create(self.journal_folder)
+            except OSError as exc:
+                log.error("cannot make an audit journal in %s: %s", self.journal_folder, exc)
+        return self._journal is not None
+
+    def journal_audit(self, records: Sequence[AuditIn]) -> int | None:
+        """Appends ``records`` to this process's audit journal: durable, when this returns, as a
+        commit is. The journal's size after them (pass it to :meth:`append_journaled`), or None
+        when there is no journal to write to, and then nothing was written. A journal that fails
+        to take a batch takes no more (what it holds can still be moved)."""
+        journal = self._journal
+        if journal is None or journal.broken:
+            return None
+        try:
+            return journal.append(_audit_rows(records))
+        except OSError as exc:
+            journal.broken = True
+            log.error("cannot write the audit journal %s (records go to the database directly): %s", journal.path, exc)
+            return None
+
+    async def close_audit_journal(self, *, drained: bool) -> None:
+        """Closes this process's audit journal; ``drained``: everything in it is in the database,
+        so it is deleted (else it stays for the next process on the store to move)."""
+        journal, self._journal = self._journal, None
+        if journal is None:
+            return
+        journal.close()
+        if drained:
+            await self._forget_journal(journal.path)
+
+    async def renew_audit_journal(self, *, at: int = RENEW_BYTES) -> None:
+        """Replaces this process's audit journal by a new one when it has grown to ``at`` bytes:
+        call it only when everything in it is in the database (the old one is deleted)."""
+        journal = self._journal
+        if journal is None or journal.size < at or self.journal_folder is None:
+            return
+        try:
+            self._journal = Journal.create(self.journal_folder)
+        except OSError as exc:
+            log.error("cannot make a new audit journal in %s (the old one goes on): %s", self.journal_folder, exc)
+            return
+        journal.close()
+        await self._forget_journal(journal.path)
+
+    async def adopt_audit_journals(self) -> int:
+        """Moves into the audit table what the journals of processes that are gone hold, then
+        deletes them; the number of records moved.
+
+        Raises:
+            StoreError: the database failed (the journal stays, for the next try).
+        """
+        folder = self.journal_folder
+        if folder is None:
+            return 0
+        moved = 0
+        own = self._journal.name if self._journal is not None else None
+        for path, fd in claim_orphans(folder, own):
+            try:
+                moved += await self._adopt(path, fd)
+            finally:
+                os.close(fd)
+        return moved
+
+    async def _adopt(self, path: Path, fd: int) -> int:
+        """Moves one claimed journal's records (see :meth:`adopt_audit_journals`)."""
+        name = path.name
+
+        def move(tx: Transaction) -> int:
+            row = tx.one("SELECT drained FROM audit_journals WHERE name = ?", (name,))
+            rows, end = read_batches(fd, int(row[0]) if row else 0)
+            if rows:
+                tx.insert("audit", AUDIT_COLUMNS, rows)
+            _mark_drained(tx, name, end)
+            return len(rows)
+
+        try:
+            moved = await self._driver.call(move, write=True)
+        except (ValueError, OSError) as exc:
+            if name not in self._foreign_journals:
+                self._foreign_journals.add(name)
+                log.error("cannot read the audit journal %s (left as it is): %s", path, exc)
+            return 0
+        if moved:
+            log.warning("moved %d audit records from %s, whose process is gone, into the store", moved, path)
+        await self._forget_journal(path)
+        return moved
+
+    async def _forget_journal(self, path: Path) -> None:
+        """Deletes a journal that is all in the database, then its row (a row whose file is gone
+        is never read again; a file whose row is gone would be read from its start)."""
+
+        def forget(tx: Transaction) -> None:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                log.error("cannot delete the audit journal %s: %s", path, exc)
+                return
+            tx.run("DELETE FROM audit_journals WHERE name = ?", (path.name,))
+
+        await self._driver.call(forget, write=True)
 
     async def audit(
         self,
@@ -631,6 +770,15 @@ def _audit_rows(records: Sequence[AuditIn]) -> list[tuple[object, ...]]:
         (r.time, r.server, r.kind, r.tool, r.name, r.outcome, r.trace_id, r.run_id, r.caller, _json(r.record))
         for r in records
     ]
+
+
+def _mark_drained(tx: Transaction, name: str, end: int) -> None:
+    """Records that the audit journal ``name`` is in the database up to offset ``end``."""
+    tx.run(
+        "INSERT INTO audit_journals (name, drained) VALUES (?, ?)"
+        " ON CONFLICT (name) DO UPDATE SET drained = excluded.drained",
+        (name, end),
+    )
 
 
 def _appending(records: Sequence[AuditIn]) -> Callable[[Transaction], list[int]]:

@@ -19,9 +19,12 @@ from typing import Final, Literal
 
 import msgspec
 
-__all__ = ["DIALECT_TYPES", "MIGRATIONS", "Dialect", "Migration", "render"]
+__all__ = ["DIALECT_TYPES", "JOURNALS_VERSION", "MIGRATIONS", "Dialect", "Migration", "render"]
 
 Dialect = Literal["sqlite", "postgresql"]
+
+#: the schema version from which a database records how far audit journals are in it
+JOURNALS_VERSION: Final = 6
 
 
 class Migration(msgspec.Struct, frozen=True, kw_only=True):
@@ -147,5 +150,10 @@ MIGRATIONS: Final[Sequence[Migration]] = (
                 "CREATE INDEX audit_by_server ON audit (server, id)",
             )
         },
+    ),
+    Migration(
+        version=6,
+        description="how far each process's audit journal is in the database",
+        statements=("CREATE TABLE audit_journals (name TEXT PRIMARY KEY, drained {bigint} NOT NULL)",),
     ),
 )

@@ -30,6 +30,7 @@ import trio
 
 from ..localfiles import data_folder, private_file, private_folder
 from .base import Transaction, insert_sql, rows_per_insert
+from .journal import JOURNALS_WORK, journal_folder
 from .schema import Dialect
 from .types import StoreError
 
@@ -122,6 +123,10 @@ class SqliteDriver:
         self._closed = False
         #: commits since the log was last checkpointed
         self._since_checkpoint = 0
+        #: where audit journals go: beside a file committed without a sync, whose durability they
+        #: match (a synced commit is no faster journaled)
+        journaled = JOURNALS_WORK and self.path != ":memory:" and synchronous == "normal"
+        self.journal_folder = journal_folder(self.path) if journaled else None
 
     async def open(self) -> None:
         await trio.to_thread.run_sync(self._connect, limiter=self._limiter)
