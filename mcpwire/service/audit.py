@@ -52,6 +52,7 @@ import trio
 
 from .events import EventHub
 from .store import AuditIn, AuditRow, Store, StoreError
+from .store.base import audit_rows
 
 __all__ = ["BARRIER_TIMEOUT", "LINGER", "AuditWriter"]
 
@@ -88,6 +89,8 @@ class AuditWriter:
         #: journaled records not yet in the database (durable, and counted as committed), and the
         #: journal's size after the last of them
         self._journaled: list[AuditIn] = []
+        #: their rows, as journaled and to be moved
+        self._journaled_rows: list[tuple[object, ...]] = []
         self._journal_end = 0
         #: queued records being committed to the database directly (the first ones queued)
         self._inflight = 0
@@ -258,12 +261,14 @@ class AuditWriter:
         batch = self._queue[self._inflight :]
         if not batch:
             return False
-        end = self._store.journal_audit(batch)
+        rows = audit_rows(batch)
+        end = self._store.journal_audit(rows)
         if end is None:
             self._journaling = False
             return False
         del self._queue[self._inflight :]
         self._journaled += batch
+        self._journaled_rows += rows
         self._journal_end = end
         self._committed += len(batch)
         self._arm()
@@ -285,7 +290,7 @@ class AuditWriter:
         self._committing = True
         try:
             if journaled:
-                ids = await self._store.append_journaled(batch, end)
+                ids = await self._store.append_journaled(self._journaled_rows[: len(batch)], end)
             else:
                 self._inflight = len(batch)  # (not to be journaled meanwhile)
                 ids = await self._store.append_audit(batch)
@@ -320,6 +325,7 @@ class AuditWriter:
             self._failing = False
         if journaled:
             del self._journaled[: len(batch)]
+            del self._journaled_rows[: len(batch)]
         else:
             del self._queue[: len(batch)]
             self._committed += len(batch)
@@ -336,6 +342,7 @@ class AuditWriter:
         for record_id, record in done:
             if self.hub is not None:
                 # (an AuditRow's fields are the id, then the record's: the same mapping, built once)
-                self.hub.publish("audit", {"id": record_id, **msgspec.to_builtins(record)})
+                # (its fields hold plain values already: no conversion, no copy)
+                self.hub.publish("audit", {"id": record_id, **msgspec.structs.asdict(record)})
             if self._on_stored is not None:
                 self._on_stored(AuditRow(id=record_id, **msgspec.structs.asdict(record)))

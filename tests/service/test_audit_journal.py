@@ -153,10 +153,10 @@ async def test_barriers_hold_while_the_database_fails_and_nothing_is_lost_or_dou
     real = store.append_journaled
     failing = True
 
-    async def flaky(records: list[AuditIn], end: int) -> list[int]:
+    async def flaky(rows: list[tuple[object, ...]], end: int) -> list[int]:
         if failing:
             raise StoreError("the database sqlite:///audit.db failed: disk I/O error")
-        return await real(records, end)
+        return await real(rows, end)
 
     monkeypatch.setattr(store, "append_journaled", flaky)
     async with trio.open_nursery() as nursery:

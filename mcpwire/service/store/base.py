@@ -41,7 +41,7 @@ from .types import (
     StoreError,
 )
 
-__all__ = ["CHANGES_CHANNEL", "MAX_PAGE", "Driver", "Store", "Transaction"]
+__all__ = ["CHANGES_CHANNEL", "MAX_PAGE", "Driver", "Store", "Transaction", "audit_rows"]
 
 T = TypeVar("T")
 
@@ -329,30 +329,31 @@ class Store:
             return []
         return await self._driver.call(_appending(records), write=True, quick=True)
 
-    async def append_journaled(self, records: Sequence[AuditIn], end: int) -> list[int]:
-        """Moves ``records`` from this process's audit journal into the audit table: every record
-        journaled up to offset ``end`` (what :meth:`journal_audit` returned for the last of them),
-        in one transaction that also records how far the journal is in the database."""
+    async def append_journaled(self, rows: Sequence[Sequence[object]], end: int) -> list[int]:
+        """Moves audit ``rows`` (:func:`audit_rows`) from this process's audit journal into the
+        audit table: every row journaled up to offset ``end`` (what :meth:`journal_audit` returned
+        for the last of them), in one transaction that also records how far the journal is in the
+        database; their ids. It runs on a worker thread: nobody waits for it, and the event loop
+        goes on meanwhile."""
         journal = self._journal
         if journal is None:
             raise StoreError("no audit journal is open")
-        if not records:
+        if not rows:
             return []
-        rows = _audit_rows(records)
 
         def move(tx: Transaction) -> list[int]:
             ids = tx.insert("audit", AUDIT_COLUMNS, rows)
             _mark_drained(tx, journal.name, end)
             return ids
 
-        return await self._driver.call(move, write=True, quick=True)
+        return await self._driver.call(move, write=True)
 
     def append_audit_now(self, records: Sequence[AuditIn]) -> list[int] | None:
         """:meth:`append_audit` on this thread, when the store can do it without waiting (a local
         database whose lock is free); None when it cannot, and then nothing was appended."""
         if not records:
             return []
-        return self._driver.insert_now("audit", AUDIT_COLUMNS, _audit_rows(records))
+        return self._driver.insert_now("audit", AUDIT_COLUMNS, audit_rows(records))
 
     # -- audit journals (see journal.py) ----------------------------------------------------------------
 
@@ -365,16 +366,17 @@ class Store:
                 log.error("cannot make an audit journal in %s: %s", self.journal_folder, exc)
         return self._journal is not None
 
-    def journal_audit(self, records: Sequence[AuditIn]) -> int | None:
-        """Appends ``records`` to this process's audit journal: durable, when this returns, as a
-        commit is. The journal's size after them (pass it to :meth:`append_journaled`), or None
-        when there is no journal to write to, and then nothing was written. A journal that fails
-        to take a batch takes no more (what it holds can still be moved)."""
+    def journal_audit(self, rows: Sequence[Sequence[object]]) -> int | None:
+        """Appends audit ``rows`` (:func:`audit_rows`) to this process's audit journal: durable,
+        when this returns, as a commit is. The journal's size after them (pass it to
+        :meth:`append_journaled`), or None when there is no journal to write to, and then nothing
+        was written. A journal that fails to take a batch takes no more (what it holds can still
+        be moved)."""
         journal = self._journal
         if journal is None or journal.broken:
             return None
         try:
-            return journal.append(_audit_rows(records))
+            return journal.append(rows)
         except OSError as exc:
             journal.broken = True
             log.error("cannot write the audit journal %s (records go to the database directly): %s", journal.path, exc)
@@ -764,7 +766,7 @@ class Store:
         return await self._driver.call(delete, write=True)
 
 
-def _audit_rows(records: Sequence[AuditIn]) -> list[tuple[object, ...]]:
+def audit_rows(records: Sequence[AuditIn]) -> list[tuple[object, ...]]:
     """The audit table's rows of ``records`` (in the order of :data:`AUDIT_COLUMNS`)."""
     return [
         (r.time, r.server, r.kind, r.tool, r.name, r.outcome, r.trace_id, r.run_id, r.caller, _json(r.record))
@@ -783,7 +785,7 @@ def _mark_drained(tx: Transaction, name: str, end: int) -> None:
 
 def _appending(records: Sequence[AuditIn]) -> Callable[[Transaction], list[int]]:
     """The transaction's work that appends ``records`` to the audit table."""
-    rows = _audit_rows(records)
+    rows = audit_rows(records)
 
     def append(tx: Transaction) -> list[int]:
         return tx.insert("audit", AUDIT_COLUMNS, rows)
