@@ -333,8 +333,7 @@ class Store:
         """Moves audit ``rows`` (:func:`audit_rows`) from this process's audit journal into the
         audit table: every row journaled up to offset ``end`` (what :meth:`journal_audit` returned
         for the last of them), in one transaction that also records how far the journal is in the
-        database; their ids. It runs on a worker thread: nobody waits for it, and the event loop
-        goes on meanwhile."""
+        database; their ids."""
         journal = self._journal
         if journal is None:
             raise StoreError("no audit journal is open")
@@ -346,7 +345,7 @@ class Store:
             _mark_drained(tx, journal.name, end)
             return ids
 
-        return await self._driver.call(move, write=True)
+        return await self._driver.call(move, write=True, quick=True)
 
     def append_audit_now(self, records: Sequence[AuditIn]) -> list[int] | None:
         """:meth:`append_audit` on this thread, when the store can do it without waiting (a local
