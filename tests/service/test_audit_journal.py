@@ -88,6 +88,13 @@ def test_a_journal_reads_back_whole_batches_and_skips_what_is_cut_short_or_unrea
     finally:
         os.close(fd)
     assert FORMAT_LINE.endswith(b"\n")
+    for made in (b"", FORMAT_LINE[:10]):  # its process died as it made it: an empty journal
+        other.write_bytes(made)
+        fd = os.open(other, os.O_RDONLY)
+        try:
+            assert read_batches(fd, 0) == ([], 0)
+        finally:
+            os.close(fd)
 
 
 def test_only_a_journal_whose_owner_is_gone_can_be_claimed(tmp_path: Path) -> None:
@@ -360,3 +367,25 @@ async def test_a_commit_under_way_when_the_journal_opens_is_neither_doubled_nor_
         assert await writer.flush() is True
         nursery.cancel_scope.cancel()
     assert await _traces(store) == ["t-1", "t-2"]
+
+
+async def test_a_journal_left_empty_or_of_another_format_is_deleted_or_left_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    await (await open_store(_db(tmp_path))).aclose()  # (the schema first)
+    folder = journal_folder(tmp_path / "audit.db")
+    folder.mkdir(mode=0o700)
+    (folder / "1-empty.jsonl").write_bytes(FORMAT_LINE[:5])  # its process died as it made it
+    (folder / "2-other.jsonl").write_bytes(b'{"format":"something-else"}\n')
+    with caplog.at_level(logging.ERROR, "mcpwire.service.store"):
+        store = await open_store(_db(tmp_path))
+    try:
+        assert sorted(p.name for p in folder.iterdir()) == ["2-other.jsonl"]
+        assert "cannot read the audit journal" in caplog.text and "2-other.jsonl" in caplog.text
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, "mcpwire.service.store"):
+            assert await store.adopt_audit_journals() == 0
+        assert caplog.text == ""  # (reported once)
+        assert await _traces(store) == []
+    finally:
+        await store.aclose()

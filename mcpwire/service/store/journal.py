@@ -167,6 +167,8 @@ def read_batches(fd: int, start: int) -> tuple[list[AuditValues], int]:
         offset += len(chunk)
     position = 0
     if start == 0:
+        if len(data) < len(FORMAT_LINE) and FORMAT_LINE.startswith(data):
+            return [], 0  # its process died as it made it: nothing was ever journaled
         if not data.startswith(FORMAT_LINE):
             raise ValueError("not an audit journal of this format")
         position = len(FORMAT_LINE)
