@@ -221,6 +221,14 @@ def _role_map(tmp_path: Path) -> object:
 
 
 #: ``module.Class.method`` -> an example call, which returns what the method returned.
+def _journal(tmp_path: Path) -> object:
+    from mcpwire.service.store.journal import Journal
+
+    journal = Journal.create(tmp_path / "journals")
+    journal.close()
+    return journal
+
+
 EXAMPLES: dict[str, Callable[[Path], object]] = {
     "mcpwire.host.host.Host.from_config": _host_from_config,
     "mcpwire.aio.Host.from_config": _aio_host_from_config,
@@ -240,6 +248,7 @@ EXAMPLES: dict[str, Callable[[Path], object]] = {
     "mcpwire.fuzz.exchange.Step.from_json": _exchange_step,
     "mcpwire.service.identity.Role.parse": _role,
     "mcpwire.service.oauth.RoleMap.from_settings": _role_map,
+    "mcpwire.service.store.journal.Journal.create": _journal,
 }
 
 
